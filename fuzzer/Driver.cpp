@@ -1,0 +1,193 @@
+#include "fuzzer/Driver.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <torch/headeronly/version.h>
+
+#include "fuzzer/ProgramTester.h"
+#include "fuzzer/Sandbox.h"
+#include "fuzzer/WorkerPool.h"
+#include "oracles/OutputLoader.h"
+
+namespace tcfuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string versionText() {
+  return fmt::format("tcfuzz {}\nbuilt against torch {} (git {})\nlibtorch {}\n", TCFUZZ_VERSION, TORCH_VERSION,
+                     TCFUZZ_TORCH_GIT_VERSION, TCFUZZ_TORCH_DIR);
+}
+
+/// A temporary directory removed on destruction unless kept.
+class ScratchDir {
+ public:
+  ScratchDir(const std::string& requested, bool keep) : keep_(keep || !requested.empty()) {
+    if (!requested.empty()) {
+      path_ = fs::absolute(requested);
+      fs::create_directories(path_);
+      return;
+    }
+    std::string pattern = (fs::temp_directory_path() / "tcfuzz-run-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary directory in " + pattern);
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!keep_) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  bool keep_;
+};
+
+CompileConfig compileConfigFrom(const Options& o) {
+  CompileConfig c;
+  c.backend = o.backend;
+  c.mode = o.mode == "default" ? "" : o.mode;
+  if (o.dynamic == "true") c.dynamic = true;
+  else if (o.dynamic == "false") c.dynamic = false;
+  else if (o.dynamic != "auto") throw std::invalid_argument("--dynamic takes auto, true or false, not " + o.dynamic);
+  c.fullgraph = o.fullgraph;
+  for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
+  return c;
+}
+
+std::string shapeText(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+void printRun(std::ostream& out, const char* label, const oracles::RunResult& r) {
+  std::string timing = fmt::format("setup {:.3f}s, run {:.3f}s", r.times.setup, r.times.run);
+  if (r.times.compile > 0) timing = fmt::format("setup {:.3f}s, compile {:.3f}s, run {:.3f}s", r.times.setup,
+                                                r.times.compile, r.times.run - r.times.compile);
+  out << fmt::format("  {:<9}{}  ({})", label, r.summary(), timing);
+  if (r.compileFacts)
+    out << fmt::format("  graphs={} breaks={}", r.compileFacts->graphCount, r.compileFacts->graphBreaks);
+  out << "\n";
+  if (r.status == oracles::RunStatus::Signal && !r.stderrTail.empty()) {
+    auto tail = r.stderrTail.substr(r.stderrTail.size() > 600 ? r.stderrTail.size() - 600 : 0);
+    out << "           stderr: ..." << tail << "\n";
+  }
+}
+
+void printText(std::ostream& out, const ProgramTestResult& t, const CompileConfig& config, uint64_t seed) {
+  out << fmt::format("program   {}\nconfig    {} seed={}\n", t.program.string(), config.describe(), seed);
+  printRun(out, "eager", t.runs.eager);
+  printRun(out, "compiled", t.runs.compiled);
+  printRun(out, "fp64", t.runs.fp64);
+  if (t.verdict.comparison) {
+    for (const auto& l : t.verdict.comparison->leaves) {
+      out << fmt::format("  output {} {}{}: max_abs_diff={:.4g}", l.leaf, l.eagerDtype, shapeText(l.eagerShape),
+                         l.maxAbsDiff);
+      if (l.fp64Used)
+        out << fmt::format(" rmse(eager,fp64)={:.4g} rmse(compiled,fp64)={:.4g}", l.rmseEager, l.rmseCompiled);
+      out << fmt::format(" dtype={} shape={} nan/inf={}{}\n", l.dtypeMatch ? "match" : "DIFFER",
+                         l.shapeMatch ? "match" : "DIFFER", l.nonFiniteMatch ? "match" : "DIFFER",
+                         l.reason.empty() ? "" : "  (" + l.reason + ")");
+    }
+  }
+  out << fmt::format("verdict   {}: {}\n", oracles::toString(t.verdict.verdict), t.verdict.reason);
+}
+
+int runCommand(const Options& o, const std::vector<std::string>& programs) {
+  CompileConfig config = compileConfigFrom(o);
+  SandboxKind sandbox = parseSandboxKind(o.sandbox);
+  if (sandbox == SandboxKind::Bubblewrap) {
+    if (std::string problem = probeBubblewrap(); !problem.empty()) {
+      std::cerr << "tcfuzz: " << problem << "\n";
+      return kExitEnvironment;
+    }
+  }
+  ScratchDir work(o.workDir, o.keep);
+  WorkerSpec spec;
+  spec.python = o.python;
+  spec.harness = fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "harness.py";
+  spec.device = o.device;
+  spec.workDir = work.path();
+  if (!o.inductorCache.empty()) spec.inductorCacheDir = fs::absolute(o.inductorCache);
+  spec.sandbox = sandbox;
+  spec.expectedTorchGit = TCFUZZ_TORCH_GIT_VERSION;
+  spec.expectedTorchVersion = TORCH_VERSION;
+
+  TestSettings settings;
+  settings.compile = config;
+  settings.limits = Limits{o.timeout, o.memoryMb};
+  settings.seed = static_cast<uint64_t>(o.seed);
+  settings.device = o.device;
+  settings.threads = o.threads;
+  for (const auto& p : o.plugins) settings.plugins.push_back(fs::absolute(p));
+
+  WorkerPool pool(spec, static_cast<size_t>(std::max(1, o.workers)));
+  ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
+  int exitCode = kExitOk;
+  for (const auto& program : programs) {
+    for (int i = 0; i < std::max(1, o.repeat); ++i) {
+      ProgramTestResult result = tester.test(program, settings);
+      if (o.json) {
+        nlohmann::json j = toJson(result);
+        j["config"] = config.nonDefault();
+        j["seed"] = o.seed;
+        std::cout << j.dump() << std::endl;
+      } else {
+        printText(std::cout, result, config, settings.seed);
+      }
+      if (exitCode == kExitOk) exitCode = oracles::exitCodeFor(result.verdict.verdict);
+    }
+  }
+  if (o.keep || !o.workDir.empty()) std::cerr << "tcfuzz: job outputs kept in " << work.path().string() << "\n";
+  return exitCode;
+}
+
+}  // namespace
+
+int runDriver(int argc, char** argv) {
+  CLI::App app{"tcfuzz: a differential fuzzer for torch.compile (eager vs compiled, arbitrated by fp64)"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "Print tcfuzz's version and the torch it was built against");
+
+  Options options;
+  std::vector<std::string> programs;
+  CLI::App* run = app.add_subcommand("run", "Run program files in eager, compiled and fp64 workers and print the verdict");
+  registerOptions(*run, "run", options);
+  run->add_option("programs", programs, "Program files (README: 'Program contract')")
+      ->required()
+      ->check(CLI::ExistingFile);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (version) {
+    std::cout << versionText();
+    return kExitOk;
+  }
+  try {
+    if (run->parsed()) return runCommand(options, programs);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const oracles::ConfigurationError& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const WorkerStartError& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
+    return kExitEnvironment;
+  } catch (const std::exception& e) {
+    std::cerr << "tcfuzz: error: " << e.what() << "\n";
+    return kExitEnvironment;
+  }
+  std::cout << app.help();
+  return kExitUsage;
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,118 @@
+#include "fuzzer/ProgramTester.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace tcfuzz {
+
+ProgramTester::ProgramTester(WorkerPool& pool, oracles::Comparator comparator, std::filesystem::path jobsRoot)
+    : pool_(pool), comparator_(comparator), jobsRoot_(std::move(jobsRoot)) {}
+
+Job ProgramTester::makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings) {
+  Job job;
+  job.id = fmt::format("{:06d}-{}", nextJob_++, toString(mode));
+  job.program = std::filesystem::absolute(program);
+  job.mode = mode;
+  job.seed = settings.seed;
+  job.device = settings.device;
+  job.compile = settings.compile;
+  job.limits = settings.limits;
+  job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
+  job.repeat = mode == RunMode::Eager ? 2 : 1;  // the second eager run detects nondeterminism
+  job.plugins = settings.plugins;
+  job.threads = settings.threads;
+  return job;
+}
+
+ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
+  auto began = std::chrono::steady_clock::now();
+  // The compiled job is the slow one: submit it first so it starts first.
+  auto compiled = pool_.submit(makeJob(program, RunMode::Compiled, settings));
+  auto eager = pool_.submit(makeJob(program, RunMode::Eager, settings));
+  auto fp64 = pool_.submit(makeJob(program, RunMode::Fp64, settings));
+  ProgramTestResult result;
+  result.program = program;
+  result.runs = oracles::TripleRun{eager.get(), compiled.get(), fp64.get()};
+  auto judged = std::chrono::steady_clock::now();
+  result.verdict = oracles::judge(result.runs, comparator_);
+  auto done = std::chrono::steady_clock::now();
+  result.compareSeconds = std::chrono::duration<double>(done - judged).count();
+  result.wallSeconds = std::chrono::duration<double>(done - began).count();
+  return result;
+}
+
+}  // namespace tcfuzz
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace tcfuzz {
+namespace {
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json runToJson(const oracles::RunResult& r) {
+  nlohmann::json j{{"status", oracles::toString(r.status)},
+                   {"phase", r.phase},
+                   {"summary", r.summary()},
+                   {"job_dir", r.jobDir.string()},
+                   {"times",
+                    {{"fork_s", r.times.fork},
+                     {"setup_s", r.times.setup},
+                     {"compile_s", r.times.compile},
+                     {"run_s", r.times.run},
+                     {"save_s", r.times.save},
+                     {"child_wall_s", r.times.childWall},
+                     {"round_trip_s", r.times.roundTrip}}}};
+  if (r.exception)
+    j["exception"] = {{"type", r.exception->type},
+                      {"qualified_type", r.exception->qualifiedType},
+                      {"message", r.exception->message}};
+  if (r.status == oracles::RunStatus::Signal) j["signal"] = r.signalName;
+  if (r.compileFacts)
+    j["compile_facts"] = {{"graph_count", r.compileFacts->graphCount},
+                          {"graph_breaks", r.compileFacts->graphBreaks},
+                          {"break_reasons", r.compileFacts->breakReasons}};
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json toJson(const ProgramTestResult& result) {
+  const auto& v = result.verdict;
+  nlohmann::json j{{"program", result.program.string()},
+                   {"verdict", oracles::toString(v.verdict)},
+                   {"reason", v.reason},
+                   {"eager", runToJson(result.runs.eager)},
+                   {"compiled", runToJson(result.runs.compiled)},
+                   {"fp64", runToJson(result.runs.fp64)},
+                   {"wall_s", result.wallSeconds},
+                   {"compare_s", result.compareSeconds}};
+  if (v.comparison) {
+    nlohmann::json leaves = nlohmann::json::array();
+    for (const auto& l : v.comparison->leaves)
+      leaves.push_back({{"leaf", l.leaf},
+                        {"dtype", l.eagerDtype},
+                        {"compiled_dtype", l.compiledDtype},
+                        {"shape", l.eagerShape},
+                        {"compiled_shape", l.compiledShape},
+                        {"dtype_match", l.dtypeMatch},
+                        {"shape_match", l.shapeMatch},
+                        {"nan_inf_match", l.nonFiniteMatch},
+                        {"fp64_stable", l.fp64Stable},
+                        {"fp64_used", l.fp64Used},
+                        {"max_abs_diff", number(l.maxAbsDiff)},
+                        {"rmse_eager_fp64", number(l.rmseEager)},
+                        {"rmse_compiled_fp64", number(l.rmseCompiled)},
+                        {"tolerance", l.tolerance},
+                        {"multiplier", l.multiplier},
+                        {"passed", l.passed},
+                        {"note", l.reason}});
+    j["outputs"] = leaves;
+  }
+  return j;
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,59 @@
+#pragma once
+// Runs one program in eager (twice), compiled and fp64 through the pool, and judges it.
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fuzzer/WorkerPool.h"
+#include "oracles/Comparator.h"
+#include "oracles/Verdict.h"
+
+namespace tcfuzz {
+
+/// Everything about how a program is tested, apart from the program itself.
+struct TestSettings {
+  CompileConfig compile;
+  Limits limits;
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  int threads = 0;
+  std::vector<std::filesystem::path> plugins;
+};
+
+/// The three runs, the verdict, and what the oracle cost.
+struct ProgramTestResult {
+  std::filesystem::path program;
+  oracles::TripleRun runs;
+  oracles::VerdictReport verdict;
+  double wallSeconds = 0;     ///< submit to verdict
+  double compareSeconds = 0;  ///< loading outputs and comparing them in C++
+};
+
+/// Tests programs through a shared pool. Thread-safe: test() may run concurrently.
+class ProgramTester {
+ public:
+  /// jobsRoot must be writable inside the worker sandbox (under WorkerSpec::workDir).
+  ProgramTester(WorkerPool& pool, oracles::Comparator comparator, std::filesystem::path jobsRoot);
+
+  /// Submits the three jobs at once and waits for them. Throws ConfigurationError for a bad
+  /// compile configuration and OutputLoadError for unreadable outputs.
+  ProgramTestResult test(const std::filesystem::path& program, const TestSettings& settings);
+
+ private:
+  Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
+
+  WorkerPool& pool_;
+  oracles::Comparator comparator_;
+  std::filesystem::path jobsRoot_;
+  std::atomic<uint64_t> nextJob_{0};
+};
+
+}  // namespace tcfuzz
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tcfuzz {
+/// The whole test as JSON: verdict, reason, per-mode status and times, per-leaf figures.
+nlohmann::json toJson(const ProgramTestResult& result);
+}  // namespace tcfuzz

@@ -1,0 +1,63 @@
+#pragma once
+// The JSON-lines protocol between tcfuzz and the worker harness (fuzzer/worker/harness.py).
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "fuzzer/CompileConfig.h"
+#include "oracles/RunResult.h"
+
+namespace tcfuzz {
+
+enum class RunMode { Eager, Compiled, Fp64 };
+std::string_view toString(RunMode mode);
+
+/// Per-job limits the harness enforces.
+struct Limits {
+  double timeoutSeconds = 60;
+  int64_t memoryMb = 4096;  ///< 0: unlimited
+};
+
+/// One program run in one mode.
+struct Job {
+  std::string id;
+  std::filesystem::path program;  ///< absolute path of the program file
+  RunMode mode = RunMode::Eager;
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  CompileConfig compile;           ///< used in Compiled mode only
+  Limits limits;
+  std::filesystem::path jobDir;    ///< absolute; the child writes its outputs here
+  int repeat = 1;                  ///< forward calls; a second one checks nondeterminism
+  std::vector<std::filesystem::path> plugins;  ///< trusted Python files run before compiling
+  int threads = 0;                 ///< torch intra-op threads in the child; 0: torch's default
+};
+
+/// The zygote's first message, after `import torch`.
+struct Hello {
+  std::string torchVersion, torchGit, torchDir, python, device;
+  int pid = 0;
+  double importSeconds = 0;
+  bool cudaAvailable = false;
+  int cudaDevices = 0;
+};
+
+/// A line the harness could not have meant: not JSON, or missing a required field.
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The job as one line of JSON (no trailing newline).
+std::string encodeJob(const Job& job);
+/// The zygote's shutdown request.
+std::string encodeQuit();
+
+using WorkerMessage = std::variant<Hello, oracles::RunResult>;
+/// Decodes one line from the harness; throws ProtocolError naming what is wrong.
+WorkerMessage decodeMessage(std::string_view line);
+
+}  // namespace tcfuzz

@@ -1,0 +1,523 @@
+"""tcfuzz worker harness: a zygote that imports torch once and forks one child per job.
+
+Runs inside the worker sandbox (see fuzzer/Sandbox.cpp). Talks JSON lines:
+  stdin  <- {"type": "job", ...}            one job per line (see fuzzer/Protocol.h)
+  stdout -> {"type": "hello", ...}          once, after torch is imported
+  stdout -> {"type": "result", ...}         one per job, in order
+The zygote runs no torch op before forking (libgomp's thread pool and CUDA do not survive a fork).
+Each child gets its own session (process group), an address-space limit, and a deadline; when it
+dies, the zygote turns the death into a result. A child never writes to the protocol pipe.
+"""
+
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+import traceback
+
+# The protocol channel is a private dup of the original stdout: a stray print() in the zygote
+# (or in a torch import side effect) goes to stderr instead of corrupting the protocol.
+_PROTOCOL_OUT = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+
+_t_import = time.monotonic()
+import torch  # noqa: E402  (imported once here, inherited by every child)
+import torch._dynamo  # noqa: E402,F401
+import torch._inductor.config  # noqa: E402,F401
+import torch.utils._pytree as pytree  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
+IMPORT_SECONDS = time.monotonic() - _t_import
+
+PHASE_FILE = "phase"
+RESULT_FILE = "result.json"
+STDOUT_FILE = "stdout.txt"
+STDERR_FILE = "stderr.txt"
+OOM_MARKERS = ("can't allocate memory", "out of memory", "DefaultCPUAllocator", "std::bad_alloc")
+
+
+def send(msg):
+    _PROTOCOL_OUT.write(json.dumps(msg, default=str) + "\n")
+    _PROTOCOL_OUT.flush()
+
+
+# ----------------------------------------------------------------------------------------------
+# Child side: everything below runs in the forked child only.
+# ----------------------------------------------------------------------------------------------
+
+class ChildRun:
+    """One job executed in a forked child. Writes result.json into the job directory."""
+
+    def __init__(self, job):
+        self.job = job
+        self.dir = job["job_dir"]
+        self.phase = "start"
+        self.times = {}
+        self.compile_seconds = 0.0
+        self._compile_started = None
+        self.compile_failed = False
+
+    def mark(self, phase):
+        """Records the phase on disk first, so a death in this phase is attributed to it."""
+        self.phase = phase
+        with open(os.path.join(self.dir, PHASE_FILE), "w") as f:
+            f.write(phase)
+
+    def write_result(self, result):
+        tmp = os.path.join(self.dir, RESULT_FILE + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(result, f, default=str)
+        os.replace(tmp, os.path.join(self.dir, RESULT_FILE))
+
+    # -- program loading --------------------------------------------------------------------
+    def load_program(self):
+        path = self.job["program"]
+        with open(path) as f:
+            source = f.read()
+        namespace = {"__name__": "tcfuzz_program", "__file__": path}
+        code = compile(source, path, "exec")
+        exec(code, namespace)  # the child is the sandbox: this is where untrusted code runs
+        if "make_inputs" not in namespace:
+            raise ContractError("program defines no make_inputs(seed) function")
+        if "make_model" not in namespace and "Model" not in namespace:
+            raise ContractError("program defines neither a Model class nor make_model()")
+        return namespace
+
+    def seed_everything(self):
+        import random
+        seed = int(self.job["seed"])
+        random.seed(seed)
+        torch.manual_seed(seed)
+        try:
+            import numpy
+            numpy.random.seed(seed % (2 ** 32))
+        except ImportError:
+            pass
+
+    # -- compile configuration ----------------------------------------------------------------
+    def apply_compile_config(self):
+        cfg = self.job.get("compile") or {}
+        import torch._inductor.config as inductor_config
+        inductor_config.fallback_random = True
+        inductor_config.compile_threads = 1
+        for key, value in (cfg.get("inductor_config") or {}).items():
+            target = inductor_config
+            parts = key.split(".")
+            for p in parts[:-1]:
+                target = getattr(target, p)
+            if not hasattr(target, parts[-1]):
+                raise ContractError(f"unknown Inductor config option {key!r}")
+            setattr(target, parts[-1], value)
+        for plugin in self.job.get("plugins") or []:
+            # A trusted file named on the command line (for example a planted-bug backend).
+            ns = {"__name__": "tcfuzz_plugin", "__file__": plugin}
+            with open(plugin) as f:
+                exec(compile(f.read(), plugin, "exec"), ns)
+
+        handler = torch._dynamo.callback_handler
+
+        def on_start(*_):
+            self._compile_started = time.monotonic()
+            self.mark("compile")
+
+        def on_end(*_):
+            if self._compile_started is not None:
+                self.compile_seconds += time.monotonic() - self._compile_started
+                self._compile_started = None
+            if sys.exc_info()[0] is not None:
+                self.compile_failed = True  # raised inside compilation: keep the phase
+            else:
+                self.mark("run")
+
+        handler.register_start_callback(on_start)
+        handler.register_end_callback(on_end)
+
+    def compiled(self, model):
+        cfg = self.job.get("compile") or {}
+        kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
+        if cfg.get("mode"):
+            kwargs["mode"] = cfg["mode"]
+        if cfg.get("dynamic") is not None:
+            kwargs["dynamic"] = bool(cfg["dynamic"])
+        return torch.compile(model, **kwargs)
+
+    # -- the run -------------------------------------------------------------------------------
+    def run(self):
+        job = self.job
+        mode = job["mode"]
+        device = job.get("device", "cpu")
+        t0 = time.monotonic()
+        self.mark("load")
+        ns = self.load_program()
+        if mode == "compiled":
+            self.mark("config")
+            self.apply_compile_config()
+        self.mark("setup")
+        self.seed_everything()
+        model = ns["make_model"]() if "make_model" in ns else ns["Model"]()
+        model.eval()
+        inputs = ns["make_inputs"](int(job["seed"]))
+        if not isinstance(inputs, (list, tuple)):
+            inputs = (inputs,)
+        if mode == "fp64":
+            model = model.to(torch.float64)
+            inputs = pytree.tree_map(_widen_tensor, list(inputs))
+        if device != "cpu":
+            model = model.to(device)
+            inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, list(inputs))
+        fn = self.compiled(model) if mode == "compiled" else model
+        self.times["setup_s"] = time.monotonic() - t0
+
+        repeat = int(job.get("repeat", 1))
+        outputs = []
+        self.mark("run")
+        t_run = time.monotonic()
+        torch.set_grad_enabled(False)
+        for _ in range(repeat):
+            self.seed_everything()
+            if mode == "fp64":
+                with Fp64Casts():
+                    prev = torch.get_default_dtype()
+                    torch.set_default_dtype(torch.float64)
+                    try:
+                        out = fn(*inputs)
+                    finally:
+                        torch.set_default_dtype(prev)
+            else:
+                out = fn(*inputs)
+            # Under CUDA graphs the output buffers are reused by the next replay: clone at once.
+            out = pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, out)
+            outputs.append(out)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        self.times["run_s"] = time.monotonic() - t_run
+        if mode == "compiled":
+            self.times["compile_s"] = self.compile_seconds
+
+        self.mark("save")
+        t_save = time.monotonic()
+        saved = [self.save_outputs(out, i) for i, out in enumerate(outputs)]
+        self.times["save_s"] = time.monotonic() - t_save
+        result = {"status": "ok", "phase": "done", "outputs": saved[0], "times": self.times}
+        if len(saved) > 1:
+            result["repeat_outputs"] = saved[1:]
+        if mode == "compiled":
+            result["compile_facts"] = compile_facts()
+        return result
+
+    def save_outputs(self, out, index):
+        """Saves the flattened outputs as one torch.save list; describes every leaf."""
+        leaves, _ = pytree.tree_flatten(out)
+        tensors, described = [], []
+        for leaf in leaves:
+            if isinstance(leaf, torch.SymInt):
+                leaf = int(leaf)
+            if isinstance(leaf, torch.Tensor):
+                t = leaf.detach().to("cpu").contiguous().clone()
+                if t.is_complex() or t.layout != torch.strided:
+                    t = torch.view_as_real(t.resolve_conj()) if t.is_complex() else t.to_dense()
+                described.append({"kind": "tensor", "index": len(tensors), "dtype": str(leaf.dtype).replace("torch.", ""),
+                                  "shape": list(leaf.shape)})
+                tensors.append(t)
+            elif isinstance(leaf, (bool, int, float)):
+                described.append({"kind": "scalar", "index": len(tensors), "dtype": type(leaf).__name__,
+                                  "value": leaf if not isinstance(leaf, float) or leaf == leaf else "nan"})
+                tensors.append(torch.tensor(leaf))
+            else:
+                described.append({"kind": "other", "repr": repr(leaf)[:200]})
+        name = "outputs.pt" if index == 0 else f"outputs_{index}.pt"
+        torch.save(tensors, os.path.join(self.dir, name))
+        return {"file": name, "leaves": described}
+
+
+class ContractError(Exception):
+    """The program file does not follow the tcfuzz program contract (see README)."""
+
+
+def _widen_dtype(d):
+    if isinstance(d, torch.dtype):
+        if d.is_complex:
+            return torch.complex128
+        if d.is_floating_point:
+            return torch.float64
+    return d
+
+
+def _widen_tensor(t):
+    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+        return t.to(_widen_dtype(t.dtype))
+    return t
+
+
+_NARROWING_METHODS = {torch.Tensor.half, torch.Tensor.float, torch.Tensor.bfloat16}
+
+
+class Fp64Casts(TorchFunctionMode):
+    """Turns explicit floating casts inside forward into float64 ones, as cast_to_fp64 does."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in _NARROWING_METHODS:
+            return args[0].double(**kwargs)
+        if "dtype" in kwargs:
+            kwargs["dtype"] = _widen_dtype(kwargs["dtype"])
+        if func in (torch.Tensor.to, torch.Tensor.type):
+            args = tuple(_widen_dtype(a) for a in args)
+        return func(*args, **kwargs)
+
+
+def compile_facts():
+    from torch._dynamo.utils import counters
+    stats = counters.get("stats", {})
+    breaks = dict(counters.get("graph_break", {}))
+    inductor = {k: v for k, v in counters.get("inductor", {}).items() if isinstance(v, (int, float))}
+    return {
+        "graph_count": int(stats.get("unique_graphs", 0)),
+        "graph_breaks": int(sum(breaks.values())),
+        "break_reasons": {str(k)[:300]: int(v) for k, v in list(breaks.items())[:20]},
+        "inductor_counters": inductor,
+    }
+
+
+def exception_record(exc):
+    t = type(exc)
+    tb = "".join(traceback.format_exception(t, exc, exc.__traceback__))
+    return {
+        "type": t.__name__,
+        "qualified_type": f"{t.__module__}.{t.__qualname__}",
+        "message": str(exc)[:4000],
+        "traceback": tb[-16000:],
+    }
+
+
+def is_oom(exc):
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    text = str(exc)
+    return any(m in text for m in OOM_MARKERS)
+
+
+def child_main(job, memory_limit_bytes):
+    """Runs in the forked child. Never returns: exits with 0 after writing result.json."""
+    os.setsid()  # own process group: the zygote kills the whole group, compile workers included
+    job_dir = job["job_dir"]
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    out = os.open(os.path.join(job_dir, STDOUT_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    err = os.open(os.path.join(job_dir, STDERR_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    import faulthandler
+    faulthandler.enable(file=sys.stderr)  # a segfault leaves the Python stack in stderr.txt
+    if memory_limit_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+    threads = int(job.get("threads", 0))
+    if threads > 0:
+        torch.set_num_threads(threads)
+    run = ChildRun(job)
+    code = 0
+    try:
+        result = run.run()
+    except BaseException as exc:  # noqa: BLE001  (everything the program raises is a result)
+        status = "oom" if is_oom(exc) else "exception"
+        result = {"status": status, "phase": run.phase, "exception": exception_record(exc), "times": run.times}
+        if run.job.get("mode") == "compiled":
+            try:
+                result["compile_facts"] = compile_facts()
+            except Exception:  # noqa: BLE001
+                pass
+    try:
+        run.write_result(result)
+    except BaseException:  # noqa: BLE001
+        code = 3
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+# ----------------------------------------------------------------------------------------------
+# Zygote side.
+# ----------------------------------------------------------------------------------------------
+
+def vm_size_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * resource.getpagesize()
+
+
+def rss_bytes(pid):
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize()
+    except OSError:
+        return 0
+
+
+def tail(path, limit=4000):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def read_phase(job_dir):
+    try:
+        with open(os.path.join(job_dir, PHASE_FILE)) as f:
+            return f.read().strip() or "start"
+    except OSError:
+        return "start"
+
+
+def run_job(job):
+    """Forks a child for the job, enforces its limits, and returns the result message."""
+    job_dir = job["job_dir"]
+    os.makedirs(job_dir, exist_ok=True)
+    for stale in (RESULT_FILE, PHASE_FILE):
+        try:
+            os.unlink(os.path.join(job_dir, stale))
+        except FileNotFoundError:
+            pass
+    limits = job.get("limits") or {}
+    timeout_s = float(limits.get("timeout_s", 60))
+    memory_mb = int(limits.get("memory_mb", 0))
+    device = job.get("device", "cpu")
+    # RLIMIT_AS counts address space; CUDA reserves huge ranges, so on CUDA the RSS watchdog rules.
+    as_limit = vm_size_bytes() + memory_mb * 2 ** 20 if memory_mb and device == "cpu" else 0
+    rss_limit = memory_mb * 2 ** 20 if memory_mb else 0
+
+    t_fork = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child_main(job, as_limit)
+        finally:
+            os._exit(4)
+    fork_s = time.monotonic() - t_fork
+
+    deadline = t_fork + timeout_s
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    killed_for = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            killed_for = "timeout"
+            break
+        if poller.poll(min(remaining, 0.05) * 1000):
+            break
+        if rss_limit and rss_bytes(pid) > rss_limit:
+            killed_for = "oom"
+            break
+    if killed_for:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _, wait_status = os.waitpid(pid, 0)
+    os.close(pidfd)
+    if killed_for:
+        try:
+            os.killpg(pid, signal.SIGKILL)  # stragglers in the group (compile workers)
+        except ProcessLookupError:
+            pass
+    wall_s = time.monotonic() - t_fork
+
+    result = None
+    if not killed_for and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0:
+        try:
+            with open(os.path.join(job_dir, RESULT_FILE)) as f:
+                result = json.load(f)
+        except (OSError, ValueError) as exc:
+            result = {"status": "exception", "phase": read_phase(job_dir),
+                      "exception": {"type": "HarnessError", "qualified_type": "tcfuzz.HarnessError",
+                                    "message": f"child left no readable result: {exc}", "traceback": ""}}
+    if result is None:
+        phase = read_phase(job_dir)
+        if killed_for == "timeout":
+            result = {"status": "timeout", "phase": phase}
+        elif killed_for == "oom":
+            result = {"status": "oom", "phase": phase}
+        elif os.WIFSIGNALED(wait_status):
+            sig = os.WTERMSIG(wait_status)
+            result = {"status": "signal", "phase": phase, "signal": sig, "signal_name": signal.Signals(sig).name}
+        else:
+            result = {"status": "signal", "phase": phase, "exit_code": os.WEXITSTATUS(wait_status),
+                      "signal": 0, "signal_name": "EXIT"}
+        result["stderr_tail"] = tail(os.path.join(job_dir, STDERR_FILE))
+    result.setdefault("times", {})
+    result["times"]["fork_s"] = fork_s
+    result["times"]["child_wall_s"] = wall_s
+    result["type"] = "result"
+    result["id"] = job["id"]
+    return result
+
+
+def probe_cuda():
+    """Asks a throwaway child whether CUDA works, so the zygote itself never initializes it."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            ok = torch.cuda.is_available()
+            n = torch.cuda.device_count() if ok else 0
+        except Exception:  # noqa: BLE001
+            ok, n = False, 0
+        os.write(w, json.dumps({"available": ok, "count": n}).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(data)
+    except ValueError:
+        return {"available": False, "count": 0}
+
+
+def main():
+    device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
+    hello = {
+        "type": "hello",
+        "torch": torch.__version__,
+        "torch_git": torch.version.git_version,
+        "torch_dir": os.path.dirname(torch.__file__),
+        "python": sys.version.split()[0],
+        "pid": os.getpid(),
+        "device": device,
+        "import_s": IMPORT_SECONDS,
+    }
+    if device.startswith("cuda"):
+        hello["cuda"] = probe_cuda()
+    send(hello)
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            job = json.loads(line)
+        except ValueError as exc:
+            send({"type": "error", "message": f"malformed job line: {exc}"})
+            continue
+        if job.get("type") == "quit":
+            break
+        try:
+            send(run_job(job))
+        except Exception as exc:  # noqa: BLE001  (a harness bug is reported, the zygote lives on)
+            send({"type": "result", "id": job.get("id"), "status": "exception", "phase": "harness",
+                  "exception": exception_record(exc)})
+
+
+if __name__ == "__main__":
+    main()

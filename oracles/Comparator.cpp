@@ -1,0 +1,165 @@
+#include "oracles/Comparator.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tcfuzz::oracles {
+namespace {
+
+bool isFloating(const at::Tensor& t) { return t.is_floating_point() || t.is_complex(); }
+
+/// NaN, +Inf and -Inf in the same places.
+bool sameNonFinite(const at::Tensor& a, const at::Tensor& b) {
+  return at::equal(at::isnan(a), at::isnan(b)) && at::equal(at::isposinf(a), at::isposinf(b)) &&
+         at::equal(at::isneginf(a), at::isneginf(b));
+}
+
+double rmse(const at::Tensor& ref, const at::Tensor& res) {
+  if (ref.numel() == 0) return 0.0;
+  return at::sqrt(at::mean(at::square(ref - res))).item<double>();
+}
+
+}  // namespace
+
+double Comparator::toleranceFor(const std::string& dtype) const {
+  if (dtype == "float16") return options_.tolFloat16;
+  if (dtype == "bfloat16") return options_.tolBFloat16;
+  return options_.tolFloat32;
+}
+
+Comparison Comparator::compare(const LoadedOutputs& eager, const LoadedOutputs& compiled,
+                               const LoadedOutputs* fp64) const {
+  Comparison result;
+  result.fp64Available = fp64 != nullptr;
+  if (eager.leaves.size() != compiled.leaves.size()) {
+    result.passed = false;
+    result.reason = fmt::format("output structure differs: eager has {} leaves, compiled {}", eager.leaves.size(),
+                                compiled.leaves.size());
+    return result;
+  }
+  if (fp64 && fp64->leaves.size() != eager.leaves.size()) fp64 = nullptr;  // cannot arbitrate
+  for (size_t i = 0; i < eager.leaves.size(); ++i) {
+    LeafComparison leaf = compareLeaf(i, eager, compiled, fp64);
+    if (!leaf.fp64Stable) result.unstable = true;
+    if (!leaf.passed && result.passed) {
+      result.passed = false;
+      result.reason = fmt::format("output {}: {}", i, leaf.reason);
+    }
+    result.leaves.push_back(std::move(leaf));
+  }
+  return result;
+}
+
+LeafComparison Comparator::compareLeaf(size_t index, const LoadedOutputs& eager, const LoadedOutputs& compiled,
+                                       const LoadedOutputs* fp64) const {
+  const OutputLeaf& el = eager.leaves[index];
+  const OutputLeaf& cl = compiled.leaves[index];
+  LeafComparison out;
+  out.leaf = index;
+  out.eagerDtype = el.dtype;
+  out.compiledDtype = cl.dtype;
+  out.eagerShape = el.shape;
+  out.compiledShape = cl.shape;
+  auto fail = [&out](std::string reason) {
+    out.passed = false;
+    out.reason = std::move(reason);
+    return out;
+  };
+  if (el.kind != cl.kind) return fail("one output is a tensor, the other is not");
+  if (el.kind == OutputLeaf::Kind::Other)
+    return el.repr == cl.repr ? out : fail(fmt::format("values differ: {} vs {}", el.repr, cl.repr));
+  out.dtypeMatch = el.dtype == cl.dtype;
+  if (!out.dtypeMatch) return fail(fmt::format("dtype differs: eager {} vs compiled {}", el.dtype, cl.dtype));
+  const at::Tensor& e = eager.tensors[el.index];
+  const at::Tensor& c = compiled.tensors[cl.index];
+  out.shapeMatch = e.sizes().equals(c.sizes());
+  if (!out.shapeMatch)
+    return fail(fmt::format("shape differs: eager [{}] vs compiled [{}]", fmt::join(e.sizes(), ", "),
+                            fmt::join(c.sizes(), ", ")));
+  std::optional<at::Tensor> r;
+  if (fp64) {
+    const OutputLeaf& rl = fp64->leaves[index];
+    if (rl.kind == el.kind && rl.index >= 0 && fp64->tensors[rl.index].sizes().equals(e.sizes()))
+      r = fp64->tensors[rl.index];
+  }
+  out.tolerance = toleranceFor(el.dtype);
+
+  if (!isFloating(e)) {  // integer and bool: exact, unless compiled is no further from fp64 than eager
+    if (at::equal(e, c)) return out;
+    out.maxAbsDiff = (e.to(at::kDouble) - c.to(at::kDouble)).abs().max().item<double>();
+    if (r && !isFloating(*r)) {
+      out.fp64Used = true;
+      out.mismatchesEager = at::ne(e, *r).sum().item<int64_t>();
+      out.mismatchesCompiled = at::ne(c, *r).sum().item<int64_t>();
+      if (out.mismatchesCompiled <= out.mismatchesEager) {
+        out.reason = "integer values differ, but compiled is no further from fp64 than eager";
+        return out;
+      }
+    }
+    return fail(fmt::format("{} values differ (max abs diff {:.6g})", el.dtype, out.maxAbsDiff));
+  }
+
+  at::Tensor ed = e.to(at::kDouble), cd = c.to(at::kDouble);
+  std::optional<at::Tensor> rd;
+  if (r && isFloating(*r)) rd = r->to(at::kDouble);
+  if (rd && !sameNonFinite(ed, *rd)) {  // the program is numerically unstable: drop, never flag
+    out.fp64Stable = false;
+    out.reason = "eager and fp64 disagree on NaN/Inf placement; not judged";
+    return out;
+  }
+  out.nonFiniteMatch = sameNonFinite(ed, cd);
+  if (!out.nonFiniteMatch) return fail("NaN/Inf placement differs between eager and compiled");
+  at::Tensor finite = at::isfinite(ed);
+  at::Tensor ef = ed.masked_select(finite), cf = cd.masked_select(finite);
+  out.maxAbsDiff = ef.numel() ? (ef - cf).abs().max().item<double>() : 0.0;
+  out.allclose = at::allclose(ef, cf, out.tolerance, out.tolerance);
+  if (out.allclose) return out;
+  if (!rd) {
+    double loose = out.tolerance * options_.unarbitratedTolFactor;
+    if (at::allclose(ef, cf, loose, loose)) {
+      out.reason = "beyond tolerance, no fp64 reference to arbitrate; within the loose bound";
+      return out;
+    }
+    return fail(fmt::format("max abs diff {:.6g} beyond {:.1g} with no fp64 reference", out.maxAbsDiff, loose));
+  }
+  out.fp64Used = true;
+  at::Tensor rf = rd->masked_select(finite);
+  out.rmseEager = rmse(rf, ef);
+  out.rmseCompiled = rmse(rf, cf);
+  out.multiplier = (el.dtype == "float16" || el.dtype == "bfloat16") ? options_.lowPrecisionMultiplier
+                                                                      : options_.multiplier;
+  if (e.numel() < options_.smallTensorNumel) out.multiplier = std::max(out.multiplier, options_.smallTensorMultiplier);
+  if (out.rmseCompiled <= out.multiplier * out.rmseEager + out.tolerance / 10.0) {
+    out.reason = "beyond tolerance, but compiled is no further from fp64 than eager allows";
+    return out;
+  }
+  return fail(fmt::format("rmse(compiled, fp64) {:.6g} > {:.3g} * rmse(eager, fp64) {:.6g} + {:.1g}",
+                          out.rmseCompiled, out.multiplier, out.rmseEager, out.tolerance / 10.0));
+}
+
+bool Comparator::identical(const LoadedOutputs& a, const LoadedOutputs& b) const {
+  if (a.leaves.size() != b.leaves.size()) return false;
+  for (size_t i = 0; i < a.leaves.size(); ++i) {
+    const OutputLeaf &al = a.leaves[i], &bl = b.leaves[i];
+    if (al.kind != bl.kind || al.dtype != bl.dtype) return false;
+    if (al.kind == OutputLeaf::Kind::Other) {
+      if (al.repr != bl.repr) return false;
+      continue;
+    }
+    const at::Tensor &x = a.tensors[al.index], &y = b.tensors[bl.index];
+    if (!x.sizes().equals(y.sizes())) return false;
+    if (isFloating(x)) {
+      if (!at::equal(at::isnan(x), at::isnan(y))) return false;
+      at::Tensor keep = at::logical_not(at::isnan(x));
+      if (!at::equal(x.masked_select(keep), y.masked_select(keep))) return false;
+    } else if (!at::equal(x, y)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace tcfuzz::oracles

@@ -1,0 +1,72 @@
+#pragma once
+// fp64-arbitrated comparison of eager and compiled outputs, after torch._dynamo.utils.same.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oracles/OutputLoader.h"
+
+namespace tcfuzz::oracles {
+
+/// Tolerances and RMSE multipliers; the defaults are those of torch._dynamo.utils.same.
+struct ComparatorOptions {
+  double tolFloat32 = 1e-4;    ///< also float64 and complex
+  double tolFloat16 = 1e-3;
+  double tolBFloat16 = 1e-2;
+  double multiplier = 2.0;             ///< rmse(compiled, fp64) <= m * rmse(eager, fp64) + tol / 10
+  double lowPrecisionMultiplier = 3.0; ///< for float16 and bfloat16 results
+  double smallTensorMultiplier = 3.0;  ///< for tensors with fewer than smallTensorNumel elements
+  int64_t smallTensorNumel = 1000;
+  double unarbitratedTolFactor = 100.0;  ///< without an fp64 reference, fail only beyond tol * this
+};
+
+/// The figures behind the verdict for one output leaf.
+struct LeafComparison {
+  size_t leaf = 0;
+  std::string eagerDtype, compiledDtype;
+  std::vector<int64_t> eagerShape, compiledShape;
+  bool dtypeMatch = true, shapeMatch = true;
+  bool nonFiniteMatch = true;  ///< eager and compiled put NaN/+Inf/-Inf in the same places
+  bool fp64Stable = true;      ///< eager and fp64 agree on NaN/Inf placement (else: not judged)
+  bool fp64Used = false;
+  double tolerance = 0, multiplier = 0;
+  double maxAbsDiff = 0;       ///< eager vs compiled over finite elements
+  double rmseEager = 0, rmseCompiled = 0;  ///< vs the fp64 reference, when used
+  int64_t mismatchesEager = 0, mismatchesCompiled = 0;  ///< integer/bool leaves vs fp64
+  bool allclose = false;
+  bool passed = true;
+  std::string reason;          ///< why it failed or was not judged; empty when it simply passed
+};
+
+/// The comparison of a whole output.
+struct Comparison {
+  bool passed = true;
+  bool unstable = false;  ///< some leaf had NaN/Inf in eager where fp64 did not (or the reverse)
+  bool fp64Available = false;
+  std::string reason;     ///< the first failing leaf's reason, or the structure problem
+  std::vector<LeafComparison> leaves;
+};
+
+/// Compares outputs leaf by leaf. Stateless apart from its options; safe to share between threads.
+class Comparator {
+ public:
+  explicit Comparator(ComparatorOptions options = {}) : options_(options) {}
+
+  /// same(ref=eager, res=compiled, fp64_ref=fp64): dtype, shape, NaN/Inf placement, then allclose,
+  /// then the RMSE rule against fp64. fp64 may be null (fp64 run failed): then only a gross
+  /// deviation fails. Integer and bool leaves must be equal unless compiled is no further from fp64.
+  Comparison compare(const LoadedOutputs& eager, const LoadedOutputs& compiled, const LoadedOutputs* fp64) const;
+
+  /// Bitwise equality with NaN equal to NaN: two eager runs of a deterministic program.
+  bool identical(const LoadedOutputs& a, const LoadedOutputs& b) const;
+
+  /// The allclose tolerance for a dtype name ("float16", "bfloat16", anything else: float32's).
+  double toleranceFor(const std::string& dtype) const;
+
+ private:
+  LeafComparison compareLeaf(size_t index, const LoadedOutputs& eager, const LoadedOutputs& compiled,
+                             const LoadedOutputs* fp64) const;
+  ComparatorOptions options_;
+};
+
+}  // namespace tcfuzz::oracles

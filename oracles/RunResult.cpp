@@ -1,0 +1,119 @@
+#include "oracles/RunResult.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace tcfuzz::oracles {
+namespace {
+
+constexpr std::pair<RunStatus, std::string_view> kStatusNames[] = {
+    {RunStatus::Ok, "ok"},           {RunStatus::Exception, "exception"},
+    {RunStatus::Signal, "signal"},   {RunStatus::Timeout, "timeout"},
+    {RunStatus::OutOfMemory, "oom"},
+};
+
+std::string stringField(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  if (!it->is_string()) throw std::invalid_argument(fmt::format("field '{}' is not a string", key));
+  return it->get<std::string>();
+}
+
+double numberField(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return (it != j.end() && it->is_number()) ? it->get<double>() : 0.0;
+}
+
+OutputSet outputSetFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("outputs is not an object");
+  OutputSet set;
+  set.file = stringField(j, "file");
+  const nlohmann::json leaves = j.value("leaves", nlohmann::json::array());
+  for (const auto& leafJson : leaves) {
+    OutputLeaf leaf;
+    std::string kind = stringField(leafJson, "kind");
+    if (kind == "tensor") leaf.kind = OutputLeaf::Kind::Tensor;
+    else if (kind == "scalar") leaf.kind = OutputLeaf::Kind::Scalar;
+    else if (kind == "other") leaf.kind = OutputLeaf::Kind::Other;
+    else throw std::invalid_argument(fmt::format("unknown output leaf kind '{}'", kind));
+    leaf.index = leafJson.value("index", -1);
+    leaf.dtype = stringField(leafJson, "dtype");
+    if (leafJson.contains("shape")) leaf.shape = leafJson.at("shape").get<std::vector<int64_t>>();
+    leaf.repr = stringField(leafJson, "repr");
+    set.leaves.push_back(std::move(leaf));
+  }
+  return set;
+}
+
+}  // namespace
+
+std::string_view toString(RunStatus status) {
+  for (auto [s, name] : kStatusNames)
+    if (s == status) return name;
+  return "unknown";
+}
+
+std::optional<RunStatus> parseRunStatus(std::string_view text) {
+  for (auto [s, name] : kStatusNames)
+    if (name == text) return s;
+  return std::nullopt;
+}
+
+std::string RunResult::summary() const {
+  switch (status) {
+    case RunStatus::Ok: return "ok";
+    case RunStatus::Exception:
+      return fmt::format("exception {}: {} (phase {})", exception ? exception->type : "?",
+                         exception ? exception->message.substr(0, 160) : "", phase);
+    case RunStatus::Signal:
+      if (exitCode) return fmt::format("died with exit code {} (phase {})", *exitCode, phase);
+      return fmt::format("killed by {} (phase {})", signalName, phase);
+    case RunStatus::Timeout: return fmt::format("timeout (phase {})", phase);
+    case RunStatus::OutOfMemory: return fmt::format("out of memory (phase {})", phase);
+  }
+  return "unknown";
+}
+
+RunResult runResultFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("result is not a JSON object");
+  RunResult r;
+  r.jobId = stringField(j, "id");
+  std::string status = stringField(j, "status");
+  auto parsed = parseRunStatus(status);
+  if (!parsed) throw std::invalid_argument(fmt::format("unknown status '{}'", status));
+  r.status = *parsed;
+  r.phase = stringField(j, "phase");
+  if (auto it = j.find("exception"); it != j.end() && it->is_object()) {
+    r.exception = ExceptionInfo{stringField(*it, "type"), stringField(*it, "qualified_type"),
+                                stringField(*it, "message"), stringField(*it, "traceback")};
+  }
+  r.signal = j.value("signal", 0);
+  r.signalName = stringField(j, "signal_name");
+  if (auto it = j.find("exit_code"); it != j.end() && it->is_number_integer()) r.exitCode = it->get<int>();
+  r.stderrTail = stringField(j, "stderr_tail");
+  if (auto it = j.find("times"); it != j.end() && it->is_object()) {
+    const auto& t = *it;
+    r.times = PhaseTimes{numberField(t, "fork_s"), numberField(t, "setup_s"), numberField(t, "compile_s"),
+                         numberField(t, "run_s"),  numberField(t, "save_s"),  numberField(t, "child_wall_s"), 0.0};
+  }
+  if (auto it = j.find("outputs"); it != j.end() && !it->is_null()) r.outputs = outputSetFromJson(*it);
+  if (auto it = j.find("repeat_outputs"); it != j.end() && it->is_array())
+    for (const auto& o : *it) r.repeatOutputs.push_back(outputSetFromJson(o));
+  if (auto it = j.find("compile_facts"); it != j.end() && it->is_object()) {
+    CompileFacts f;
+    f.graphCount = it->value("graph_count", 0);
+    f.graphBreaks = it->value("graph_breaks", 0);
+    const nlohmann::json reasons = it->value("break_reasons", nlohmann::json::object());
+    for (const auto& [k, v] : reasons.items())
+      if (v.is_number()) f.breakReasons[k] = v.get<int>();
+    const nlohmann::json counters = it->value("inductor_counters", nlohmann::json::object());
+    for (const auto& [k, v] : counters.items())
+      if (v.is_number()) f.inductorCounters[k] = v.get<double>();
+    r.compileFacts = std::move(f);
+  }
+  return r;
+}
+
+}  // namespace tcfuzz::oracles

@@ -1,0 +1,85 @@
+#pragma once
+// What one worker job produced: status, exception, timings, saved outputs and compile facts.
+// Decoded from the harness's JSON result (fuzzer/worker/harness.py); this is the oracle's input.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tcfuzz::oracles {
+
+/// How a job ended. Oom covers both an allocation refused by the memory limit and the RSS watchdog.
+enum class RunStatus { Ok, Exception, Signal, Timeout, OutOfMemory };
+
+std::string_view toString(RunStatus status);
+/// Parses the harness spelling ("ok", "exception", "signal", "timeout", "oom"); nullopt if unknown.
+std::optional<RunStatus> parseRunStatus(std::string_view text);
+
+/// A Python exception raised by the program or by torch.
+struct ExceptionInfo {
+  std::string type;           ///< short class name, e.g. "BackendCompilerFailed"
+  std::string qualifiedType;  ///< module-qualified class name
+  std::string message;
+  std::string traceback;
+};
+
+/// One leaf of the flattened program output.
+struct OutputLeaf {
+  enum class Kind { Tensor, Scalar, Other };
+  Kind kind = Kind::Tensor;
+  int index = -1;                ///< position in the saved tensor list (Tensor and Scalar)
+  std::string dtype;             ///< torch dtype name without "torch.", or the Python scalar type
+  std::vector<int64_t> shape;
+  std::string repr;              ///< for Other leaves, compared as text
+};
+
+/// The outputs of one forward call: a torch.save'd list of tensors in the job directory.
+struct OutputSet {
+  std::string file;
+  std::vector<OutputLeaf> leaves;
+};
+
+/// What Dynamo and Inductor reported about the compilation.
+struct CompileFacts {
+  int graphCount = 0;
+  int graphBreaks = 0;
+  std::map<std::string, int> breakReasons;
+  std::map<std::string, double> inductorCounters;
+};
+
+/// Seconds spent per phase. The harness fills the child's phases; the pool adds the round trip.
+struct PhaseTimes {
+  double fork = 0, setup = 0, compile = 0, run = 0, save = 0, childWall = 0;
+  double roundTrip = 0;  ///< job written to result parsed, as the C++ side saw it
+};
+
+/// The result of one job.
+struct RunResult {
+  std::string jobId;
+  RunStatus status = RunStatus::Ok;
+  std::string phase;  ///< load | config | setup | compile | run | save | done | harness
+  std::optional<ExceptionInfo> exception;
+  int signal = 0;
+  std::string signalName;
+  std::optional<int> exitCode;
+  std::string stderrTail;
+  PhaseTimes times;
+  std::optional<OutputSet> outputs;
+  std::vector<OutputSet> repeatOutputs;  ///< further runs of the same job (nondeterminism check)
+  std::optional<CompileFacts> compileFacts;
+  std::filesystem::path jobDir;
+
+  bool ok() const { return status == RunStatus::Ok; }
+  /// One line: "exception RuntimeError: msg (phase run)", "signal SIGSEGV (phase run)", "ok".
+  std::string summary() const;
+};
+
+/// Decodes a harness result object; throws std::invalid_argument naming the bad field.
+RunResult runResultFromJson(const nlohmann::json& j);
+
+}  // namespace tcfuzz::oracles
