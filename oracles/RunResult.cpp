@@ -61,12 +61,26 @@ std::optional<RunStatus> parseRunStatus(std::string_view text) {
   return std::nullopt;
 }
 
+namespace {
+/// The message on one line, blank runs collapsed, at most 200 characters.
+std::string oneLine(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    bool blank = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+    if (blank && (out.empty() || out.back() == ' ')) continue;
+    out += blank ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.size() > 200 ? out.substr(0, 197) + "..." : out;
+}
+}  // namespace
+
 std::string RunResult::summary() const {
   switch (status) {
     case RunStatus::Ok: return "ok";
     case RunStatus::Exception:
       return fmt::format("exception {}: {} (phase {})", exception ? exception->type : "?",
-                         exception ? exception->message.substr(0, 160) : "", phase);
+                         exception ? oneLine(exception->message) : "", phase);
     case RunStatus::Signal:
       if (exitCode) return fmt::format("died with exit code {} (phase {})", *exitCode, phase);
       return fmt::format("killed by {} (phase {})", signalName, phase);

@@ -1,1 +1,196 @@
+// fp64-arbitrated comparison (torch._dynamo.utils.same semantics) on tensors built in C++.
 #include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <cmath>
+#include <limits>
+
+#include "oracles/Comparator.h"
+
+using namespace tcfuzz::oracles;
+
+namespace {
+
+std::string dtypeName(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kBool: return "bool";
+    default: return "other";
+  }
+}
+
+LoadedOutputs outputs(std::vector<at::Tensor> tensors) {
+  LoadedOutputs o;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    OutputLeaf leaf;
+    leaf.kind = OutputLeaf::Kind::Tensor;
+    leaf.index = static_cast<int>(i);
+    leaf.dtype = dtypeName(tensors[i]);
+    leaf.shape = tensors[i].sizes().vec();
+    o.leaves.push_back(leaf);
+  }
+  o.tensors = std::move(tensors);
+  return o;
+}
+
+class ComparatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { at::manual_seed(1234); }
+  Comparator comparator;
+};
+
+}  // namespace
+
+TEST_F(ComparatorTest, EqualOutputsPass) {
+  at::Tensor x = at::randn({16, 16});
+  auto e = outputs({x}), c = outputs({x.clone()}), r = outputs({x.to(at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_TRUE(cmp.passed);
+  ASSERT_EQ(cmp.leaves.size(), 1u);
+  EXPECT_TRUE(cmp.leaves[0].allclose);
+  EXPECT_DOUBLE_EQ(cmp.leaves[0].maxAbsDiff, 0.0);
+}
+
+TEST_F(ComparatorTest, WithinToleranceIsAllclose) {
+  at::Tensor x = at::randn({64});
+  at::Tensor y = x + 5e-5;  // inside atol = rtol = 1e-4
+  auto e = outputs({x}), c = outputs({y}), r = outputs({x.to(at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_TRUE(cmp.passed);
+  EXPECT_TRUE(cmp.leaves[0].allclose);
+  EXPECT_FALSE(cmp.leaves[0].fp64Used);
+  EXPECT_NEAR(cmp.leaves[0].maxAbsDiff, 5e-5, 1e-6);
+}
+
+TEST_F(ComparatorTest, BeyondToleranceButNoWorseThanEagerPasses) {
+  // Eager is itself 1e-2 off fp64; compiled is 1.5e-2 off the other way: beyond allclose, but
+  // rmse(compiled) = 1.5e-2 <= 2 * rmse(eager) = 2e-2, so the fp64 arbitration passes it.
+  at::Tensor truth = at::randn({2000}, at::kDouble);
+  at::Tensor eager = (truth + 1e-2).to(at::kFloat);
+  at::Tensor compiled = (truth - 1.5e-2).to(at::kFloat);
+  auto e = outputs({eager}), c = outputs({compiled}), r = outputs({truth});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_TRUE(cmp.passed) << cmp.reason;
+  const auto& leaf = cmp.leaves[0];
+  EXPECT_FALSE(leaf.allclose);
+  EXPECT_TRUE(leaf.fp64Used);
+  EXPECT_DOUBLE_EQ(leaf.multiplier, 2.0);
+  EXPECT_NEAR(leaf.rmseEager, 1e-2, 1e-5);
+  EXPECT_NEAR(leaf.rmseCompiled, 1.5e-2, 1e-5);
+}
+
+TEST_F(ComparatorTest, FurtherFromFp64ThanEagerFails) {
+  at::Tensor truth = at::randn({2000}, at::kDouble);
+  at::Tensor eager = truth.to(at::kFloat);
+  at::Tensor compiled = (truth + 1e-2).to(at::kFloat);
+  auto e = outputs({eager}), c = outputs({compiled}), r = outputs({truth});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_FALSE(cmp.passed);
+  EXPECT_NE(cmp.reason.find("rmse(compiled, fp64)"), std::string::npos) << cmp.reason;
+  EXPECT_NEAR(cmp.leaves[0].rmseCompiled, 1e-2, 1e-5);
+}
+
+TEST_F(ComparatorTest, SmallTensorsAndHalfPrecisionUseMultiplierThree) {
+  at::Tensor truth = at::randn({10}, at::kDouble);
+  auto e = outputs({(truth + 1e-2).to(at::kFloat)}), c = outputs({(truth - 2.5e-2).to(at::kFloat)});
+  auto r = outputs({truth});
+  Comparison small = comparator.compare(e, c, &r);
+  EXPECT_TRUE(small.passed) << small.reason;  // 2.5e-2 <= 3 * 1e-2
+  EXPECT_DOUBLE_EQ(small.leaves[0].multiplier, 3.0);
+  EXPECT_DOUBLE_EQ(comparator.toleranceFor("float16"), 1e-3);
+  EXPECT_DOUBLE_EQ(comparator.toleranceFor("bfloat16"), 1e-2);
+}
+
+TEST_F(ComparatorTest, NanPlacementDifferenceFails) {
+  at::Tensor x = at::randn({8});
+  at::Tensor y = x.clone();
+  y[3] = std::numeric_limits<float>::quiet_NaN();
+  auto e = outputs({x}), c = outputs({y}), r = outputs({x.to(at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_FALSE(cmp.passed);
+  EXPECT_FALSE(cmp.leaves[0].nonFiniteMatch);
+}
+
+TEST_F(ComparatorTest, SameNanPlacementIsComparedOnFiniteValues) {
+  at::Tensor x = at::randn({8});
+  x[2] = std::numeric_limits<float>::infinity();
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  auto e = outputs({x}), c = outputs({x.clone()}), r = outputs({x.to(at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_TRUE(cmp.passed) << cmp.reason;
+  EXPECT_TRUE(cmp.leaves[0].nonFiniteMatch);
+}
+
+TEST_F(ComparatorTest, EagerNanWhereFp64IsFiniteIsUnstableNotAFinding) {
+  at::Tensor x = at::randn({8});
+  at::Tensor eager = x.clone();
+  eager[0] = std::numeric_limits<float>::quiet_NaN();
+  auto e = outputs({eager}), c = outputs({x}), r = outputs({x.to(at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_TRUE(cmp.unstable);
+  EXPECT_TRUE(cmp.passed);
+  EXPECT_FALSE(cmp.leaves[0].fp64Stable);
+}
+
+TEST_F(ComparatorTest, DtypeMismatchFails) {
+  at::Tensor x = at::randn({4});
+  auto e = outputs({x}), c = outputs({x.to(at::kDouble)}), r = outputs({x.to(at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_FALSE(cmp.passed);
+  EXPECT_FALSE(cmp.leaves[0].dtypeMatch);
+  EXPECT_NE(cmp.reason.find("dtype differs: eager float32 vs compiled float64"), std::string::npos) << cmp.reason;
+}
+
+TEST_F(ComparatorTest, ShapeMismatchFails) {
+  at::Tensor x = at::randn({4, 2});
+  auto e = outputs({x}), c = outputs({x.reshape({8})}), r = outputs({x.to(at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_FALSE(cmp.passed);
+  EXPECT_FALSE(cmp.leaves[0].shapeMatch);
+  EXPECT_NE(cmp.reason.find("shape differs: eager [4, 2] vs compiled [8]"), std::string::npos) << cmp.reason;
+}
+
+TEST_F(ComparatorTest, OutputCountMismatchFails) {
+  at::Tensor x = at::randn({4});
+  auto e = outputs({x, x}), c = outputs({x});
+  Comparison cmp = comparator.compare(e, c, nullptr);
+  EXPECT_FALSE(cmp.passed);
+  EXPECT_NE(cmp.reason.find("eager has 2 leaves, compiled 1"), std::string::npos);
+}
+
+TEST_F(ComparatorTest, IntegersAreExactUnlessCompiledIsCloserToFp64) {
+  at::Tensor eager = at::tensor({1, 2, 3}, at::kLong);
+  at::Tensor compiled = at::tensor({1, 2, 4}, at::kLong);
+  auto e = outputs({eager}), c = outputs({compiled});
+  auto refMatchesEager = outputs({eager.clone()});
+  EXPECT_FALSE(comparator.compare(e, c, &refMatchesEager).passed);
+  // A tie broken differently in float32 eager: fp64 agrees with compiled, so it is not flagged.
+  auto refMatchesCompiled = outputs({compiled.clone()});
+  Comparison cmp = comparator.compare(e, c, &refMatchesCompiled);
+  EXPECT_TRUE(cmp.passed) << cmp.reason;
+  EXPECT_EQ(cmp.leaves[0].mismatchesEager, 1);
+  EXPECT_EQ(cmp.leaves[0].mismatchesCompiled, 0);
+}
+
+TEST_F(ComparatorTest, WithoutFp64OnlyGrossDeviationsFail) {
+  at::Tensor x = at::randn({100});
+  auto e = outputs({x});
+  auto slightly = outputs({x + 1e-3});
+  auto grossly = outputs({x + 1.0});
+  EXPECT_TRUE(comparator.compare(e, slightly, nullptr).passed);
+  EXPECT_FALSE(comparator.compare(e, grossly, nullptr).passed);
+}
+
+TEST_F(ComparatorTest, IdenticalTreatsNanAsEqualAndCatchesOneUlp) {
+  at::Tensor x = at::randn({8});
+  x[1] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(comparator.identical(outputs({x}), outputs({x.clone()})));
+  at::Tensor y = x.clone();
+  y[0] = std::nextafter(y[0].item<float>(), 1e9f);
+  EXPECT_FALSE(comparator.identical(outputs({x}), outputs({y})));
+}

@@ -1,1 +1,139 @@
+// The JSON-lines codec between tcfuzz and the worker harness.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/Protocol.h"
+
+using namespace tcfuzz;
+
+TEST(Protocol, EncodesEveryJobField) {
+  Job job;
+  job.id = "000007-compiled";
+  job.program = "/p/model.py";
+  job.mode = RunMode::Compiled;
+  job.seed = 42;
+  job.device = "cuda:1";
+  job.compile.backend = "aot_eager";
+  job.compile.mode = "max-autotune";
+  job.compile.dynamic = true;
+  job.compile.fullgraph = true;
+  job.compile.addInductorOverride("cpp_wrapper=true");
+  job.compile.addInductorOverride("triton.cudagraphs=false");
+  job.limits = Limits{12.5, 1024};
+  job.jobDir = "/w/jobs/000007-compiled";
+  job.repeat = 2;
+  job.plugins = {"/p/plugin.py"};
+  job.threads = 3;
+
+  std::string line = encodeJob(job);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["type"], "job");
+  EXPECT_EQ(j["id"], "000007-compiled");
+  EXPECT_EQ(j["program"], "/p/model.py");
+  EXPECT_EQ(j["mode"], "compiled");
+  EXPECT_EQ(j["seed"], 42);
+  EXPECT_EQ(j["device"], "cuda:1");
+  EXPECT_EQ(j["limits"]["timeout_s"], 12.5);
+  EXPECT_EQ(j["limits"]["memory_mb"], 1024);
+  EXPECT_EQ(j["job_dir"], "/w/jobs/000007-compiled");
+  EXPECT_EQ(j["repeat"], 2);
+  EXPECT_EQ(j["threads"], 3);
+  EXPECT_EQ(j["plugins"][0], "/p/plugin.py");
+  EXPECT_EQ(j["compile"]["backend"], "aot_eager");
+  EXPECT_EQ(j["compile"]["mode"], "max-autotune");
+  EXPECT_EQ(j["compile"]["dynamic"], true);
+  EXPECT_EQ(j["compile"]["fullgraph"], true);
+  EXPECT_EQ(j["compile"]["inductor_config"]["cpp_wrapper"], true);
+  EXPECT_EQ(j["compile"]["inductor_config"]["triton.cudagraphs"], false);
+}
+
+TEST(Protocol, EagerJobCarriesNoCompileConfig) {
+  Job job;
+  job.id = "e";
+  auto j = nlohmann::json::parse(encodeJob(job));
+  EXPECT_FALSE(j.contains("compile"));
+  EXPECT_EQ(j["mode"], "eager");
+}
+
+TEST(Protocol, CompileConfigRecordsOnlyNonDefaults) {
+  CompileConfig c;
+  EXPECT_TRUE(c.nonDefault().empty());
+  EXPECT_EQ(c.describe(), "backend=inductor");
+  c.mode = "reduce-overhead";
+  c.addInductorOverride("max_autotune_gemm_backends=ATEN");  // not JSON: kept as a string
+  auto nd = c.nonDefault();
+  EXPECT_FALSE(nd.contains("backend"));
+  EXPECT_EQ(nd["mode"], "reduce-overhead");
+  EXPECT_EQ(nd["inductor_config"]["max_autotune_gemm_backends"], "ATEN");
+  EXPECT_THROW(c.addInductorOverride("no_equals_sign"), std::invalid_argument);
+}
+
+TEST(Protocol, DecodesHello) {
+  auto msg = decodeMessage(
+      R"({"type":"hello","torch":"2.11.0+cu130","torch_git":"abc","torch_dir":"/t","python":"3.11.7",)"
+      R"("pid":9,"device":"cuda","import_s":2.5,"cuda":{"available":true,"count":2}})");
+  ASSERT_TRUE(std::holds_alternative<Hello>(msg));
+  const auto& h = std::get<Hello>(msg);
+  EXPECT_EQ(h.torchVersion, "2.11.0+cu130");
+  EXPECT_EQ(h.torchGit, "abc");
+  EXPECT_EQ(h.pid, 9);
+  EXPECT_DOUBLE_EQ(h.importSeconds, 2.5);
+  EXPECT_TRUE(h.cudaAvailable);
+  EXPECT_EQ(h.cudaDevices, 2);
+}
+
+TEST(Protocol, DecodesFullResult) {
+  auto msg = decodeMessage(R"({"type":"result","id":"j1","status":"ok","phase":"done",
+    "outputs":{"file":"outputs.pt","leaves":[{"kind":"tensor","index":0,"dtype":"float32","shape":[4,1]},
+                                             {"kind":"scalar","index":1,"dtype":"int","value":3},
+                                             {"kind":"other","repr":"'abc'"}]},
+    "repeat_outputs":[{"file":"outputs_1.pt","leaves":[]}],
+    "times":{"fork_s":0.01,"setup_s":0.2,"compile_s":3.0,"run_s":3.5,"save_s":0.02,"child_wall_s":3.8},
+    "compile_facts":{"graph_count":2,"graph_breaks":1,"break_reasons":{"print call":1},
+                     "inductor_counters":{"pattern_matcher_count":4}}})");
+  ASSERT_TRUE(std::holds_alternative<oracles::RunResult>(msg));
+  const auto& r = std::get<oracles::RunResult>(msg);
+  EXPECT_EQ(r.jobId, "j1");
+  EXPECT_EQ(r.status, oracles::RunStatus::Ok);
+  ASSERT_TRUE(r.outputs);
+  ASSERT_EQ(r.outputs->leaves.size(), 3u);
+  EXPECT_EQ(r.outputs->leaves[0].shape, (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(r.outputs->leaves[1].kind, oracles::OutputLeaf::Kind::Scalar);
+  EXPECT_EQ(r.outputs->leaves[2].repr, "'abc'");
+  ASSERT_EQ(r.repeatOutputs.size(), 1u);
+  EXPECT_EQ(r.repeatOutputs[0].file, "outputs_1.pt");
+  EXPECT_DOUBLE_EQ(r.times.compile, 3.0);
+  EXPECT_DOUBLE_EQ(r.times.childWall, 3.8);
+  ASSERT_TRUE(r.compileFacts);
+  EXPECT_EQ(r.compileFacts->graphCount, 2);
+  EXPECT_EQ(r.compileFacts->breakReasons.at("print call"), 1);
+  EXPECT_DOUBLE_EQ(r.compileFacts->inductorCounters.at("pattern_matcher_count"), 4);
+}
+
+TEST(Protocol, DecodesEachFailureStatus) {
+  auto exc = std::get<oracles::RunResult>(decodeMessage(
+      R"({"type":"result","id":"a","status":"exception","phase":"compile",
+          "exception":{"type":"BackendCompilerFailed","qualified_type":"torch._dynamo.exc.BackendCompilerFailed",
+                       "message":"line one\nline two","traceback":"Traceback..."}})"));
+  EXPECT_EQ(exc.status, oracles::RunStatus::Exception);
+  EXPECT_EQ(exc.summary(), "exception BackendCompilerFailed: line one line two (phase compile)");
+  auto sig = std::get<oracles::RunResult>(decodeMessage(
+      R"({"type":"result","id":"b","status":"signal","phase":"run","signal":11,"signal_name":"SIGSEGV"})"));
+  EXPECT_EQ(sig.summary(), "killed by SIGSEGV (phase run)");
+  auto timeout = std::get<oracles::RunResult>(decodeMessage(R"({"type":"result","id":"c","status":"timeout","phase":"compile"})"));
+  EXPECT_EQ(timeout.status, oracles::RunStatus::Timeout);
+  auto oom = std::get<oracles::RunResult>(decodeMessage(R"({"type":"result","id":"d","status":"oom","phase":"run"})"));
+  EXPECT_EQ(oom.status, oracles::RunStatus::OutOfMemory);
+}
+
+TEST(Protocol, RejectsMalformedLines) {
+  EXPECT_THROW(decodeMessage("not json"), ProtocolError);
+  EXPECT_THROW(decodeMessage("[1,2]"), ProtocolError);
+  EXPECT_THROW(decodeMessage(R"({"type":"result","id":"x","status":"exploded"})"), ProtocolError);
+  EXPECT_THROW(decodeMessage(R"({"type":"result","id":"x","status":"ok","outputs":{"leaves":[{"kind":"weird"}]}})"),
+               ProtocolError);
+  EXPECT_THROW(decodeMessage(R"({"type":"hello"})"), ProtocolError);  // no torch version
+  EXPECT_THROW(decodeMessage(R"({"type":"gossip"})"), ProtocolError);
+  EXPECT_THROW(decodeMessage(R"({"type":"error","message":"malformed job line"})"), ProtocolError);
+}

@@ -1,1 +1,124 @@
+#include <fstream>
+// Real worker zygotes (the venv's torch) and the ways a job can die.
 #include <gtest/gtest.h>
+
+#include "TestWorkers.h"
+
+using namespace tcfuzz;
+using tcfuzz::test_support::sourcePath;
+using tcfuzz::test_support::TempDir;
+
+namespace {
+
+Job eagerJob(const TempDir& dir, const std::string& program, const std::string& id, double timeout = 30) {
+  Job job;
+  job.id = id;
+  job.program = sourcePath(program);
+  job.mode = RunMode::Eager;
+  job.limits = Limits{timeout, 2048};
+  job.jobDir = dir.path() / "jobs" / id;
+  return job;
+}
+
+}  // namespace
+
+TEST(WorkerPool, EachFailureModeHasItsOwnStatusAndThePoolKeepsRunning) {
+  TempDir dir("tcfuzz-pool");
+  WorkerPool pool(test_support::testWorkerSpec(dir.path()), 2);
+  EXPECT_EQ(pool.size(), 2u);
+  EXPECT_FALSE(pool.hello().torchVersion.empty());
+
+  auto segv = pool.submit(eagerJob(dir, "tests/programs/segfault.py", "segv"));
+  auto loop = pool.submit(eagerJob(dir, "tests/programs/endless_loop.py", "loop", 3));
+  auto huge = pool.submit(eagerJob(dir, "tests/programs/huge_allocation.py", "huge"));
+  auto syntax = pool.submit(eagerJob(dir, "tests/programs/syntax_error.py", "syntax"));
+
+  oracles::RunResult r = segv.get();
+  EXPECT_EQ(r.status, oracles::RunStatus::Signal);
+  EXPECT_EQ(r.signalName, "SIGSEGV");
+  EXPECT_EQ(r.phase, "run");
+  EXPECT_NE(r.stderrTail.find("Fatal Python error"), std::string::npos) << r.stderrTail;  // faulthandler
+
+  r = loop.get();
+  EXPECT_EQ(r.status, oracles::RunStatus::Timeout);
+  EXPECT_EQ(r.phase, "run");
+  EXPECT_GE(r.times.childWall, 3.0);
+  EXPECT_LT(r.times.childWall, 10.0);
+
+  r = huge.get();
+  EXPECT_EQ(r.status, oracles::RunStatus::OutOfMemory);
+  EXPECT_EQ(r.phase, "run");
+
+  r = syntax.get();
+  EXPECT_EQ(r.status, oracles::RunStatus::Exception);
+  EXPECT_EQ(r.phase, "load");
+  ASSERT_TRUE(r.exception);
+  EXPECT_EQ(r.exception->type, "SyntaxError");
+
+  // After all that, the same pool still runs a correct program.
+  Job ok = eagerJob(dir, "corpus/conv1d_mean_linear.py", "ok");
+  ok.repeat = 2;
+  r = pool.submit(ok).get();
+  EXPECT_EQ(r.status, oracles::RunStatus::Ok) << r.summary();
+  ASSERT_TRUE(r.outputs);
+  ASSERT_EQ(r.outputs->leaves.size(), 1u);
+  EXPECT_EQ(r.outputs->leaves[0].dtype, "float32");
+  EXPECT_EQ(r.outputs->leaves[0].shape, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(r.repeatOutputs.size(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "jobs/ok/outputs.pt"));
+  EXPECT_GT(r.times.roundTrip, 0.0);
+}
+
+TEST(WorkerPool, ContractViolationIsAnExceptionInLoad) {
+  TempDir dir("tcfuzz-pool");
+  std::filesystem::create_directories(dir.path() / "progs");
+  auto program = dir.path() / "progs/no_inputs.py";
+  std::ofstream(program) << "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n";
+  WorkerPool pool(test_support::testWorkerSpec(dir.path()), 1);
+  Job job = eagerJob(dir, "", "contract");
+  job.program = program;
+  auto r = pool.submit(job).get();
+  EXPECT_EQ(r.status, oracles::RunStatus::Exception);
+  EXPECT_EQ(r.phase, "load");
+  ASSERT_TRUE(r.exception);
+  EXPECT_EQ(r.exception->type, "ContractError");
+  EXPECT_NE(r.exception->message.find("make_inputs"), std::string::npos);
+}
+
+TEST(WorkerPool, RefusesAPythonWhoseTorchDiffersFromTheLinkedOne) {
+  TempDir dir("tcfuzz-pool");
+  WorkerSpec spec = test_support::testWorkerSpec(dir.path());
+  spec.expectedTorchGit = "0000000000000000000000000000000000000000";
+  spec.expectedTorchVersion = "9.9.9";
+  try {
+    WorkerPool pool(spec, 1);
+    FAIL() << "expected WorkerStartError";
+  } catch (const WorkerStartError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("built against torch 9.9.9"), std::string::npos) << what;
+  }
+}
+
+TEST(WorkerPool, SandboxedProgramCannotWriteOutsideItsWorkDirectory) {
+  if (!probeBubblewrap().empty()) GTEST_SKIP() << "bubblewrap cannot run here: " << probeBubblewrap();
+  TempDir dir("tcfuzz-pool");
+  // The source tree exists inside the sandbox (read-only root); /tmp there is a private tmpfs.
+  auto target = sourcePath("build/sandbox-escape-probe");
+  std::filesystem::remove(target);
+  auto program = dir.path() / "escape.py";
+  std::ofstream(program) << "import torch\n"
+                            "class Model(torch.nn.Module):\n"
+                            "    def forward(self, x):\n"
+                            "        open('" << target.string() << "', 'w').write('x')\n"
+                            "        return x\n"
+                            "def make_inputs(seed):\n    return (torch.zeros(1),)\n";
+  WorkerPool pool(test_support::testWorkerSpec(dir.path()), 1);
+  Job job = eagerJob(dir, "", "escape");
+  job.program = program;
+  auto r = pool.submit(job).get();
+  EXPECT_EQ(r.status, oracles::RunStatus::Exception);
+  ASSERT_TRUE(r.exception);
+  EXPECT_EQ(r.exception->type, "OSError");
+  EXPECT_NE(r.exception->message.find("Read-only file system"), std::string::npos) << r.exception->message;
+  EXPECT_FALSE(std::filesystem::exists(target));
+}

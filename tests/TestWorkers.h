@@ -1,0 +1,43 @@
+#pragma once
+// Shared set-up for tests that start real worker zygotes with the venv's torch.
+#include <filesystem>
+#include <string>
+
+#include "fuzzer/Sandbox.h"
+#include "fuzzer/WorkerPool.h"
+
+namespace tcfuzz::test_support {
+
+/// A fresh directory under the system temp dir, removed at destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix) {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// A worker spec for the venv's Python, sandboxed with bubblewrap when this machine allows it.
+inline WorkerSpec testWorkerSpec(const std::filesystem::path& workDir) {
+  WorkerSpec spec;
+  spec.python = TCFUZZ_DEFAULT_PYTHON;
+  spec.harness = std::filesystem::path(TCFUZZ_SOURCE_DIR) / "fuzzer/worker/harness.py";
+  spec.workDir = workDir;
+  spec.sandbox = probeBubblewrap().empty() ? SandboxKind::Bubblewrap : SandboxKind::None;
+  spec.expectedTorchGit = TCFUZZ_TORCH_GIT_VERSION;
+  return spec;
+}
+
+inline std::filesystem::path sourcePath(const std::string& relative) {
+  return std::filesystem::path(TCFUZZ_SOURCE_DIR) / relative;
+}
+
+}  // namespace tcfuzz::test_support
