@@ -23,10 +23,19 @@ import traceback
 _PROTOCOL_OUT = os.fdopen(os.dup(1), "w", buffering=1)
 os.dup2(2, 1)
 
+# One compile thread per worker: no Inductor compile pool is ever started, here or in a child.
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 _t_import = time.monotonic()
 import torch  # noqa: E402  (imported once here, inherited by every child)
 import torch._dynamo  # noqa: E402,F401
 import torch._inductor.config  # noqa: E402,F401
+
+torch._inductor.config.compile_threads = 1
+# The modules torch.compile imports lazily on first use: imported here, they cost nothing per job.
+# These are module imports only; no torch op runs before the fork.
+import torch._inductor.compile_fx  # noqa: E402,F401
+import torch._functorch.aot_autograd  # noqa: E402,F401
+import torch._dynamo.backends.common  # noqa: E402,F401
 import torch.utils._pytree as pytree  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
 
@@ -500,6 +509,11 @@ def main():
     }
     if device.startswith("cuda"):
         hello["cuda"] = probe_cuda()
+    # Move every object the imports made out of the collector's reach: a child's GC pass would
+    # otherwise touch (and copy-on-write) the pages of all of them.
+    import gc
+    gc.collect()
+    gc.freeze()
     send(hello)
     for line in sys.stdin:
         line = line.strip()
