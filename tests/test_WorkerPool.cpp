@@ -122,3 +122,15 @@ TEST(WorkerPool, SandboxedProgramCannotWriteOutsideItsWorkDirectory) {
   EXPECT_NE(r.exception->message.find("Read-only file system"), std::string::npos) << r.exception->message;
   EXPECT_FALSE(std::filesystem::exists(target));
 }
+
+TEST(WorkerPool, ADeadZygoteIsAResultAndIsRestarted) {
+  TempDir dir("tcfuzz-pool");
+  WorkerPool pool(test_support::testWorkerSpec(dir.path()), 1);
+  auto r = pool.submit(eagerJob(dir, "tests/programs/kill_zygote.py", "kill")).get();
+  EXPECT_EQ(r.status, oracles::RunStatus::Signal);
+  EXPECT_EQ(r.phase, "harness");
+  EXPECT_NE(r.stderrTail.find("worker zygote died"), std::string::npos) << r.stderrTail;
+  // The next job gets a fresh zygote.
+  r = pool.submit(eagerJob(dir, "corpus/conv1d_mean_linear.py", "after")).get();
+  EXPECT_EQ(r.status, oracles::RunStatus::Ok) << r.summary();
+}

@@ -309,12 +309,10 @@ def is_oom(exc):
     return any(m in text for m in OOM_MARKERS)
 
 
-def child_main(job, memory_limit_bytes):
-    """Runs in the forked child. Never returns: exits with 0 after writing result.json."""
+def child_main(job, done_fd):
+    """Runs in the forked child. Never returns: writes result.json, then one byte to done_fd, then exits."""
     os.setsid()  # own process group: the zygote kills the whole group, compile workers included
     job_dir = job["job_dir"]
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
     out = os.open(os.path.join(job_dir, STDOUT_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     err = os.open(os.path.join(job_dir, STDERR_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(out, 1)
@@ -323,8 +321,11 @@ def child_main(job, memory_limit_bytes):
     sys.stderr = os.fdopen(2, "w", buffering=1)
     import faulthandler
     faulthandler.enable(file=sys.stderr)  # a segfault leaves the Python stack in stderr.txt
-    if memory_limit_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+    memory_mb = int((job.get("limits") or {}).get("memory_mb", 0))
+    if memory_mb and job.get("device", "cpu") == "cpu":
+        # RLIMIT_AS counts address space; CUDA reserves huge ranges, so there the RSS watchdog rules.
+        limit = vm_size_bytes() + memory_mb * 2 ** 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     threads = int(job.get("threads", 0))
     if threads > 0:
         torch.set_num_threads(threads)
@@ -342,6 +343,7 @@ def child_main(job, memory_limit_bytes):
                 pass
     try:
         run.write_result(result)
+        os.write(done_fd, b"1")
     except BaseException:  # noqa: BLE001
         code = 3
     sys.stdout.flush()
@@ -385,89 +387,169 @@ def read_phase(job_dir):
         return "start"
 
 
-def run_job(job):
-    """Forks a child for the job, enforces its limits, and returns the result message."""
-    job_dir = job["job_dir"]
-    os.makedirs(job_dir, exist_ok=True)
-    for stale in (RESULT_FILE, PHASE_FILE):
-        try:
-            os.unlink(os.path.join(job_dir, stale))
-        except FileNotFoundError:
-            pass
-    limits = job.get("limits") or {}
-    timeout_s = float(limits.get("timeout_s", 60))
-    memory_mb = int(limits.get("memory_mb", 0))
-    device = job.get("device", "cpu")
-    # RLIMIT_AS counts address space; CUDA reserves huge ranges, so on CUDA the RSS watchdog rules.
-    as_limit = vm_size_bytes() + memory_mb * 2 ** 20 if memory_mb and device == "cpu" else 0
-    rss_limit = memory_mb * 2 ** 20 if memory_mb else 0
+def set_parent_death_signal():
+    """Dies with SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
 
-    t_fork = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            child_main(job, as_limit)
-        finally:
-            os._exit(4)
-    fork_s = time.monotonic() - t_fork
 
-    deadline = t_fork + timeout_s
-    pidfd = os.pidfd_open(pid)
-    poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    killed_for = None
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            killed_for = "timeout"
-            break
-        if poller.poll(min(remaining, 0.05) * 1000):
-            break
-        if rss_limit and rss_bytes(pid) > rss_limit:
-            killed_for = "oom"
-            break
-    if killed_for:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _, wait_status = os.waitpid(pid, 0)
-    os.close(pidfd)
-    if killed_for:
-        try:
-            os.killpg(pid, signal.SIGKILL)  # stragglers in the group (compile workers)
-        except ProcessLookupError:
-            pass
-    wall_s = time.monotonic() - t_fork
+class SpareChild:
+    """A child forked ahead of time that blocks until it is handed a job: the fork is off the hot path."""
 
-    result = None
-    if not killed_for and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0:
-        try:
-            with open(os.path.join(job_dir, RESULT_FILE)) as f:
-                result = json.load(f)
-        except (OSError, ValueError) as exc:
-            result = {"status": "exception", "phase": read_phase(job_dir),
-                      "exception": {"type": "HarnessError", "qualified_type": "tcfuzz.HarnessError",
-                                    "message": f"child left no readable result: {exc}", "traceback": ""}}
-    if result is None:
-        phase = read_phase(job_dir)
-        if killed_for == "timeout":
-            result = {"status": "timeout", "phase": phase}
-        elif killed_for == "oom":
-            result = {"status": "oom", "phase": phase}
-        elif os.WIFSIGNALED(wait_status):
-            sig = os.WTERMSIG(wait_status)
-            result = {"status": "signal", "phase": phase, "signal": sig, "signal_name": signal.Signals(sig).name}
+    def __init__(self):
+        job_r, job_w = os.pipe()
+        done_r, done_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                set_parent_death_signal()
+                os.close(job_w)
+                os.close(done_r)
+                _PROTOCOL_OUT.close()  # only the zygote speaks the protocol
+                devnull = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(devnull, 0)
+                data = b""
+                while chunk := os.read(job_r, 1 << 16):
+                    data += chunk
+                if not data:
+                    os._exit(0)  # the zygote is shutting down
+                child_main(json.loads(data), done_w)
+            finally:
+                os._exit(4)
+        os.close(job_r)
+        os.close(done_w)
+        self.pid, self.job_w, self.done_r = pid, job_w, done_r
+
+    def dispatch(self, job):
+        os.write(self.job_w, json.dumps(job).encode())
+        os.close(self.job_w)
+
+    def discard(self):
+        os.close(self.job_w)  # EOF: the spare exits
+        os.close(self.done_r)
+        os.waitpid(self.pid, 0)
+
+
+class Zygote:
+    """Runs jobs one at a time in forked children, keeping one spare child forked in advance."""
+
+    def __init__(self):
+        self.spare = None
+        self.finished = []  # children that reported their result and may still be exiting
+
+    def take_spare(self):
+        spare, self.spare = self.spare, None
+        return spare or SpareChild()
+
+    def refill(self):
+        if self.spare is None:
+            self.spare = SpareChild()
+
+    def reap_finished(self, block=False):
+        still = []
+        for pid in self.finished:
+            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+            if done == 0:
+                still.append(pid)
+                continue
+            try:
+                os.killpg(pid, signal.SIGKILL)  # stragglers left in its process group
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.finished = still
+
+    def shutdown(self):
+        if self.spare:
+            self.spare.discard()
+            self.spare = None
+        self.reap_finished(block=True)
+
+    def run_job(self, job):
+        """Hands the job to a child, enforces its limits, and returns the result message."""
+        job_dir = job["job_dir"]
+        os.makedirs(job_dir, exist_ok=True)
+        for stale in (RESULT_FILE, PHASE_FILE):
+            try:
+                os.unlink(os.path.join(job_dir, stale))
+            except FileNotFoundError:
+                pass
+        limits = job.get("limits") or {}
+        timeout_s = float(limits.get("timeout_s", 60))
+        memory_mb = int(limits.get("memory_mb", 0))
+        rss_limit = memory_mb * 2 ** 20 if memory_mb else 0
+
+        t_start = time.monotonic()
+        child = self.take_spare()
+        fork_s = time.monotonic() - t_start  # zero when the spare was ready
+        pid = child.pid
+        child.dispatch(job)
+        self.refill()  # fork the next spare while this job runs
+
+        deadline = t_start + timeout_s
+        pidfd = os.pidfd_open(pid)
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.register(child.done_r, select.POLLIN)
+        killed_for = None
+        reported = False
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                killed_for = "timeout"
+                break
+            events = dict(poller.poll(min(remaining, 0.05) * 1000))
+            if child.done_r in events:
+                reported = os.read(child.done_r, 1) == b"1"
+                break
+            if pidfd in events:
+                break
+            if rss_limit and rss_bytes(pid) > rss_limit:
+                killed_for = "oom"
+                break
+        os.close(pidfd)
+        os.close(child.done_r)
+        wall_s = time.monotonic() - t_start
+
+        result = None
+        if reported:
+            self.finished.append(pid)  # reaped later: its exit is off the hot path
+            try:
+                with open(os.path.join(job_dir, RESULT_FILE)) as f:
+                    result = json.load(f)
+            except (OSError, ValueError) as exc:
+                result = {"status": "exception", "phase": read_phase(job_dir),
+                          "exception": {"type": "HarnessError", "qualified_type": "tcfuzz.HarnessError",
+                                        "message": f"child left no readable result: {exc}", "traceback": ""}}
         else:
-            result = {"status": "signal", "phase": phase, "exit_code": os.WEXITSTATUS(wait_status),
-                      "signal": 0, "signal_name": "EXIT"}
-        result["stderr_tail"] = tail(os.path.join(job_dir, STDERR_FILE))
-    result.setdefault("times", {})
-    result["times"]["fork_s"] = fork_s
-    result["times"]["child_wall_s"] = wall_s
-    result["type"] = "result"
-    result["id"] = job["id"]
-    return result
+            if killed_for:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            _, wait_status = os.waitpid(pid, 0)
+            try:
+                os.killpg(pid, signal.SIGKILL)  # stragglers in the group (compile workers)
+            except (ProcessLookupError, PermissionError):
+                pass
+            phase = read_phase(job_dir)
+            if killed_for == "timeout":
+                result = {"status": "timeout", "phase": phase}
+            elif killed_for == "oom":
+                result = {"status": "oom", "phase": phase}
+            elif os.WIFSIGNALED(wait_status):
+                sig = os.WTERMSIG(wait_status)
+                result = {"status": "signal", "phase": phase, "signal": sig, "signal_name": signal.Signals(sig).name}
+            else:
+                result = {"status": "signal", "phase": phase, "exit_code": os.WEXITSTATUS(wait_status),
+                          "signal": 0, "signal_name": "EXIT"}
+            result["stderr_tail"] = tail(os.path.join(job_dir, STDERR_FILE))
+        self.reap_finished()
+        result.setdefault("times", {})
+        result["times"]["fork_s"] = fork_s
+        result["times"]["child_wall_s"] = wall_s
+        result["type"] = "result"
+        result["id"] = job["id"]
+        return result
 
 
 def probe_cuda():
@@ -496,6 +578,7 @@ def probe_cuda():
 
 
 def main():
+    set_parent_death_signal()  # without the sandbox's --die-with-parent, still die with tcfuzz
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
     hello = {
         "type": "hello",
@@ -514,6 +597,8 @@ def main():
     import gc
     gc.collect()
     gc.freeze()
+    zygote = Zygote()
+    zygote.refill()
     send(hello)
     for line in sys.stdin:
         line = line.strip()
@@ -527,10 +612,11 @@ def main():
         if job.get("type") == "quit":
             break
         try:
-            send(run_job(job))
+            send(zygote.run_job(job))
         except Exception as exc:  # noqa: BLE001  (a harness bug is reported, the zygote lives on)
             send({"type": "result", "id": job.get("id"), "status": "exception", "phase": "harness",
                   "exception": exception_record(exc)})
+    zygote.shutdown()
 
 
 if __name__ == "__main__":
