@@ -108,6 +108,17 @@ TEST_F(ProgramTesterTest, NondeterministicProgramIsNotJudgedNumerically) {
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Nondeterministic) << r.verdict.reason;
 }
 
+TEST_F(ProgramTesterTest, Fp64ModeWidensExplicitCastsInsideForward) {
+  // forward casts to float16 and back with .float(): in fp64 mode both casts become float64.
+  ProgramTestResult r = tester_->test(sourcePath("corpus/mixed_dtype_reductions.py"), settings("aot_eager"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.eager.outputs && r.runs.fp64.outputs);
+  EXPECT_EQ(r.runs.eager.outputs->leaves.at(0).dtype, "float32");
+  EXPECT_EQ(r.runs.fp64.outputs->leaves.at(0).dtype, "float64");
+  EXPECT_EQ(r.runs.fp64.outputs->leaves.at(1).dtype, "int64");  // integer results stay integer
+  EXPECT_EQ(r.runs.fp64.outputs->leaves.at(2).dtype, "float64");
+}
+
 TEST_F(ProgramTesterTest, UnknownInductorOptionIsAConfigurationError) {
   TestSettings s = settings("inductor");
   s.compile.addInductorOverride("no_such_option=1");
