@@ -17,7 +17,9 @@ SandboxKind parseSandboxKind(const std::string& text) {
 
 std::vector<std::string> sandboxedCommand(const SandboxPolicy& policy, const std::vector<std::string>& command) {
   if (policy.kind == SandboxKind::None) return command;
-  std::vector<std::string> argv = {"bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/tmp"};
+  // The whole root is read-only, /tmp included (programs and checkouts may live there); workers
+  // get a writable TMPDIR inside the work directory instead.
+  std::vector<std::string> argv = {"bwrap", "--ro-bind", "/", "/", "--proc", "/proc"};
   if (policy.device.starts_with("cuda")) {
     argv.insert(argv.end(), {"--dev-bind", "/dev", "/dev"});  // /dev/nvidia* for the GPU
   } else {

@@ -1,6 +1,6 @@
 #pragma once
-// The OS sandbox around worker zygotes: bubblewrap with no network, a read-only root, a private
-// /tmp, and writes allowed only under the campaign's work directory.
+// The OS sandbox around worker zygotes: bubblewrap with no network, a read-only root (/tmp
+// included), and writes allowed only under the campaign's work directory.
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -68,7 +68,8 @@ const Hello& Worker::start() {
   childEnv["TRITON_CACHE_DIR"] = (cacheDir / "triton").string();
   childEnv["XDG_CACHE_HOME"] = (spec_.workDir / "cache").string();
   childEnv["PYTHONDONTWRITEBYTECODE"] = "1";
-  childEnv["TMPDIR"] = "/tmp";
+  std::filesystem::create_directories(spec_.workDir / "tmp");
+  childEnv["TMPDIR"] = (spec_.workDir / "tmp").string();
   for (const auto& [k, v] : spec_.extraEnv) childEnv[k] = v;
 
   int inPipe[2], outPipe[2];
@@ -210,6 +211,8 @@ void Worker::stop() {
 }
 
 WorkerPool::WorkerPool(WorkerSpec spec, size_t size) : spec_(std::move(spec)) {
+  // A write to a zygote that just died must fail with EPIPE, not kill tcfuzz with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::future<Hello>> started;
   for (size_t i = 0; i < std::max<size_t>(size, 1); ++i) {
     std::promise<Hello> promise;

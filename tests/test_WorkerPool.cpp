@@ -102,13 +102,19 @@ TEST(WorkerPool, RefusesAPythonWhoseTorchDiffersFromTheLinkedOne) {
 TEST(WorkerPool, SandboxedProgramCannotWriteOutsideItsWorkDirectory) {
   if (!probeBubblewrap().empty()) GTEST_SKIP() << "bubblewrap cannot run here: " << probeBubblewrap();
   TempDir dir("tcfuzz-pool");
-  // The source tree exists inside the sandbox (read-only root); /tmp there is a private tmpfs.
+  // Outside the work directory everything is read-only: the source tree and /tmp alike.
   auto target = sourcePath("build/sandbox-escape-probe");
+  auto tmpTarget = std::filesystem::temp_directory_path() / "tcfuzz-sandbox-escape-probe";
   std::filesystem::remove(target);
+  std::filesystem::remove(tmpTarget);
   auto program = dir.path() / "escape.py";
   std::ofstream(program) << "import torch\n"
                             "class Model(torch.nn.Module):\n"
                             "    def forward(self, x):\n"
+                            "        try:\n"
+                            "            open('" << tmpTarget.string() << "', 'w').write('x')\n"
+                            "        except OSError:\n"
+                            "            pass\n"
                             "        open('" << target.string() << "', 'w').write('x')\n"
                             "        return x\n"
                             "def make_inputs(seed):\n    return (torch.zeros(1),)\n";
@@ -121,6 +127,7 @@ TEST(WorkerPool, SandboxedProgramCannotWriteOutsideItsWorkDirectory) {
   EXPECT_EQ(r.exception->type, "OSError");
   EXPECT_NE(r.exception->message.find("Read-only file system"), std::string::npos) << r.exception->message;
   EXPECT_FALSE(std::filesystem::exists(target));
+  EXPECT_FALSE(std::filesystem::exists(tmpTarget));
 }
 
 TEST(WorkerPool, ADeadZygoteIsAResultAndIsRestarted) {
@@ -133,4 +140,17 @@ TEST(WorkerPool, ADeadZygoteIsAResultAndIsRestarted) {
   // The next job gets a fresh zygote.
   r = pool.submit(eagerJob(dir, "corpus/conv1d_mean_linear.py", "after")).get();
   EXPECT_EQ(r.status, oracles::RunStatus::Ok) << r.summary();
+}
+
+TEST(WorkerPool, AWorkerThatDiesBeforeItsHelloIsAClearStartErrorNotACrash) {
+  TempDir dir("tcfuzz-pool");
+  WorkerSpec spec = test_support::testWorkerSpec(dir.path());
+  spec.harness = dir.path() / "missing_harness.py";  // python exits at once: no hello, a closed pipe
+  try {
+    WorkerPool pool(spec, 2);
+    FAIL() << "expected WorkerStartError";
+  } catch (const WorkerStartError& e) {
+    EXPECT_NE(std::string(e.what()).find("did not start"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("missing_harness.py"), std::string::npos) << e.what();  // the log tail
+  }
 }
