@@ -8,7 +8,7 @@
 namespace tcfuzz {
 
 /// Exit codes that are not verdicts (those come from oracles::exitCodeFor).
-enum ExitCode : int { kExitOk = 0, kExitUsage = 2, kExitEnvironment = 3, kExitInterrupted = 130 };
+enum ExitCode : int { kExitOk = 0, kExitUsage = 2, kExitEnvironment = 3 };
 
 /// Parses argv and dispatches on the subcommand. Returns the process exit code.
 int runDriver(int argc, char** argv);

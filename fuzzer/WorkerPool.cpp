@@ -51,7 +51,6 @@ const Hello& Worker::start() {
   process_.reset();
   hello_.reset();
   buffer_.clear();
-  ++starts_;
 
   std::filesystem::create_directories(spec_.workDir);
   auto cacheDir = spec_.inductorCacheDir.empty() ? spec_.workDir / "inductor-cache" : spec_.inductorCacheDir;

@@ -55,8 +55,6 @@ class Worker {
   oracles::RunResult run(const Job& job);
   /// Asks the zygote to quit, then kills its process group.
   void stop();
-  /// Times the zygote was (re)started.
-  int starts() const { return starts_; }
 
  private:
   std::optional<std::string> readLine(std::chrono::steady_clock::time_point deadline);
@@ -69,7 +67,6 @@ class Worker {
   std::unique_ptr<Process> process_;
   std::optional<Hello> hello_;
   std::string buffer_;
-  int starts_ = 0;
 };
 
 /// N zygotes, each driven by its own thread; jobs are served in submission order.
