@@ -53,31 +53,6 @@ namespace {
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
-nlohmann::json runToJson(const oracles::RunResult& r) {
-  nlohmann::json j{{"status", oracles::toString(r.status)},
-                   {"phase", r.phase},
-                   {"summary", r.summary()},
-                   {"job_dir", r.jobDir.string()},
-                   {"times",
-                    {{"fork_s", r.times.fork},
-                     {"setup_s", r.times.setup},
-                     {"compile_s", r.times.compile},
-                     {"run_s", r.times.run},
-                     {"save_s", r.times.save},
-                     {"child_wall_s", r.times.childWall},
-                     {"round_trip_s", r.times.roundTrip}}}};
-  if (r.exception)
-    j["exception"] = {{"type", r.exception->type},
-                      {"qualified_type", r.exception->qualifiedType},
-                      {"message", r.exception->message}};
-  if (r.status == oracles::RunStatus::Signal) j["signal"] = r.signalName;
-  if (r.compileFacts)
-    j["compile_facts"] = {{"graph_count", r.compileFacts->graphCount},
-                          {"graph_breaks", r.compileFacts->graphBreaks},
-                          {"break_reasons", r.compileFacts->breakReasons}};
-  return j;
-}
-
 }  // namespace
 
 nlohmann::json toJson(const ProgramTestResult& result) {
@@ -85,9 +60,9 @@ nlohmann::json toJson(const ProgramTestResult& result) {
   nlohmann::json j{{"program", result.program.string()},
                    {"verdict", oracles::toString(v.verdict)},
                    {"reason", v.reason},
-                   {"eager", runToJson(result.runs.eager)},
-                   {"compiled", runToJson(result.runs.compiled)},
-                   {"fp64", runToJson(result.runs.fp64)},
+                   {"eager", oracles::toJson(result.runs.eager)},
+                   {"compiled", oracles::toJson(result.runs.compiled)},
+                   {"fp64", oracles::toJson(result.runs.fp64)},
                    {"wall_s", result.wallSeconds},
                    {"compare_s", result.compareSeconds}};
   if (v.comparison) {

@@ -130,4 +130,29 @@ RunResult runResultFromJson(const nlohmann::json& j) {
   return r;
 }
 
+nlohmann::json toJson(const RunResult& r) {
+  nlohmann::json j{{"status", toString(r.status)},
+                   {"phase", r.phase},
+                   {"summary", r.summary()},
+                   {"job_dir", r.jobDir.string()},
+                   {"times",
+                    {{"fork_s", r.times.fork},
+                     {"setup_s", r.times.setup},
+                     {"compile_s", r.times.compile},
+                     {"run_s", r.times.run},
+                     {"save_s", r.times.save},
+                     {"child_wall_s", r.times.childWall},
+                     {"round_trip_s", r.times.roundTrip}}}};
+  if (r.exception)
+    j["exception"] = {{"type", r.exception->type},
+                      {"qualified_type", r.exception->qualifiedType},
+                      {"message", r.exception->message}};
+  if (r.status == RunStatus::Signal) j["signal"] = r.signalName;
+  if (r.compileFacts)
+    j["compile_facts"] = {{"graph_count", r.compileFacts->graphCount},
+                          {"graph_breaks", r.compileFacts->graphBreaks},
+                          {"break_reasons", r.compileFacts->breakReasons}};
+  return j;
+}
+
 }  // namespace tcfuzz::oracles

@@ -81,5 +81,7 @@ struct RunResult {
 
 /// Decodes a harness result object; throws std::invalid_argument naming the bad field.
 RunResult runResultFromJson(const nlohmann::json& j);
+/// A report view of a result: status, phase, summary, times, exception and compile facts.
+nlohmann::json toJson(const RunResult& result);
 
 }  // namespace tcfuzz::oracles

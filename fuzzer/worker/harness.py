@@ -67,7 +67,6 @@ class ChildRun:
         self.times = {}
         self.compile_seconds = 0.0
         self._compile_started = None
-        self.compile_failed = False
 
     def mark(self, phase):
         """Records the phase on disk first, so a death in this phase is attributed to it."""
@@ -118,7 +117,7 @@ class ChildRun:
             for p in parts[:-1]:
                 target = getattr(target, p)
             if not hasattr(target, parts[-1]):
-                raise ContractError(f"unknown Inductor config option {key!r}")
+                raise CompileConfigError(f"unknown Inductor config option {key!r}")
             setattr(target, parts[-1], value)
         for plugin in self.job.get("plugins") or []:
             # A trusted file named on the command line (for example a planted-bug backend).
@@ -136,9 +135,7 @@ class ChildRun:
             if self._compile_started is not None:
                 self.compile_seconds += time.monotonic() - self._compile_started
                 self._compile_started = None
-            if sys.exc_info()[0] is not None:
-                self.compile_failed = True  # raised inside compilation: keep the phase
-            else:
+            if sys.exc_info()[0] is None:  # a compile that raised keeps the phase "compile"
                 self.mark("run")
 
         handler.register_start_callback(on_start)
@@ -225,15 +222,17 @@ class ChildRun:
             if isinstance(leaf, torch.SymInt):
                 leaf = int(leaf)
             if isinstance(leaf, torch.Tensor):
-                t = leaf.detach().to("cpu").contiguous().clone()
-                if t.is_complex() or t.layout != torch.strided:
-                    t = torch.view_as_real(t.resolve_conj()) if t.is_complex() else t.to_dense()
+                t = leaf.detach().to("cpu")
+                if t.layout != torch.strided:
+                    t = t.to_dense()
+                if t.is_complex():
+                    t = torch.view_as_real(t.resolve_conj())  # compared as (..., 2) real pairs
+                t = t.contiguous().clone()  # its own storage: torch.save writes whole storages
                 described.append({"kind": "tensor", "index": len(tensors), "dtype": str(leaf.dtype).replace("torch.", ""),
                                   "shape": list(leaf.shape)})
                 tensors.append(t)
             elif isinstance(leaf, (bool, int, float)):
-                described.append({"kind": "scalar", "index": len(tensors), "dtype": type(leaf).__name__,
-                                  "value": leaf if not isinstance(leaf, float) or leaf == leaf else "nan"})
+                described.append({"kind": "scalar", "index": len(tensors), "dtype": type(leaf).__name__})
                 tensors.append(torch.tensor(leaf))
             else:
                 described.append({"kind": "other", "repr": repr(leaf)[:200]})
@@ -244,6 +243,10 @@ class ChildRun:
 
 class ContractError(Exception):
     """The program file does not follow the tcfuzz program contract (see README)."""
+
+
+class CompileConfigError(Exception):
+    """The job's compile configuration names something torch does not have."""
 
 
 def _widen_dtype(d):
