@@ -1,0 +1,309 @@
+#include "generators/Graph.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <openssl/evp.h>
+
+namespace tcfuzz::gen {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxRank = 8;
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+constexpr size_t kMaxEntries = 100000;  // values, nodes, ... per document
+
+/// Walks a JSON document and raises GraphFormatError naming the source and the pointer.
+class Reader {
+ public:
+  Reader(const json& node, const std::string& source, std::string pointer)
+      : node_(node), source_(source), pointer_(std::move(pointer)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw GraphFormatError(fmt::format("{}: at {}: {}", source_, pointer_.empty() ? "/" : pointer_, what));
+  }
+  const json& raw() const { return node_; }
+  Reader at(const std::string& key) const {
+    if (!node_.is_object()) fail("expected an object");
+    auto it = node_.find(key);
+    if (it == node_.end()) Reader(node_, source_, pointer_ + "/" + key).fail("missing field");
+    return Reader(*it, source_, pointer_ + "/" + key);
+  }
+  bool has(const std::string& key) const { return node_.is_object() && node_.contains(key); }
+  Reader at(size_t i) const { return Reader(node_[i], source_, fmt::format("{}/{}", pointer_, i)); }
+  size_t size() const {
+    if (!node_.is_array()) fail("expected an array");
+    if (node_.size() > kMaxEntries) fail(fmt::format("more than {} entries", kMaxEntries));
+    return node_.size();
+  }
+  void onlyKeys(std::initializer_list<std::string_view> keys) const {
+    if (!node_.is_object()) fail("expected an object");
+    for (const auto& [k, _] : node_.items()) {
+      bool known = false;
+      for (auto key : keys) known = known || key == k;
+      if (!known) fail(fmt::format("unknown field '{}'", k));
+    }
+  }
+  std::string str() const {
+    if (!node_.is_string()) fail("expected a string");
+    return node_.get<std::string>();
+  }
+  int64_t integer(int64_t lo, int64_t hi) const {
+    if (!node_.is_number_integer()) fail("expected an integer");
+    int64_t v = node_.is_number_unsigned() && node_.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())
+                    ? std::numeric_limits<int64_t>::max()
+                    : node_.get<int64_t>();
+    if (v < lo || v > hi) fail(fmt::format("{} is outside [{}, {}]", v, lo, hi));
+    return v;
+  }
+  uint64_t unsignedInteger() const {
+    if (!node_.is_number_unsigned() && !(node_.is_number_integer() && node_.get<int64_t>() >= 0))
+      fail("expected a non-negative integer");
+    return node_.get<uint64_t>();
+  }
+  double number() const {
+    if (!node_.is_number()) fail("expected a number");
+    double v = node_.get<double>();
+    if (!std::isfinite(v)) fail("expected a finite number");
+    return v;
+  }
+
+ private:
+  const json& node_;
+  const std::string& source_;
+  std::string pointer_;
+};
+
+json distToJson(const Distribution& d) {
+  if (d.kind == "bernoulli") return {{"kind", d.kind}, {"p", d.p}};
+  return {{"kind", d.kind}, {"low", d.low}, {"high", d.high}};
+}
+
+Distribution distFromJson(const Reader& r) {
+  Distribution d;
+  d.kind = r.at("kind").str();
+  if (d.kind == "bernoulli") {
+    r.onlyKeys({"kind", "p"});
+    d.p = r.at("p").number();
+    if (d.p < 0 || d.p > 1) r.at("p").fail("probability outside [0, 1]");
+  } else if (d.kind == "uniform" || d.kind == "randint" || d.kind == "randperm") {
+    r.onlyKeys({"kind", "low", "high"});
+    d.low = r.at("low").number();
+    d.high = r.at("high").number();
+    if (!(d.low < d.high)) r.fail("low must be below high");
+    if (std::abs(d.low) > 1e15 || std::abs(d.high) > 1e15) r.fail("bounds beyond 1e15");
+    if (d.kind != "uniform" && (d.low != std::floor(d.low) || d.high != std::floor(d.high)))
+      r.fail("randint bounds must be integers");
+  } else {
+    r.at("kind").fail(fmt::format("unknown distribution '{}' (uniform, randint, randperm or bernoulli)", d.kind));
+  }
+  return d;
+}
+
+json typeToJson(const TensorType& t) { return {{"shape", t.shape}, {"dtype", dtypeName(t.dtype)}, {"device", t.device}}; }
+
+void sha256Hex(const std::string& text, std::string& out) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("OpenSSL SHA-256 failed");
+  out.clear();
+  for (unsigned i = 0; i < length; ++i) out += fmt::format("{:02x}", digest[i]);
+}
+
+}  // namespace
+
+int64_t TensorType::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::string TensorType::str() const { return fmt::format("[{}] {}", fmt::join(shape, ", "), dtypeName(dtype)); }
+
+double Interval::magnitude() const { return std::max(std::abs(lo), std::abs(hi)); }
+
+Interval Distribution::range() const {
+  if (kind == "bernoulli") return {0, 1};
+  if (kind == "randint" || kind == "randperm") return {low, high - 1};
+  return {low, high};
+}
+
+int Graph::addValue(TensorType type) {
+  int id = static_cast<int>(values.size());
+  values.push_back({id, std::move(type)});
+  return id;
+}
+
+const TensorType& Graph::typeOf(int value) const { return values.at(value).type; }
+TensorType& Graph::typeOf(int value) { return values.at(value).type; }
+
+const Source* Graph::sourceOf(int value) const {
+  for (const auto& s : inputs)
+    if (s.value == value) return &s;
+  for (const auto& s : params)
+    if (s.value == value) return &s;
+  return nullptr;
+}
+Source* Graph::sourceOf(int value) { return const_cast<Source*>(std::as_const(*this).sourceOf(value)); }
+
+int Graph::producerOf(int value) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int out : nodes[i].outputs)
+      if (out == value) return static_cast<int>(i);
+  return -1;
+}
+
+int Graph::useCount(int value) const {
+  int n = 0;
+  for (const auto& node : nodes)
+    for (int in : node.inputs) n += in == value;
+  return n;
+}
+
+json Graph::toJson() const {
+  json doc;
+  doc["format"] = "tcfuzz-graph";
+  doc["version"] = kGraphFormatVersion;
+  doc["origin"] = {{"generator", origin.generator}, {"seed", origin.seed}, {"index", origin.index}};
+  json vals = json::array();
+  for (const auto& v : values) vals.push_back(typeToJson(v.type));
+  doc["values"] = std::move(vals);
+  auto sources = [](const std::vector<Source>& list) {
+    json out = json::array();
+    for (const auto& s : list) out.push_back({{"value", s.value}, {"name", s.name}, {"dist", distToJson(s.dist)}});
+    return out;
+  };
+  doc["inputs"] = sources(inputs);
+  doc["params"] = sources(params);
+  json ns = json::array();
+  for (const auto& n : nodes) ns.push_back({{"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", n.attrs}});
+  doc["nodes"] = std::move(ns);
+  doc["outputs"] = outputs;
+  return doc;
+}
+
+Graph Graph::fromJson(const json& doc, const std::string& source) {
+  Reader root(doc, source, "");
+  root.onlyKeys({"format", "version", "origin", "values", "inputs", "params", "nodes", "outputs"});
+  if (root.at("format").str() != "tcfuzz-graph") root.at("format").fail("expected \"tcfuzz-graph\"");
+  int64_t version = root.at("version").integer(1, 1 << 20);
+  if (version != kGraphFormatVersion)
+    root.at("version").fail(fmt::format("version {} is not supported (this tcfuzz reads {})", version, kGraphFormatVersion));
+
+  Graph g;
+  if (root.has("origin")) {
+    Reader o = root.at("origin");
+    o.onlyKeys({"generator", "seed", "index"});
+    g.origin.generator = o.at("generator").str();
+    g.origin.seed = o.at("seed").unsignedInteger();
+    g.origin.index = o.at("index").unsignedInteger();
+  }
+
+  Reader vals = root.at("values");
+  for (size_t i = 0; i < vals.size(); ++i) {
+    Reader v = vals.at(i);
+    v.onlyKeys({"shape", "dtype", "device"});
+    TensorType t;
+    Reader shape = v.at("shape");
+    if (shape.size() > kMaxRank) shape.fail(fmt::format("rank {} exceeds {}", shape.size(), kMaxRank));
+    for (size_t d = 0; d < shape.size(); ++d) t.shape.push_back(shape.at(d).integer(0, kMaxDim));
+    std::string dt = v.at("dtype").str();
+    auto parsed = parseDType(dt);
+    if (!parsed) v.at("dtype").fail(fmt::format("unknown dtype '{}'", dt));
+    t.dtype = *parsed;
+    t.device = v.at("device").str();
+    g.addValue(std::move(t));
+  }
+
+  // Each value is defined exactly once, before it is read.
+  std::vector<bool> defined(g.values.size(), false);
+  auto valueRef = [&](const Reader& r) {
+    return static_cast<int>(r.integer(0, static_cast<int64_t>(g.values.size()) - 1));
+  };
+  auto define = [&](const Reader& r) {
+    int id = valueRef(r);
+    if (defined[id]) r.fail(fmt::format("value {} is defined twice", id));
+    defined[id] = true;
+    return id;
+  };
+  auto use = [&](const Reader& r) {
+    int id = valueRef(r);
+    if (!defined[id]) r.fail(fmt::format("value {} is read before it is defined", id));
+    return id;
+  };
+
+  std::set<std::string> names;
+  auto readSources = [&](const char* key, std::vector<Source>& out) {
+    if (!root.has(key)) return;
+    Reader list = root.at(key);
+    for (size_t i = 0; i < list.size(); ++i) {
+      Reader s = list.at(i);
+      s.onlyKeys({"value", "name", "dist"});
+      Source src;
+      src.value = define(s.at("value"));
+      src.name = s.at("name").str();
+      bool identifier = !src.name.empty() && !std::isdigit(static_cast<unsigned char>(src.name[0]));
+      for (char c : src.name) identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+      if (!identifier) s.at("name").fail(fmt::format("'{}' is not a Python identifier", src.name));
+      if (!names.insert(src.name).second) s.at("name").fail(fmt::format("name '{}' is used twice", src.name));
+      src.dist = distFromJson(s.at("dist"));
+      out.push_back(std::move(src));
+    }
+  };
+  readSources("inputs", g.inputs);
+  readSources("params", g.params);
+
+  Reader nodes = root.at("nodes");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Reader n = nodes.at(i);
+    n.onlyKeys({"op", "inputs", "outputs", "attrs"});
+    Node node;
+    node.op = n.at("op").str();
+    Reader ins = n.at("inputs");
+    for (size_t k = 0; k < ins.size(); ++k) node.inputs.push_back(use(ins.at(k)));
+    Reader outs = n.at("outputs");
+    if (outs.size() == 0) outs.fail("a node defines at least one value");
+    for (size_t k = 0; k < outs.size(); ++k) node.outputs.push_back(define(outs.at(k)));
+    if (n.has("attrs")) {
+      if (!n.at("attrs").raw().is_object()) n.at("attrs").fail("expected an object");
+      node.attrs = n.at("attrs").raw();
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  for (size_t i = 0; i < defined.size(); ++i)
+    if (!defined[i]) vals.at(i).fail(fmt::format("value {} is never defined", i));
+
+  Reader outs = root.at("outputs");
+  if (outs.size() == 0) outs.fail("a program returns at least one value");
+  for (size_t k = 0; k < outs.size(); ++k) g.outputs.push_back(use(outs.at(k)));
+  return g;
+}
+
+Graph Graph::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw GraphFormatError(path + ": cannot read the file");
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw GraphFormatError(fmt::format("{}: not JSON: {}", path, e.what()));
+  }
+  return fromJson(doc, path);
+}
+
+std::string Graph::contentHash() const {
+  json doc = toJson();
+  doc.erase("origin");
+  std::string hex;
+  sha256Hex(doc.dump(), hex);
+  return hex;
+}
+
+}  // namespace tcfuzz::gen

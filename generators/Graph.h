@@ -1,0 +1,115 @@
+#pragma once
+// The program IR: a graph of typed values, the nodes that compute them, and the program's
+// inputs and parameters with the distributions their values are drawn from.
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generators/DType.h"
+
+namespace tcfuzz::gen {
+
+inline constexpr int kGraphFormatVersion = 1;
+
+/// Shape, dtype and device of a tensor value.
+struct TensorType {
+  std::vector<int64_t> shape;
+  DType dtype = DType::Float32;
+  std::string device = "cpu";
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t numel() const;
+  bool operator==(const TensorType&) const = default;
+  /// "[2, 3] float32".
+  std::string str() const;
+};
+
+/// A closed range that contains every element of a value ([-inf, inf] when unknown).
+struct Interval {
+  double lo = -1.0 / 0.0, hi = 1.0 / 0.0;
+  double magnitude() const;
+  bool within(const Interval& other) const { return lo >= other.lo && hi <= other.hi; }
+  bool operator==(const Interval&) const = default;
+};
+
+/// How a program input or parameter is filled: uniform(low, high), randint(low, high) with high
+/// exclusive, randperm(low, high) (distinct values: the first numel of low + randperm(high - low)),
+/// or bernoulli(p) for bool.
+struct Distribution {
+  std::string kind = "uniform";
+  double low = -1, high = 1, p = 0.5;
+  /// The range every drawn element lies in.
+  Interval range() const;
+  bool operator==(const Distribution&) const = default;
+};
+
+/// One SSA value: a program input, a parameter, or a node output.
+struct Value {
+  int id = 0;
+  TensorType type;
+};
+
+/// A program input (an argument of forward) or a parameter (held by the model).
+struct Source {
+  int value = 0;
+  std::string name;
+  Distribution dist;
+};
+
+/// One op application: reads `inputs`, defines `outputs`, configured by `attrs` (a JSON object).
+struct Node {
+  std::string op;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  nlohmann::json attrs = nlohmann::json::object();
+};
+
+/// Where a program came from: (generator, seed, index) replays it.
+struct Origin {
+  std::string generator = "grammar";
+  uint64_t seed = 0;
+  uint64_t index = 0;
+};
+
+/// Raised for a malformed IR document; the message names the file and the JSON pointer of the fault.
+class GraphFormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A whole program. Values are listed in definition order; nodes in execution order.
+class Graph {
+ public:
+  std::vector<Value> values;
+  std::vector<Source> inputs;
+  std::vector<Source> params;
+  std::vector<Node> nodes;
+  std::vector<int> outputs;
+  Origin origin;
+
+  /// Adds a value of this type and returns its id.
+  int addValue(TensorType type);
+  const TensorType& typeOf(int value) const;
+  TensorType& typeOf(int value);
+  /// The input or parameter that defines `value`, or nullptr for a node output.
+  const Source* sourceOf(int value) const;
+  Source* sourceOf(int value);
+  /// Index of the node defining `value`, or -1.
+  int producerOf(int value) const;
+  /// Number of nodes reading `value` (several reads by one node count each).
+  int useCount(int value) const;
+
+  /// The versioned JSON form.
+  nlohmann::json toJson() const;
+  /// Strict parse: every field checked; errors name `source` and the JSON pointer of the fault.
+  static Graph fromJson(const nlohmann::json& doc, const std::string& source = "<json>");
+  /// Reads and parses a file (GraphFormatError for unreadable or malformed files).
+  static Graph load(const std::string& path);
+  /// SHA-256 (hex) of the canonical JSON without `origin`: equal programs hash equal whatever made them.
+  std::string contentHash() const;
+};
+
+}  // namespace tcfuzz::gen
