@@ -13,6 +13,10 @@
 #include "fuzzer/ProgramTester.h"
 #include "fuzzer/Sandbox.h"
 #include "fuzzer/WorkerPool.h"
+#include "fuzzer/Workspace.h"
+#include "fuzzer/CatalogReport.h"
+#include "fuzzer/GenerateCommand.h"
+#include "generators/OpCatalog.h"
 #include "oracles/OutputLoader.h"
 
 namespace tcfuzz {
@@ -24,30 +28,6 @@ std::string versionText() {
   return fmt::format("tcfuzz {}\nbuilt against torch {} (git {})\nlibtorch {}\n", TCFUZZ_VERSION, TORCH_VERSION,
                      TCFUZZ_TORCH_GIT_VERSION, TCFUZZ_TORCH_DIR);
 }
-
-/// A temporary directory removed on destruction unless kept.
-class ScratchDir {
- public:
-  ScratchDir(const std::string& requested, bool keep) : keep_(keep || !requested.empty()) {
-    if (!requested.empty()) {
-      path_ = fs::absolute(requested);
-      fs::create_directories(path_);
-      return;
-    }
-    std::string pattern = (fs::temp_directory_path() / "tcfuzz-run-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary directory in " + pattern);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!keep_) fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-  bool keep_;
-};
 
 CompileConfig compileConfigFrom(const Options& o) {
   CompileConfig c;
@@ -98,23 +78,8 @@ void printText(std::ostream& out, const ProgramTestResult& t, const CompileConfi
 
 int runCommand(const Options& o, const std::vector<std::string>& programs) {
   CompileConfig config = compileConfigFrom(o);
-  SandboxKind sandbox = parseSandboxKind(o.sandbox);
-  if (sandbox == SandboxKind::Bubblewrap) {
-    if (std::string problem = probeBubblewrap(); !problem.empty()) {
-      std::cerr << "tcfuzz: " << problem << "\n";
-      return kExitEnvironment;
-    }
-  }
   ScratchDir work(o.workDir, o.keep);
-  WorkerSpec spec;
-  spec.python = o.python;
-  spec.harness = fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "harness.py";
-  spec.device = o.device;
-  spec.workDir = work.path();
-  if (!o.inductorCache.empty()) spec.inductorCacheDir = fs::absolute(o.inductorCache);
-  spec.sandbox = sandbox;
-  spec.expectedTorchGit = TCFUZZ_TORCH_GIT_VERSION;
-  spec.expectedTorchVersion = TORCH_VERSION;
+  WorkerSpec spec = workerSpecFrom(o, work.path());
 
   TestSettings settings;
   settings.compile = config;
@@ -161,6 +126,12 @@ int runDriver(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
 
+  CLI::App* gen = app.add_subcommand("gen", "Generate programs (.py and .json) from a seed; --validate runs them in eager");
+  registerOptions(*gen, "gen", options);
+  CLI::App* ops = app.add_subcommand("ops", "Print the op catalog and its coverage of the dispatcher's aten operators");
+  bool opsJson = false;
+  ops->add_flag("--json", opsJson, "Print JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -173,6 +144,11 @@ int runDriver(int argc, char** argv) {
   }
   try {
     if (run->parsed()) return runCommand(options, programs);
+    if (gen->parsed()) return genCommand(options);
+    if (ops->parsed()) {
+      std::cout << catalogReport(gen::makeDefaultCatalog(), opsJson);
+      return kExitOk;
+    }
   } catch (const std::invalid_argument& e) {
     std::cerr << "tcfuzz: " << e.what() << "\n";
     return kExitUsage;

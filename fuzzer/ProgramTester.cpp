@@ -25,6 +25,14 @@ Job ProgramTester::makeJob(const std::filesystem::path& program, RunMode mode, c
   return job;
 }
 
+ProgramTester::PendingRun ProgramTester::submitOne(const std::filesystem::path& program, RunMode mode,
+                                                  const TestSettings& settings) {
+  Job job = makeJob(program, mode, settings);
+  job.repeat = 1;
+  std::filesystem::path dir = job.jobDir;
+  return {pool_.submit(std::move(job)), dir};
+}
+
 ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
   auto began = std::chrono::steady_clock::now();
   // The compiled job is the slow one: submit it first so it starts first.

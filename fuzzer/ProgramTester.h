@@ -40,6 +40,13 @@ class ProgramTester {
   /// compile configuration and OutputLoadError for unreadable outputs.
   ProgramTestResult test(const std::filesystem::path& program, const TestSettings& settings);
 
+  /// A single run of `program` in `mode`, once (checking generated programs); its outputs lie in jobDir.
+  struct PendingRun {
+    std::future<oracles::RunResult> result;
+    std::filesystem::path jobDir;
+  };
+  PendingRun submitOne(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
+
  private:
   Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
 

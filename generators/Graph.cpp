@@ -298,6 +298,37 @@ Graph Graph::load(const std::string& path) {
   return fromJson(doc, path);
 }
 
+Graph compactGraph(const Graph& g) {
+  std::vector<bool> live(g.values.size(), false);
+  for (const auto& n : g.nodes) {
+    for (int v : n.inputs) live[v] = true;
+    for (int v : n.outputs) live[v] = true;
+  }
+  for (int v : g.outputs) live[v] = true;
+  std::vector<int> remap(g.values.size(), -1);
+  Graph out;
+  out.origin = g.origin;
+  // Keep the original definition order: sources first in their order, then node outputs.
+  for (const auto& v : g.values)
+    if (live[v.id]) remap[v.id] = out.addValue(v.type);
+  auto sources = [&](const std::vector<Source>& in, std::vector<Source>& dst) {
+    for (auto s : in)
+      if (live[s.value]) {
+        s.value = remap[s.value];
+        dst.push_back(s);
+      }
+  };
+  sources(g.inputs, out.inputs);
+  sources(g.params, out.params);
+  for (auto n : g.nodes) {
+    for (int& v : n.inputs) v = remap[v];
+    for (int& v : n.outputs) v = remap[v];
+    out.nodes.push_back(std::move(n));
+  }
+  for (int v : g.outputs) out.outputs.push_back(remap[v]);
+  return out;
+}
+
 std::string Graph::contentHash() const {
   json doc = toJson();
   doc.erase("origin");

@@ -112,4 +112,7 @@ class Graph {
   std::string contentHash() const;
 };
 
+/// A copy without the inputs and parameters nothing reads or returns, values renumbered densely.
+Graph compactGraph(const Graph& g);
+
 }  // namespace tcfuzz::gen

@@ -47,6 +47,20 @@ OpSpec& activation(OpCatalog& c, const std::string& name, const std::string& arg
                std::move(range));
 }
 
+/// torch.result_type of tensor operands: zero-dim tensors raise the dtype category (bool < integer
+/// < float) of the dimensioned ones but never widen within it ([2] float16 + [] float32 is float16).
+DType resultType(const std::vector<TensorType>& operands) {
+  std::optional<DType> dimensioned, zeroDim;
+  for (const auto& t : operands) {
+    auto& slot = t.rank() == 0 ? zeroDim : dimensioned;
+    slot = slot ? promote(*slot, t.dtype) : t.dtype;
+  }
+  if (!dimensioned || !zeroDim) return dimensioned ? *dimensioned : *zeroDim;
+  if (isFloat(*dimensioned)) return *dimensioned;
+  if (*dimensioned == DType::Bool || isFloat(*zeroDim)) return promote(*dimensioned, *zeroDim);
+  return *dimensioned;
+}
+
 Interval boundedBy(Interval a, double m) { return {std::max(a.lo, -m), std::min(a.hi, m)}; }
 
 /// A two-input elementwise op with broadcasting and torch's type promotion.
@@ -69,7 +83,7 @@ OpSpec& binary(OpCatalog& c, std::string name, std::string family, std::string p
   s.infer = [out](const OpContext& ctx) {
     TensorType t = ctx.x();
     t.shape = broadcastShapes(ctx.x(0).shape, ctx.x(1).shape);
-    DType p = promote(ctx.x(0).dtype, ctx.x(1).dtype);
+    DType p = resultType(ctx.in);
     t.dtype = outDType(out, p);
     return std::vector<TensorType>{t};
   };
@@ -137,12 +151,19 @@ void addElementwiseOps(OpCatalog& c) {
   {
     auto& s = unary(c, "clamp", "elementwise-unary", "torch.clamp({0}, min={min}, max={max})",
                     "aten::clamp({0}, {min}, {max})", kNumeric, Out::Same, {}, nullptr);
-    s.attrs = {floatAttr("min", -4, 0), floatAttr("max", 0.01, 4)};
+    // Repair clamps values into any domain, so the bounds may be anything ordered; generation
+    // draws them around zero.
+    s.attrs = {floatAttr("min", -1e6, 1e6), floatAttr("max", -1e6, 1e6)};
+    s.sample = [](OpContext& ctx, Rng& rng) {
+      ctx.attrs["min"] = std::round(rng.real(-4, 0) * 100) / 100;
+      ctx.attrs["max"] = std::round(rng.real(0.01, 4) * 100) / 100;
+    };
     s.range = [](const OpContext& ctx) {
       return std::vector<Interval>{{ctx.attrFloat("min"), ctx.attrFloat("max")}};
     };
     s.infer = [](const OpContext& ctx) {
       // A float bound promotes an integer tensor to the default float dtype.
+      require(ctx.attrFloat("min") <= ctx.attrFloat("max"), "clamp needs min <= max");
       bool wholeBounds = ctx.attrs["min"].is_number_integer() && ctx.attrs["max"].is_number_integer();
       return like(ctx.x(), wholeBounds ? ctx.x().dtype : floatResult(ctx.x().dtype));
     };
@@ -157,7 +178,7 @@ void addElementwiseOps(OpCatalog& c) {
   activation(c, "selu", "", [](Interval a) { return unionI(scaleI(a, 1.06), {-1.76, 0}); });
   activation(c, "celu", ", {alpha}", [](Interval a) { return unionI(a, {-2, 0}); }).attrs = {floatAttr("alpha", 0.1, 2)};
   {
-    auto& s = unary(c, "gelu", "activation", "F.gelu({0}, approximate={approximate})", "aten::gelu({0}, approximate={approximate})",
+    auto& s = unary(c, "gelu", "activation", "F.gelu({0}, approximate={approximate})", "aten::gelu({0}, {approximate})",
                     kFloats, Out::Same, {}, [](Interval a) { return unionI(a, {-0.2, 0}); });
     s.attrs = {choiceAttr("approximate", {"none", "tanh"})};
   }
@@ -165,15 +186,17 @@ void addElementwiseOps(OpCatalog& c) {
   activation(c, "mish", "", [](Interval a) { return unionI(a, {-0.31, 0}); });
   activation(c, "softplus", ", {beta}, {threshold}", [](Interval a) { return Interval{0, std::max(a.hi, 0.0) + 1}; })
       .attrs = {floatAttr("beta", 0.5, 2), floatAttr("threshold", 5, 20)};
-  activation(c, "softsign", "", [](Interval) { return Interval{-1, 1}; });
+  // Python composites: the ATen spelling is an op of the same shape and dtype rule.
+  activation(c, "softsign", "", [](Interval) { return Interval{-1, 1}; }).aten = "aten::abs({0})";
   activation(c, "hardtanh", ", {min_val}, {max_val}", [](Interval) { return Interval{-2, 2}; })
       .attrs = {floatAttr("min_val", -2, -0.5), floatAttr("max_val", 0.5, 2)};
   activation(c, "hardsigmoid", "", [](Interval) { return Interval{0, 1}; });
   activation(c, "hardswish", "", [](Interval a) { return unionI(a, {-0.4, 0}); });
   activation(c, "hardshrink", ", {lambd}", same).attrs = {floatAttr("lambd", 0.1, 1)};
   activation(c, "softshrink", ", {lambd}", same).attrs = {floatAttr("lambd", 0.1, 1)};
-  activation(c, "tanhshrink", "", [](Interval a) { return addI(a, {-1, 1}); });
-  activation(c, "logsigmoid", "", [](Interval a) { return Interval{std::min(a.lo, 0.0) - 1, 0}; });
+  activation(c, "tanhshrink", "", [](Interval a) { return addI(a, {-1, 1}); }).aten = "aten::tanh({0})";
+  activation(c, "logsigmoid", "", [](Interval a) { return Interval{std::min(a.lo, 0.0) - 1, 0}; }).aten =
+      "aten::log_sigmoid({0})";
   {
     auto& s = activation(c, "threshold", ", {threshold}, {value}", [](Interval a) { return unionI(a, {-1, 1}); });
     s.attrs = {floatAttr("threshold", -1, 1), floatAttr("value", -1, 1)};
@@ -213,7 +236,7 @@ void addElementwiseOps(OpCatalog& c) {
   }
 
   // --- binary arithmetic (broadcasting, type promotion) ---------------------------------------
-  binary(c, "add", "elementwise-binary", "torch.add({0}, {1}, alpha={alpha})", "aten::add.Tensor({0}, {1}, alpha={alpha})",
+  binary(c, "add", "elementwise-binary", "torch.add({0}, {1}, alpha={alpha})", "aten::add.Tensor({0}, {1}, {alpha})",
          kNumeric, Out::Same, [](Interval a, Interval b) { return addI(a, scaleI(b, 2)); })
       .attrs = {intAttr("alpha", 1, 2)};
   binary(c, "sub", "elementwise-binary", "{0} - {1}", "aten::sub.Tensor({0}, {1})", kNumeric, Out::Same, subI);
@@ -222,7 +245,7 @@ void addElementwiseOps(OpCatalog& c) {
          kPositive);
   {
     auto& s = binary(c, "div_rounding", "elementwise-binary", "torch.div({0}, {1}, rounding_mode={rounding_mode})",
-                     "aten::div.Tensor_mode({0}, {1}, rounding_mode={rounding_mode})", kNumeric, Out::Same,
+                     "aten::div.Tensor_mode({0}, {1}, {rounding_mode})", kNumeric, Out::Same,
                      [](Interval a, Interval b) { return addI(divI(a, b), {-1, 1}); }, {}, {1, kInf});
     s.attrs = {choiceAttr("rounding_mode", {"trunc", "floor"})};
   }
@@ -231,7 +254,11 @@ void addElementwiseOps(OpCatalog& c) {
            std::string("aten::") + name + ".Tensor({0}, {1})", kNumeric, Out::Same,
            [](Interval a, Interval b) { return symmetric(b.magnitude()); }, {}, {1, kInf});
   binary(c, "pow", "elementwise-binary", "torch.pow({0}, {1})", "aten::pow.Tensor_Tensor({0}, {1})", kFloats, Out::Same,
-         [](Interval a, Interval b) { return Interval{0, std::pow(std::max(a.hi, 1.0), std::max(b.hi, 0.0))}; },
+         [](Interval a, Interval b) {
+           // A positive base: base^exp is monotone in each argument, so the corners bound it.
+           double lo = std::max(a.lo, 0.05), hi = std::max(a.hi, lo);
+           return hull({std::pow(lo, b.lo), std::pow(lo, b.hi), std::pow(hi, b.lo), std::pow(hi, b.hi)});
+         },
          {0.05, 4}, {-3, 3});
   binary(c, "atan2", "elementwise-binary", "torch.atan2({0}, {1})", "aten::atan2({0}, {1})", kNumeric, Out::Float,
          [pi](Interval, Interval) { return symmetric(pi); });
@@ -280,8 +307,8 @@ void addElementwiseOps(OpCatalog& c) {
   }
   // Three-input pointwise ops.
   for (auto [name, python, aten] :
-       {std::tuple{"addcmul", "torch.addcmul({0}, {1}, {2}, value={value})", "aten::addcmul({0}, {1}, {2}, value={value})"},
-        {"addcdiv", "torch.addcdiv({0}, {1}, {2}, value={value})", "aten::addcdiv({0}, {1}, {2}, value={value})"},
+       {std::tuple{"addcmul", "torch.addcmul({0}, {1}, {2}, value={value})", "aten::addcmul({0}, {1}, {2}, {value})"},
+        {"addcdiv", "torch.addcdiv({0}, {1}, {2}, value={value})", "aten::addcdiv({0}, {1}, {2}, {value})"},
         {"lerp", "torch.lerp({0}, {1}, {2})", "aten::lerp.Tensor({0}, {1}, {2})"}}) {
     OpSpec s;
     s.name = name;
@@ -345,7 +372,7 @@ void addElementwiseOps(OpCatalog& c) {
     s.infer = [](const OpContext& ctx) {
       TensorType t = ctx.x(1);
       t.shape = broadcastShapes(broadcastShapes(ctx.x(0).shape, ctx.x(1).shape), ctx.x(2).shape);
-      t.dtype = promote(ctx.x(1).dtype, ctx.x(2).dtype);
+      t.dtype = resultType({ctx.x(1), ctx.x(2)});
       return std::vector<TensorType>{t};
     };
     s.range = [](const OpContext& ctx) { return std::vector<Interval>{unionI(ctx.ranges[1], ctx.ranges[2])}; };
@@ -360,8 +387,12 @@ void addElementwiseOps(OpCatalog& c) {
              double p = std::exp2(std::ceil(std::log2(m + 1)));
              return symmetric(p);
            });
-  unary(c, "bitwise_not", "bitwise", "torch.bitwise_not({0})", "aten::bitwise_not({0})", kIntegral, Out::Same, {},
-        [](Interval a) { return Interval{-a.hi - 1, -a.lo - 1}; });
+  unary(c, "bitwise_not", "bitwise", "torch.bitwise_not({0})", "aten::bitwise_not({0})", kIntegral, Out::Same, {}, nullptr)
+      .range = [](const OpContext& ctx) {
+        // On bool it is the logical not.
+        Interval a = ctx.ranges.at(0);
+        return std::vector<Interval>{ctx.x().dtype == DType::Bool ? Interval{0, 1} : Interval{-a.hi - 1, -a.lo - 1}};
+      };
   for (auto [name, aten] : {std::pair{"bitwise_left_shift", "aten::bitwise_left_shift.Tensor({0}, {1})"},
                             {"bitwise_right_shift", "aten::bitwise_right_shift.Tensor({0}, {1})"}})
     binary(c, name, "bitwise", std::string("torch.") + name + "({0}, {1})", aten, kInts, Out::Same,
@@ -369,7 +400,7 @@ void addElementwiseOps(OpCatalog& c) {
 
   // --- casts and bit-level ----------------------------------------------------------------------
   {
-    auto& s = unary(c, "to_dtype", "cast", "{0}.to({dtype})", "aten::_to_copy({0}, dtype={dtype})", kAllDTypes, Out::Same,
+    auto& s = unary(c, "to_dtype", "cast", "{0}.to({dtype})", "aten::_to_copy({0}, {dtype})", kAllDTypes, Out::Same,
                     {}, nullptr);
     s.attrs = {dtypeAttr("dtype", {"float32", "float16", "bfloat16", "float64", "int64", "int32", "bool"})};
     s.infer = [](const OpContext& ctx) { return like(ctx.x(), ctx.attrDType("dtype")); };

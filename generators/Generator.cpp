@@ -1,0 +1,195 @@
+#include "generators/Generator.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace tcfuzz::gen {
+
+using nlohmann::json;
+
+json GenPolicy::toJson() const {
+  return {{"min_nodes", minNodes},
+          {"max_nodes", maxNodes},
+          {"max_inputs", maxInputs},
+          {"max_outputs", maxOutputs},
+          {"max_rank", caps.maxRank},
+          {"max_dim", caps.maxDim},
+          {"max_elements", caps.maxElements},
+          {"fresh_operand_chance", freshOperandChance},
+          {"parameter_chance", parameterChance},
+          {"dtype_weights", dtypeWeights},
+          {"family_weights", familyWeights},
+          {"op_weights", opWeights}};
+}
+
+GenPolicy GenPolicy::fromJson(const json& doc) {
+  if (!doc.is_object()) throw std::invalid_argument("a generation policy is a JSON object");
+  GenPolicy p;
+  auto intIn = [&](const std::string& key, auto& field, int64_t lo, int64_t hi) {
+    if (!doc.contains(key)) return;
+    if (!doc[key].is_number_integer() || doc[key].get<int64_t>() < lo || doc[key].get<int64_t>() > hi)
+      throw std::invalid_argument(fmt::format("policy '{}' must be an integer in [{}, {}]", key, lo, hi));
+    field = doc[key].get<int64_t>();
+  };
+  auto chance = [&](const std::string& key, double& field) {
+    if (!doc.contains(key)) return;
+    if (!doc[key].is_number() || doc[key].get<double>() < 0 || doc[key].get<double>() > 1)
+      throw std::invalid_argument("policy '" + key + "' must be a number in [0, 1]");
+    field = doc[key].get<double>();
+  };
+  auto weights = [&](const std::string& key, std::map<std::string, double>& field) {
+    if (!doc.contains(key)) return;
+    if (!doc[key].is_object()) throw std::invalid_argument("policy '" + key + "' must be an object of weights");
+    for (const auto& [k, v] : doc[key].items()) {
+      if (!v.is_number() || v.get<double>() < 0) throw std::invalid_argument(fmt::format("policy {}.{} must be a weight >= 0", key, k));
+      field[k] = v.get<double>();
+    }
+  };
+  static const char* kKeys[] = {"min_nodes", "max_nodes", "max_inputs", "max_outputs", "max_rank", "max_dim",
+                                "max_elements", "fresh_operand_chance", "parameter_chance", "dtype_weights",
+                                "family_weights", "op_weights"};
+  for (const auto& [k, _] : doc.items())
+    if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
+      throw std::invalid_argument("unknown policy key '" + k + "'");
+  intIn("min_nodes", p.minNodes, 1, 1000);
+  intIn("max_nodes", p.maxNodes, 1, 1000);
+  intIn("max_inputs", p.maxInputs, 1, 16);
+  intIn("max_outputs", p.maxOutputs, 1, 16);
+  intIn("max_rank", p.caps.maxRank, 1, 6);
+  intIn("max_dim", p.caps.maxDim, 1, 4096);
+  intIn("max_elements", p.caps.maxElements, 1, int64_t{1} << 26);
+  chance("fresh_operand_chance", p.freshOperandChance);
+  chance("parameter_chance", p.parameterChance);
+  weights("dtype_weights", p.dtypeWeights);
+  weights("family_weights", p.familyWeights);
+  weights("op_weights", p.opWeights);
+  for (const auto& [k, _] : p.dtypeWeights)
+    if (!parseDType(k)) throw std::invalid_argument("policy dtype_weights: unknown dtype '" + k + "'");
+  if (p.minNodes > p.maxNodes) throw std::invalid_argument("policy min_nodes exceeds max_nodes");
+  return p;
+}
+
+Generator::Generator(const OpCatalog& catalog, GenPolicy policy, uint64_t seed)
+    : catalog_(catalog), policy_(std::move(policy)), seed_(seed), solver_(seed) {
+  for (const auto& op : catalog_.ops()) {
+    double w = 1;
+    if (auto f = policy_.familyWeights.find(op->family); f != policy_.familyWeights.end()) w = f->second;
+    if (auto o = policy_.opWeights.find(op->name); o != policy_.opWeights.end()) w = o->second;
+    if (w <= 0) continue;
+    ops_.push_back(op.get());
+    weights_.push_back(w);
+  }
+  for (const auto& [name, _] : policy_.opWeights)
+    if (!catalog_.find(name)) throw std::invalid_argument("policy op_weights: unknown op '" + name + "'");
+  if (ops_.empty()) throw std::invalid_argument("the generation policy gives every op weight 0");
+}
+
+const OpSpec& Generator::pickOp(Rng& rng) const { return *ops_[rng.weighted(weights_)]; }
+
+DType Generator::pickDType(Rng& rng, DTypeSet allowed) const {
+  std::vector<DType> dtypes;
+  std::vector<double> w;
+  for (int i = 0; i < kDTypeCount; ++i) {
+    DType d = static_cast<DType>(i);
+    if (!allowed.has(d)) continue;
+    auto it = policy_.dtypeWeights.find(std::string(dtypeName(d)));
+    dtypes.push_back(d);
+    w.push_back(it == policy_.dtypeWeights.end() ? 0.1 : it->second);
+  }
+  if (dtypes.empty()) return DType::Float32;
+  return dtypes[rng.weighted(w)];
+}
+
+TensorType Generator::randomType(Rng& rng, const OpSpec& op, int k) const {
+  TensorType t;
+  int lo = k == 0 ? op.minRank : 0;
+  int hi = k == 0 ? std::min(op.maxRank, policy_.caps.maxRank + (op.minRank > policy_.caps.maxRank ? 1 : 0)) : policy_.caps.maxRank;
+  hi = std::max(hi, lo);
+  int rank = static_cast<int>(rng.uniform(std::max(lo, 1), std::max(hi, std::max(lo, 1))));
+  if (lo == 0 && rng.chance(0.03)) rank = 0;
+  // Keep the element count under the cap: draw dims, then shrink the largest.
+  for (int i = 0; i < rank; ++i) t.shape.push_back(rng.uniform(1, std::max<int64_t>(1, std::min<int64_t>(policy_.caps.maxDim, 8))));
+  while (t.numel() > policy_.caps.maxElements / 4) *std::max_element(t.shape.begin(), t.shape.end()) /= 2;
+  t.dtype = pickDType(rng, op.accepts[std::min<size_t>(k, op.accepts.size() - 1)]);
+  return t;
+}
+
+Graph Generator::generate(uint64_t index) {
+  Rng rng = Rng::forProgram(seed_, index);
+  Graph g;
+  g.origin = {"grammar", seed_, index};
+  GraphRepairer repairer(catalog_, policy_.caps, rng, solver_);
+  repairer.attach(g);
+
+  int target = static_cast<int>(rng.uniform(policy_.minNodes, policy_.maxNodes));
+  int initialInputs = static_cast<int>(rng.uniform(1, policy_.maxInputs));
+  for (int i = 0; i < initialInputs; ++i) {
+    const OpSpec& op = pickOp(rng);
+    repairer.addSource(randomType(rng, op, 0), std::nullopt, false);
+  }
+
+  for (int attempts = 0; static_cast<int>(g.nodes.size()) < target && attempts < target * 4; ++attempts) {
+    const OpSpec& op = pickOp(rng);
+    Node node;
+    node.op = op.name;
+    // Input 0: prefer a value nothing reads yet (it grows the graph into a chain), else any
+    // value the op accepts, else a fresh input.
+    std::vector<int> uses(g.values.size(), 0);
+    for (const auto& n : g.nodes)
+      for (int in : n.inputs) ++uses[in];
+    std::vector<int> dangling, usable;
+    for (const auto& v : g.values) {
+      if (!op.accepts[0].has(v.type.dtype) || v.type.rank() < op.minRank || v.type.rank() > op.maxRank) continue;
+      usable.push_back(v.id);
+      if (uses[v.id] == 0) dangling.push_back(v.id);
+    }
+    int first;
+    if (!dangling.empty() && rng.chance(0.75)) first = rng.pick(dangling);
+    else if (!usable.empty() && rng.chance(0.85)) first = rng.pick(usable);
+    else first = repairer.addSource(randomType(rng, op, 0), std::nullopt, false);
+    node.inputs.push_back(first);
+
+    OpContext ctx;
+    ctx.in = {g.typeOf(first)};
+    ctx.ranges = {repairer.rangeOf(first)};
+    ctx.caps = &policy_.caps;
+    sampleAttrs(op, ctx, rng);
+    int arity = static_cast<int>(rng.uniform(op.minInputs, std::min(op.maxInputs, op.minInputs + 2)));
+    for (int k = 1; k < arity; ++k) {
+      TensorType want = op.propose ? op.propose(ctx, k, rng) : ctx.x();
+      DTypeSet ok = op.accepts[std::min<size_t>(k, op.accepts.size() - 1)];
+      if (!ok.has(want.dtype)) want.dtype = pickDType(rng, ok);
+      auto need = inputNeed(op, ctx, k);
+      int operand = -1;
+      if (!rng.chance(policy_.freshOperandChance) && !isInt(want.dtype)) {
+        std::vector<int> same;
+        for (const auto& v : g.values)
+          if (v.type == want && v.id != first) same.push_back(v.id);
+        if (!same.empty()) operand = rng.pick(same);
+      }
+      if (operand < 0) operand = repairer.addSource(want, need, rng.chance(policy_.parameterChance));
+      node.inputs.push_back(operand);
+      ctx.in.push_back(g.typeOf(operand));
+      ctx.ranges.push_back(repairer.rangeOf(operand));
+    }
+    node.attrs = ctx.attrs;
+    repairer.append(std::move(node));
+  }
+
+  // Return the values nothing reads (latest first), so no computation is dead.
+  for (auto it = g.values.rbegin(); it != g.values.rend() && static_cast<int>(g.outputs.size()) < policy_.maxOutputs; ++it)
+    if (g.producerOf(it->id) >= 0 && g.useCount(it->id) == 0) g.outputs.push_back(it->id);
+  if (g.outputs.empty()) g.outputs.push_back(g.values.back().id);
+  std::reverse(g.outputs.begin(), g.outputs.end());
+  // Drop inputs that a rejected candidate created and nothing reads.
+  auto unused = [&](const Source& s) {
+    return g.useCount(s.value) == 0 && std::find(g.outputs.begin(), g.outputs.end(), s.value) == g.outputs.end();
+  };
+  bool anyUnused = std::any_of(g.inputs.begin(), g.inputs.end(), unused) || std::any_of(g.params.begin(), g.params.end(), unused);
+  stats_ += repairer.stats();
+  if (!anyUnused) return g;
+  return compactGraph(g);
+}
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,59 @@
+#pragma once
+// Grammar generation: a seeded Generator grows a graph op by op under a GenPolicy, repairing
+// each candidate node (GraphRepairer) instead of discarding it.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "generators/Graph.h"
+#include "generators/GraphRepair.h"
+#include "generators/IntConstraints.h"
+#include "generators/OpCatalog.h"
+
+namespace tcfuzz::gen {
+
+/// What to generate, as plain data (JSON-loadable so a campaign can tune it without a rebuild).
+struct GenPolicy {
+  int minNodes = 6, maxNodes = 14;   // target node count per program (fix-up nodes included)
+  int maxInputs = 2;                 // program inputs created up front
+  int maxOutputs = 3;                // dangling values returned
+  ShapeCaps caps;                    // rank, dim and element caps
+  double freshOperandChance = 0.5;   // an extra operand is a new input rather than an existing value
+  double parameterChance = 0.3;      // a new float operand is a model parameter, not an input
+  std::map<std::string, double> dtypeWeights{{"float32", 6}, {"float16", 1}, {"bfloat16", 1}, {"float64", 0.5},
+                                             {"int64", 0.6}, {"int32", 0.3}, {"bool", 0.3}};
+  std::map<std::string, double> familyWeights;  // family -> weight (default 1)
+  std::map<std::string, double> opWeights;      // op -> weight, overrides the family weight
+
+  nlohmann::json toJson() const;
+  /// Reads a policy; unknown keys and bad values raise std::invalid_argument naming them.
+  static GenPolicy fromJson(const nlohmann::json& doc);
+};
+
+/// Grows programs from a seed. One Generator per thread; programs replay from (seed, index).
+class Generator {
+ public:
+  Generator(const OpCatalog& catalog, GenPolicy policy, uint64_t seed);
+  /// Program `index` of this generator's seed: the same (seed, index) always gives the same graph.
+  Graph generate(uint64_t index);
+  /// Repair counters summed over every program generated so far.
+  const RepairStats& stats() const { return stats_; }
+  int64_t solverCalls() const { return solver_.calls(); }
+
+ private:
+  const OpSpec& pickOp(Rng& rng) const;
+  TensorType randomType(Rng& rng, const OpSpec& op, int k) const;
+  DType pickDType(Rng& rng, DTypeSet allowed) const;
+
+  const OpCatalog& catalog_;
+  GenPolicy policy_;
+  uint64_t seed_;
+  IntSolver solver_;
+  std::vector<const OpSpec*> ops_;
+  std::vector<double> weights_;
+  RepairStats stats_;
+};
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,500 @@
+#include "generators/GraphRepair.h"
+
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace tcfuzz::gen {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr double kDefaultFloatRange = 2.0;
+
+bool finiteWithin(const Interval& r, double magnitude) {
+  return std::isfinite(r.lo) && std::isfinite(r.hi) && r.magnitude() <= magnitude;
+}
+
+std::string firstWords(const std::string& s) {
+  // "conv2d: integer constraint 1 fails" -> keep up to the first digit-bearing detail
+  std::string out;
+  for (char ch : s) {
+    if (std::isdigit(static_cast<unsigned char>(ch)) || ch == '[' || ch == '(' || ch == '\'') break;
+    out += ch;
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == ':')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+RepairStats& RepairStats::operator+=(const RepairStats& o) {
+  accepted += o.accepted;
+  validAsIs += o.validAsIs;
+  casts += o.casts;
+  clamps += o.clamps;
+  coercions += o.coercions;
+  resized += o.resized;
+  solved += o.solved;
+  resampled += o.resampled;
+  rejected += o.rejected;
+  for (const auto& [k, v] : o.rejectedByOp) rejectedByOp[k] += v;
+  for (const auto& [k, v] : o.rejectReasons) rejectReasons[k] += v;
+  return *this;
+}
+
+json RepairStats::toJson() const {
+  return {{"accepted", accepted}, {"valid_as_is", validAsIs}, {"casts", casts},         {"clamps", clamps},
+          {"coercions", coercions}, {"resized", resized},    {"z3_solved", solved},     {"resampled", resampled},
+          {"rejected", rejected},   {"rejected_by_op", rejectedByOp}, {"reject_reasons", rejectReasons}};
+}
+
+Distribution distributionFor(const TensorType& type, std::optional<Interval> need, bool unique) {
+  Distribution d;
+  Interval want = need.value_or(Interval{});
+  if (type.dtype == DType::Bool) {
+    d.kind = "bernoulli";
+    d.p = 0.5;
+    return d;
+  }
+  if (isInt(type.dtype)) {
+    double lo = std::isfinite(want.lo) ? std::ceil(want.lo) : -4;
+    double hi = std::isfinite(want.hi) ? std::floor(want.hi) : 4;
+    if (!std::isfinite(want.lo) && std::isfinite(want.hi)) lo = hi - 8;
+    if (std::isfinite(want.lo) && !std::isfinite(want.hi)) hi = lo + 8;
+    d.kind = unique ? "randperm" : "randint";
+    d.low = lo;
+    d.high = std::max(hi, lo) + 1;
+    return d;
+  }
+  double lo = std::max(want.lo, -kDefaultFloatRange), hi = std::min(want.hi, kDefaultFloatRange);
+  if (!(lo < hi)) {  // a need entirely outside [-2, 2] (acosh: >= 1)
+    lo = std::isfinite(want.lo) ? want.lo : want.hi - 2;
+    hi = std::isfinite(want.hi) ? std::min(want.hi, lo + 2) : lo + 2;
+  }
+  if (!(lo < hi)) hi = lo + 1e-3;
+  d.kind = "uniform";
+  d.low = lo;
+  d.high = hi;
+  return d;
+}
+
+GraphRepairer::GraphRepairer(const OpCatalog& catalog, const ShapeCaps& caps, Rng& rng, IntSolver& solver)
+    : catalog_(catalog), caps_(caps), rng_(rng), solver_(solver) {}
+
+void GraphRepairer::attach(Graph& g) {
+  g_ = &g;
+  ranges_.assign(g.values.size(), Interval{});
+  for (const auto& s : g.inputs) ranges_[s.value] = s.dist.range();
+  for (const auto& s : g.params) ranges_[s.value] = s.dist.range();
+}
+
+int GraphRepairer::addSource(const TensorType& type, std::optional<Interval> need, bool parameter) {
+  int id = g_->addValue(type);
+  Source s;
+  s.value = id;
+  bool param = parameter && isFloat(type.dtype);
+  s.name = fmt::format("{}{}", param ? "p" : "x", param ? g_->params.size() : g_->inputs.size());
+  // Names must stay unique even after repair dropped sources.
+  auto taken = [&](const std::string& name) {
+    auto same = [&](const Source& o) { return o.name == name; };
+    return std::any_of(g_->inputs.begin(), g_->inputs.end(), same) || std::any_of(g_->params.begin(), g_->params.end(), same);
+  };
+  while (taken(s.name)) s.name += "_";
+  s.dist = distributionFor(type, need, false);
+  (param ? g_->params : g_->inputs).push_back(s);
+  ranges_.push_back(s.dist.range());
+  return id;
+}
+
+bool GraphRepairer::isFreshSource(int value) const {
+  return g_->sourceOf(value) != nullptr && g_->useCount(value) == 0 &&
+         std::find(g_->outputs.begin(), g_->outputs.end(), value) == g_->outputs.end();
+}
+
+void GraphRepairer::fitSourceTo(int value, Interval need) {
+  Source* s = g_->sourceOf(value);
+  s->dist = distributionFor(g_->typeOf(value), need, s->dist.kind == "randperm");
+  ranges_[value] = s->dist.range();
+  ++stats_.resized;
+}
+
+int GraphRepairer::insert(const std::string& op, std::vector<int> inputs, json attrs) {
+  Node n;
+  n.op = op;
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  std::string reason;
+  if (!tryAppend(n, reason, true)) return -1;
+  return n.outputs.at(0);
+}
+
+int GraphRepairer::castTo(int value, DType dtype) {
+  ++stats_.casts;
+  return insert("to_dtype", {value}, {{"dtype", dtypeName(dtype)}});
+}
+
+int GraphRepairer::clampInto(int value, Interval bounds) {
+  const Interval& r = ranges_.at(value);
+  double lo = std::isfinite(bounds.lo) ? bounds.lo : (std::isfinite(r.lo) ? std::min(r.lo, bounds.hi) : -1e6);
+  double hi = std::isfinite(bounds.hi) ? bounds.hi : (std::isfinite(r.hi) ? std::max(r.hi, bounds.lo) : 1e6);
+  if (lo > hi) std::swap(lo, hi);
+  json attrs;
+  if (isFloat(g_->typeOf(value).dtype)) {
+    attrs = {{"min", lo}, {"max", hi}};
+  } else {
+    attrs = {{"min", static_cast<int64_t>(std::ceil(lo))}, {"max", static_cast<int64_t>(std::floor(hi))}};
+  }
+  ++stats_.clamps;
+  return insert("clamp", {value}, attrs);
+}
+
+int GraphRepairer::coerce(int value, const TensorType& target) {
+  if (g_->typeOf(value) == target) return value;
+  ++stats_.coercions;
+  int v = value;
+  if (g_->typeOf(v).dtype != target.dtype) {
+    v = castTo(v, target.dtype);
+    if (v < 0) return -1;
+  }
+  TensorType t = g_->typeOf(v);
+  if (t.shape == target.shape) return v;
+  if (t.numel() == target.numel()) return insert("reshape", {v}, {{"shape", target.shape}});
+  // Match the rank with a reshape that keeps the elements, then cut or stretch each dim.
+  if (t.rank() != target.rank()) {
+    std::vector<int64_t> shape;
+    if (t.rank() > target.rank()) {
+      shape.assign(t.shape.begin(), t.shape.begin() + target.rank());
+      if (shape.empty()) shape.push_back(1);
+      for (int i = target.rank(); i < t.rank(); ++i) shape.back() *= t.shape[i];
+      if (target.rank() == 0) {
+        v = insert("reshape", {v}, {{"shape", json::array({t.numel()})}});
+        if (v < 0) return -1;
+        v = insert("narrow", {v}, {{"dim", 0}, {"start", 0}, {"length", 1}});
+        return v < 0 ? -1 : insert("reshape", {v}, {{"shape", json::array()}});
+      }
+    } else {
+      shape.assign(target.rank() - t.rank(), 1);
+      shape.insert(shape.end(), t.shape.begin(), t.shape.end());
+    }
+    v = insert("reshape", {v}, {{"shape", shape}});
+    if (v < 0) return -1;
+    t = g_->typeOf(v);
+  }
+  bool needExpand = false;
+  for (int d = 0; d < target.rank(); ++d) {
+    if (t.shape[d] > target.shape[d]) {
+      v = insert("narrow", {v}, {{"dim", d}, {"start", 0}, {"length", target.shape[d]}});
+    } else if (t.shape[d] < target.shape[d] && t.shape[d] > 1) {
+      v = insert("narrow", {v}, {{"dim", d}, {"start", 0}, {"length", 1}});
+      needExpand = true;
+    } else if (t.shape[d] < target.shape[d]) {
+      needExpand = true;
+    }
+    if (v < 0) return -1;
+    t = g_->typeOf(v);
+  }
+  if (needExpand) v = insert("expand", {v}, {{"shape", target.shape}});
+  return v;
+}
+
+OpContext GraphRepairer::contextFor(const OpSpec& op, const Node& node) const {
+  OpContext ctx;
+  for (int in : node.inputs) {
+    ctx.in.push_back(g_->typeOf(in));
+    ctx.ranges.push_back(ranges_.at(in));
+  }
+  ctx.attrs = node.attrs.is_object() ? node.attrs : json::object();
+  ctx.caps = &caps_;
+  return ctx;
+}
+
+std::map<std::string, UnknownBounds> GraphRepairer::boundsOf(const OpSpec& op) const {
+  std::map<std::string, UnknownBounds> b;
+  for (const auto& a : op.attrs)
+    if (a.kind == AttrKind::Int || a.kind == AttrKind::IntList) b[a.name] = {a.lo, a.hi};
+  return b;
+}
+
+bool GraphRepairer::append(Node node, std::string* reason) {
+  // Undo log: repair only appends values and nodes, and edits sources (their type, distribution).
+  size_t values = g_->values.size(), nodes = g_->nodes.size();
+  std::vector<Source> inputs = g_->inputs, params = g_->params;
+  std::vector<std::pair<TensorType, Interval>> sourceState;
+  for (const auto* list : {&inputs, &params})
+    for (const auto& s : *list) sourceState.emplace_back(g_->typeOf(s.value), ranges_[s.value]);
+  RepairStats statsBackup = stats_;
+  std::string why;
+  if (tryAppend(node, why)) return true;
+  g_->values.resize(values);
+  g_->nodes.resize(nodes);
+  ranges_.resize(values);
+  g_->inputs = std::move(inputs);
+  g_->params = std::move(params);
+  size_t i = 0;
+  for (const auto* list : {&g_->inputs, &g_->params})
+    for (const auto& s : *list) std::tie(g_->typeOf(s.value), ranges_[s.value]) = sourceState[i++];
+  stats_ = std::move(statsBackup);
+  ++stats_.rejected;
+  ++stats_.rejectedByOp[node.op];
+  ++stats_.rejectReasons[firstWords(why)];
+  if (reason) *reason = why;
+  return false;
+}
+
+bool GraphRepairer::tryAppend(Node& node, std::string& reason, bool fixup) {
+  const OpSpec* opp = catalog_.find(node.op);
+  if (!opp) {
+    reason = "unknown op '" + node.op + "'";
+    return false;
+  }
+  const OpSpec& op = *opp;
+  bool repaired = false;
+
+  // Arity: drop extra inputs, add fresh ones for missing.
+  if (static_cast<int>(node.inputs.size()) > op.maxInputs) {
+    node.inputs.resize(op.maxInputs);
+    repaired = true;
+  }
+  if (node.inputs.empty()) {
+    TensorType t{{4, 4}, op.accepts[0].has(DType::Float32) ? DType::Float32 : DType::Int64};
+    node.inputs.push_back(addSource(t, std::nullopt, false));
+    repaired = true;
+  }
+
+  // Dtypes: cast an input the op does not accept to the closest accepted dtype.
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    DTypeSet ok = op.accepts[std::min(k, op.accepts.size() - 1)];
+    DType have = g_->typeOf(node.inputs[k]).dtype;
+    if (ok.has(have)) continue;
+    DType want = DType::Float32;
+    for (DType d : {DType::Float32, have, DType::Int64, DType::Bool, DType::Float64, DType::Int32, DType::Float16})
+      if (ok.has(d)) {
+        want = d;
+        break;
+      }
+    if (!ok.has(want)) {
+      reason = "no accepted dtype";
+      return false;
+    }
+    int v = isFreshSource(node.inputs[k]) ? -1 : castTo(node.inputs[k], want);
+    if (v < 0) {  // a fresh input simply changes dtype
+      g_->typeOf(node.inputs[k]).dtype = want;
+      fitSourceTo(node.inputs[k], Interval{});
+      v = node.inputs[k];
+    }
+    node.inputs[k] = v;
+    repaired = true;
+  }
+
+  OpContext ctx = contextFor(op, node);
+  if (std::string problem = checkAttrs(op, ctx); !problem.empty() && fixup) {
+    reason = problem;
+    return false;
+  }
+  if (!checkAttrs(op, ctx).empty()) {
+    ctx.attrs = json::object();
+    sampleAttrs(op, ctx, rng_);
+    ++stats_.resampled;
+    repaired = true;
+  }
+
+  // Missing inputs get fresh sources of the proposed type.
+  while (static_cast<int>(node.inputs.size()) < op.minInputs) {
+    int k = static_cast<int>(node.inputs.size());
+    TensorType t = op.propose ? op.propose(ctx, k, rng_) : ctx.x();
+    node.inputs.push_back(addSource(t, inputNeed(op, ctx, k), false));
+    ctx = [&] { OpContext c = contextFor(op, node); c.attrs = ctx.attrs; return c; }();
+    repaired = true;
+  }
+
+  std::vector<TensorType> outs;
+  auto attempt = [&]() {
+    try {
+      outs = inferTypes(op, ctx);
+      return true;
+    } catch (const ShapeError& e) {
+      reason = e.what();
+      return false;
+    }
+  };
+  auto refresh = [&] {
+    json attrs = ctx.attrs;
+    ctx = contextFor(op, node);
+    ctx.attrs = std::move(attrs);
+  };
+
+  bool ok = attempt();
+  for (int round = 0; !ok && !fixup && round < 4; ++round) {
+    repaired = true;
+    // (1) Integer constraints: solve attributes (and the dims of fresh inputs) with Z3.
+    if (op.constraints) {
+      std::vector<bool> resizable;
+      for (int in : node.inputs) resizable.push_back(isFreshSource(in));
+      std::vector<TensorType> types = ctx.in;
+      json attrs = ctx.attrs;
+      // Attributes alone first; resize fresh inputs only when that is not enough.
+      bool solved = solver_.solve(*op.constraints, types, attrs, std::vector<bool>(resizable.size(), false),
+                                  boundsOf(op), caps_.maxDim);
+      if (!solved && std::find(resizable.begin(), resizable.end(), true) != resizable.end()) {
+        types = ctx.in;
+        attrs = ctx.attrs;
+        solved = solver_.solve(*op.constraints, types, attrs, resizable, boundsOf(op), caps_.maxDim);
+      }
+      if (solved) {
+        for (size_t k = 0; k < node.inputs.size(); ++k)
+          if (resizable[k]) g_->typeOf(node.inputs[k]) = types[k];
+        ctx.attrs = attrs;
+        refresh();
+        ++stats_.solved;
+        if ((ok = attempt())) break;
+      }
+    }
+    // (2) Operands: make inputs 1.. the type the op proposes (resize fresh ones, coerce others).
+    if (op.propose && node.inputs.size() > 1) {
+      for (size_t k = 1; k < node.inputs.size(); ++k) {
+        TensorType want = op.propose(ctx, static_cast<int>(k), rng_);
+        DTypeSet okTypes = op.accepts[std::min(k, op.accepts.size() - 1)];
+        if (!okTypes.has(want.dtype)) want.dtype = g_->typeOf(node.inputs[k]).dtype;
+        if (g_->typeOf(node.inputs[k]) == want) continue;
+        if (isFreshSource(node.inputs[k])) {
+          g_->typeOf(node.inputs[k]) = want;
+          ++stats_.resized;
+        } else {
+          int v = coerce(node.inputs[k], want);
+          if (v < 0) {
+            reason = "cannot coerce an operand";
+            return false;
+          }
+          node.inputs[k] = v;
+        }
+      }
+      refresh();
+      if ((ok = attempt())) break;
+    }
+    // (3) Redraw the attributes for these inputs.
+    ctx.attrs = json::object();
+    sampleAttrs(op, ctx, rng_);
+    ++stats_.resampled;
+    ok = attempt();
+  }
+  if (!ok) return false;
+  for (const auto& t : outs)
+    if (t.numel() > caps_.maxElements) {
+      reason = fmt::format("{} output {} exceeds {} elements", op.name, t.str(), caps_.maxElements);
+      return false;
+    }
+
+  // Value domains: fit a fresh input's distribution, or clamp the value into the domain.
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    auto need = inputNeed(op, ctx, static_cast<int>(k));
+    if (!need || ranges_.at(node.inputs[k]).within(*need)) continue;
+    repaired = true;
+    if (isFreshSource(node.inputs[k]) &&
+        std::count(node.inputs.begin(), node.inputs.end(), node.inputs[k]) == 1) {
+      fitSourceTo(node.inputs[k], *need);
+      if (op.uniqueIndex) g_->sourceOf(node.inputs[k])->dist.kind = "randperm";
+    } else {
+      int v = clampInto(node.inputs[k], *need);
+      if (v < 0) {
+        reason = "cannot clamp into the op's domain";
+        return false;
+      }
+      node.inputs[k] = v;
+    }
+  }
+  if (op.uniqueIndex)
+    for (size_t k = 1; k < node.inputs.size(); ++k) {
+      const Source* s = g_->sourceOf(node.inputs[k]);
+      if (!isInt(g_->typeOf(node.inputs[k]).dtype)) continue;
+      if (!s || s->dist.kind != "randperm" || g_->typeOf(node.inputs[k]).numel() > s->dist.high - s->dist.low) {
+        reason = "index values must be distinct";
+        return false;
+      }
+    }
+  refresh();
+
+  // Overflow: output ranges must stay finite within the dtype's safe magnitude.
+  auto rangesOk = [&](std::vector<Interval>& outRanges) {
+    outRanges = inferRanges(op, ctx, outs.size());
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (isFloat(outs[i].dtype) && !finiteWithin(outRanges[i], safeMagnitude(outs[i].dtype))) return false;
+    return true;
+  };
+  std::vector<Interval> outRanges;
+  if (!rangesOk(outRanges)) {
+    repaired = true;
+    for (double bound : {2.0, 0.5}) {
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        if (!isFloat(g_->typeOf(node.inputs[k]).dtype)) continue;
+        Interval box{-bound, bound};
+        if (auto need = inputNeed(op, ctx, static_cast<int>(k))) box = {std::max(box.lo, need->lo), std::min(box.hi, need->hi)};
+        if (!(box.lo < box.hi) || ranges_.at(node.inputs[k]).within(box)) continue;
+        int v = clampInto(node.inputs[k], box);
+        if (v < 0) return false;
+        node.inputs[k] = v;
+      }
+      refresh();
+      if (rangesOk(outRanges)) break;
+    }
+    if (!rangesOk(outRanges)) {
+      reason = fmt::format("{} may overflow", op.name);
+      return false;
+    }
+  }
+
+  node.attrs = ctx.attrs;
+  node.outputs.clear();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    node.outputs.push_back(g_->addValue(outs[i]));
+    ranges_.push_back(outRanges[i]);
+  }
+  g_->nodes.push_back(node);
+  ++stats_.accepted;
+  if (!repaired) ++stats_.validAsIs;
+  return true;
+}
+
+Graph GraphRepairer::repair(const Graph& foreign, std::vector<std::string>* dropped) {
+  Graph out;
+  out.origin = foreign.origin;
+  attach(out);
+  std::map<int, int> remap;  // foreign value -> repaired value
+  auto sourceCopy = [&](const Source& s, bool param) {
+    int id = out.addValue(foreign.typeOf(s.value));
+    Source c = s;
+    c.value = id;
+    (param ? out.params : out.inputs).push_back(c);
+    ranges_.push_back(c.dist.range());
+    remap[s.value] = id;
+  };
+  for (const auto& s : foreign.inputs) sourceCopy(s, false);
+  for (const auto& s : foreign.params) sourceCopy(s, true);
+  for (size_t i = 0; i < foreign.nodes.size(); ++i) {
+    const Node& n = foreign.nodes[i];
+    Node c = n;
+    bool missing = false;
+    for (int& in : c.inputs) {
+      auto it = remap.find(in);
+      if (it == remap.end()) missing = true;
+      else in = it->second;
+    }
+    std::string why = "reads a dropped value";
+    if (missing || !append(c, &why)) {
+      if (dropped) dropped->push_back(fmt::format("node {} ({}): {}", i, n.op, why));
+      continue;
+    }
+    const Node& added = out.nodes.back();
+    for (size_t k = 0; k < n.outputs.size() && k < added.outputs.size(); ++k) remap[n.outputs[k]] = added.outputs[k];
+  }
+  for (int o : foreign.outputs)
+    if (auto it = remap.find(o); it != remap.end() && std::find(out.outputs.begin(), out.outputs.end(), it->second) == out.outputs.end())
+      out.outputs.push_back(it->second);
+  if (out.outputs.empty() && !out.values.empty()) out.outputs.push_back(out.values.back().id);
+  g_ = nullptr;
+  return out;
+}
+
+}  // namespace tcfuzz::gen

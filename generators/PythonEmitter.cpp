@@ -1,0 +1,193 @@
+#include "generators/PythonEmitter.h"
+
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tcfuzz::gen {
+
+using nlohmann::json;
+
+namespace {
+
+std::string floatLiteral(double v) {
+  if (std::isinf(v)) return v > 0 ? "float('inf')" : "float('-inf')";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string shapeTuple(const std::vector<int64_t>& shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+std::string typeComment(const std::vector<TensorType>& types) {
+  std::vector<std::string> parts;
+  for (const auto& t : types) parts.push_back(t.str());
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+/// The expression drawing a tensor from `dist`; `gen` names the torch.Generator ("" for the global one).
+std::string drawExpr(const TensorType& t, const Distribution& d, const std::string& gen) {
+  std::string g = gen.empty() ? "" : ", generator=" + gen;
+  std::string shape = shapeTuple(t.shape);
+  std::string dtype = fmt::format("torch.{}", dtypeName(t.dtype));
+  if (d.kind == "bernoulli") return fmt::format("torch.rand({}{}) < {}", shape, g, floatLiteral(d.p));
+  if (d.kind == "randint")
+    return fmt::format("torch.randint({}, {}, {}{}, dtype={})", static_cast<int64_t>(d.low), static_cast<int64_t>(d.high),
+                       shape, g, dtype);
+  if (d.kind == "randperm")
+    return fmt::format("(torch.randperm({}{})[:{}].reshape({}) + {}).to({})", static_cast<int64_t>(d.high - d.low), g,
+                       t.numel(), shape, static_cast<int64_t>(d.low), dtype);
+  // Uniform floats are drawn in float64 and rounded once, identically for every dtype and machine.
+  std::string base = fmt::format("torch.rand({}{}, dtype=torch.float64) * {} + {}", shape, g,
+                                 floatLiteral(d.high - d.low), floatLiteral(d.low));
+  if (isFloat(t.dtype)) return fmt::format("({}).to({})", base, dtype);
+  return fmt::format("({}).floor().to({})", base, dtype);
+}
+
+/// Substitutes the placeholders of an OpSpec spelling.
+std::string render(const std::string& tmpl, const OpSpec& op, const Node& node, const std::vector<std::string>& inputs,
+                   const std::vector<std::string>& outputs, const std::string& self) {
+  std::string out;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] != '{') {
+      out += tmpl[i];
+      continue;
+    }
+    size_t close = tmpl.find('}', i);
+    if (close == std::string::npos) throw std::invalid_argument("unclosed placeholder in spelling of " + op.name);
+    std::string key = tmpl.substr(i + 1, close - i - 1);
+    i = close;
+    if (key == "*") {
+      out += fmt::format("{}", fmt::join(inputs, ", "));
+    } else if (key == "self") {
+      out += self;
+    } else if (!key.empty() && std::isdigit(static_cast<unsigned char>(key[0]))) {
+      out += inputs.at(std::stoul(key));
+    } else if (key.rfind("out", 0) == 0 && key.size() > 3 && std::isdigit(static_cast<unsigned char>(key[3]))) {
+      out += outputs.at(std::stoul(key.substr(3)));
+    } else {
+      bool keyword = key[0] == '?';
+      std::string name = keyword ? key.substr(1) : key;
+      AttrKind kind = AttrKind::Int;
+      for (const auto& a : op.attrs)
+        if (a.name == name) kind = a.kind;
+      json value = node.attrs.contains(name) ? node.attrs[name] : json();
+      if (keyword) {
+        if (!value.is_null()) out += fmt::format(", {}={}", name, pythonLiteral(value, kind));
+      } else {
+        out += pythonLiteral(value, kind);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string pythonLiteral(const json& value, AttrKind kind) {
+  if (value.is_null()) return "None";
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  if (value.is_number_integer()) return kind == AttrKind::Float ? floatLiteral(value.get<double>()) : std::to_string(value.get<int64_t>());
+  if (value.is_number()) return floatLiteral(value.get<double>());
+  if (value.is_string()) {
+    if (kind == AttrKind::DType) return "torch." + value.get<std::string>();
+    return "'" + value.get<std::string>() + "'";
+  }
+  if (value.is_array()) {
+    std::vector<std::string> items;
+    for (const auto& e : value) items.push_back(pythonLiteral(e, kind == AttrKind::IntList ? AttrKind::Int : kind));
+    return fmt::format("[{}]", fmt::join(items, ", "));
+  }
+  return value.dump();
+}
+
+std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) const {
+  std::vector<std::string> names(g.values.size());
+  for (const auto& v : g.values) names[v.id] = fmt::format("v{}", v.id);
+  for (const auto& s : g.inputs) names[s.value] = s.name;
+  for (const auto& s : g.params) names[s.value] = "self." + s.name;
+
+  std::ostringstream init, forward;
+  std::vector<int> forwardLine;  // per node: its last line within forward's body
+  for (const auto& s : g.params) {
+    const TensorType& t = g.typeOf(s.value);
+    std::string draw = drawExpr(t, s.dist, "");
+    if (isFloat(t.dtype)) init << fmt::format("        self.{} = nn.Parameter({})\n", s.name, draw);
+    else init << fmt::format("        self.register_buffer('{}', {})\n", s.name, draw);
+  }
+
+  std::map<std::string, int> layerCount;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& node = g.nodes[i];
+    const OpSpec* op = catalog_.find(node.op);
+    if (!op) throw std::invalid_argument("the graph uses op '" + node.op + "', which the catalog lacks");
+    std::vector<std::string> ins, outs;
+    for (int v : node.inputs) ins.push_back(names[v]);
+    for (int v : node.outputs) outs.push_back(names[v]);
+    std::string self;
+    if (!op->init.empty()) {
+      std::string base = op->name.rfind("nn_", 0) == 0 ? op->name.substr(3) : op->name;
+      self = fmt::format("self.{}{}", base, layerCount[base]++);
+      init << fmt::format("        {} = {}\n", self, render(op->init, *op, node, ins, outs, self));
+    }
+    // In-place ops write into input 0 itself only when nothing else can observe it.
+    if (op->inplace && !ins.empty()) {
+      int target = node.inputs[0];
+      int producer = g.producerOf(target);
+      bool privateValue = producer >= 0 && !catalog_.at(g.nodes[producer].op).view && g.useCount(target) == 1 &&
+                          std::find(g.outputs.begin(), g.outputs.end(), target) == g.outputs.end();
+      if (!privateValue) ins[0] += ".clone()";
+    }
+    std::vector<TensorType> types;
+    for (int v : node.outputs) types.push_back(g.typeOf(v));
+    std::string comment = "  # " + typeComment(types);
+    if (op->python.rfind("stmt:", 0) == 0) {
+      std::string body = render(op->python.substr(5), *op, node, ins, outs, self);
+      std::istringstream lines(body);
+      std::string line;
+      std::vector<std::string> all;
+      while (std::getline(lines, line)) all.push_back(line);
+      for (size_t k = 0; k < all.size(); ++k) forward << "        " << all[k] << (k + 1 == all.size() ? comment : "") << "\n";
+      forwardLine.push_back((forwardLine.empty() ? 0 : forwardLine.back()) + static_cast<int>(all.size()));
+    } else {
+      std::string lhs = fmt::format("{}", fmt::join(outs, ", "));
+      if (op->tupleResult && outs.size() == 1) lhs += ",";
+      forward << fmt::format("        {} = {}{}\n", lhs, render(op->python, *op, node, ins, outs, self), comment);
+      forwardLine.push_back((forwardLine.empty() ? 0 : forwardLine.back()) + 1);
+    }
+  }
+
+  std::ostringstream py;
+  py << "# Generated by tcfuzz (grammar generator): seed " << g.origin.seed << ", index " << g.origin.index << ".\n";
+  py << "# Graph " << g.contentHash().substr(0, 16) << "; replay with: tcfuzz gen --seed " << g.origin.seed
+     << " --start " << g.origin.index << " --count 1\n";
+  py << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n";
+  py << "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n" << init.str() << "\n";
+  std::vector<std::string> args{"self"};
+  for (const auto& s : g.inputs) args.push_back(s.name);
+  py << fmt::format("    def forward({}):\n", fmt::join(args, ", "));
+  if (nodeLines) {
+    std::string head = py.str();
+    int before = static_cast<int>(std::count(head.begin(), head.end(), '\n'));
+    nodeLines->clear();
+    for (int l : forwardLine) nodeLines->push_back(before + l);
+  }
+  py << forward.str();
+  std::vector<std::string> rets;
+  for (int v : g.outputs) rets.push_back(names[v]);
+  py << fmt::format("        return {}\n\n\n", rets.size() == 1 ? rets[0] + "," : fmt::format("{}", fmt::join(rets, ", ")));
+  py << "def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)\n";
+  for (const auto& s : g.inputs)
+    py << fmt::format("    {} = {}  # {}\n", s.name, drawExpr(g.typeOf(s.value), s.dist, "g"), g.typeOf(s.value).str());
+  std::vector<std::string> inputNames;
+  for (const auto& s : g.inputs) inputNames.push_back(s.name);
+  py << fmt::format("    return [{}]\n", fmt::join(inputNames, ", "));
+  return py.str();
+}
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,232 @@
+// Generation and repair: replay from (seed, index), validity by construction, Z3 repair of
+// integer constraints, operand coercion, value-domain clamps, and foreign (hostile) graphs.
+#include <gtest/gtest.h>
+
+#include "generators/Generator.h"
+#include "generators/GraphRepair.h"
+#include "generators/PythonEmitter.h"
+
+namespace tcfuzz::gen {
+namespace {
+
+using nlohmann::json;
+
+class GeneratorTest : public ::testing::Test {
+ protected:
+  OpCatalog catalog = makeDefaultCatalog();
+};
+
+/// Re-infers every node of `g` from its inputs; returns the first mismatch or "".
+std::string revalidate(const OpCatalog& catalog, const Graph& g) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const OpSpec& op = catalog.at(n.op);
+    OpContext ctx;
+    for (int in : n.inputs) ctx.in.push_back(g.typeOf(in));
+    ctx.attrs = n.attrs;
+    try {
+      auto outs = inferTypes(op, ctx);
+      if (outs.size() != n.outputs.size()) return "node " + std::to_string(i) + " output count";
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (!(outs[k] == g.typeOf(n.outputs[k]))) return "node " + std::to_string(i) + " (" + n.op + ") output type";
+    } catch (const ShapeError& e) {
+      return "node " + std::to_string(i) + " (" + n.op + "): " + e.what();
+    }
+  }
+  return "";
+}
+
+TEST_F(GeneratorTest, SameSeedAndIndexReplayTheSameProgram) {
+  Generator a(catalog, GenPolicy{}, 42), b(catalog, GenPolicy{}, 42);
+  // b generates other programs first: a program depends only on (seed, index).
+  b.generate(5);
+  b.generate(0);
+  EXPECT_EQ(a.generate(3).contentHash(), b.generate(3).contentHash());
+  EXPECT_NE(a.generate(3).contentHash(), a.generate(4).contentHash());
+  Generator c(catalog, GenPolicy{}, 43);
+  EXPECT_NE(a.generate(3).contentHash(), c.generate(3).contentHash());
+}
+
+TEST_F(GeneratorTest, GeneratedGraphsAreValidAndRespectThePolicy) {
+  GenPolicy policy;
+  policy.minNodes = 5;
+  policy.maxNodes = 9;
+  Generator gen(catalog, policy, 7);
+  for (uint64_t i = 0; i < 300; ++i) {
+    Graph g = gen.generate(i);
+    ASSERT_EQ(revalidate(catalog, g), "") << "program " << i << "\n" << g.toJson().dump(1);
+    EXPECT_GE(g.nodes.size(), 1u);
+    EXPECT_LE(g.outputs.size(), static_cast<size_t>(policy.maxOutputs));
+    for (const auto& v : g.values) EXPECT_LE(v.type.numel(), policy.caps.maxElements);
+    // The JSON form parses back to the same program.
+    EXPECT_EQ(Graph::fromJson(g.toJson()).contentHash(), g.contentHash());
+  }
+  EXPECT_GT(gen.stats().accepted, 300 * 4);
+}
+
+TEST_F(GeneratorTest, PolicyWeightsSteerTheOps) {
+  GenPolicy policy;
+  for (const auto& op : catalog.ops()) policy.opWeights[op->name] = 0;
+  policy.opWeights["sin"] = 1;
+  policy.opWeights["mul"] = 1;
+  Generator gen(catalog, policy, 1);
+  std::set<std::string> ops;
+  for (uint64_t i = 0; i < 50; ++i)
+    for (const auto& n : gen.generate(i).nodes) ops.insert(n.op);
+  // Only the two ops, plus what repair inserts (casts, clamps, reshapes...).
+  EXPECT_TRUE(ops.count("sin") && ops.count("mul"));
+  for (const auto& op : ops)
+    EXPECT_TRUE(op == "sin" || op == "mul" || op == "to_dtype" || op == "clamp" || op == "reshape" || op == "narrow" ||
+                op == "expand")
+        << op;
+}
+
+TEST_F(GeneratorTest, PolicyJsonIsStrict) {
+  GenPolicy p = GenPolicy::fromJson(json{{"max_nodes", 20}, {"op_weights", {{"sin", 3}}}});
+  EXPECT_EQ(p.maxNodes, 20);
+  EXPECT_EQ(p.opWeights["sin"], 3);
+  EXPECT_EQ(GenPolicy::fromJson(p.toJson()).toJson(), p.toJson());
+  EXPECT_THROW(GenPolicy::fromJson(json{{"max_nodez", 20}}), std::invalid_argument);
+  EXPECT_THROW(GenPolicy::fromJson(json{{"max_nodes", -1}}), std::invalid_argument);
+  EXPECT_THROW(GenPolicy::fromJson(json{{"dtype_weights", {{"float8", 1}}}}), std::invalid_argument);
+  EXPECT_THROW(Generator(catalog, GenPolicy::fromJson(json{{"op_weights", {{"no_such_op", 1}}}}), 0), std::invalid_argument);
+}
+
+/// A foreign graph: one input of `shape`, then `nodes` given as (op, inputs, attrs).
+Graph foreignGraph(std::vector<int64_t> shape, std::vector<std::tuple<std::string, std::vector<int>, json>> nodes,
+                   DType dtype = DType::Float32) {
+  Graph g;
+  int x = g.addValue({shape, dtype});
+  g.inputs.push_back({x, "x0", {"uniform", -2, 2, 0.5}});
+  for (auto& [op, ins, attrs] : nodes) {
+    int out = g.addValue({{1}, DType::Float32});  // declared types are recomputed by repair
+    g.nodes.push_back({op, ins, {out}, attrs});
+  }
+  g.outputs = {static_cast<int>(g.values.size()) - 1};
+  return g;
+}
+
+class RepairTest : public GeneratorTest {
+ protected:
+  Rng rng{11};
+  IntSolver solver{11};
+  ShapeCaps caps;
+  GraphRepairer repairer{catalog, caps, rng, solver};
+};
+
+TEST_F(RepairTest, Z3SolvesIntegerAttributesInPlace) {
+  // narrow(start=5, length=4) on a dim of 6 violates start + length <= 6.
+  Graph bad = foreignGraph({3, 6}, {{"narrow", {0}, {{"dim", 1}, {"start", 5}, {"length", 4}}}});
+  std::vector<std::string> dropped;
+  Graph fixed = repairer.repair(bad, &dropped);
+  ASSERT_TRUE(dropped.empty()) << dropped[0];
+  ASSERT_EQ(fixed.nodes.size(), 1u);
+  const json& a = fixed.nodes[0].attrs;
+  EXPECT_EQ(a["dim"], 1);
+  EXPECT_LE(a["start"].get<int>() + a["length"].get<int>(), 6);
+  // The solver keeps what it can: one of start/length survives unchanged.
+  EXPECT_TRUE(a["start"] == 5 || a["length"] == 4) << a.dump();
+  EXPECT_EQ(repairer.stats().solved, 1);
+  EXPECT_EQ(solver.calls(), 1);
+  EXPECT_EQ(revalidate(catalog, fixed), "");
+}
+
+TEST_F(RepairTest, MismatchedOperandIsCoerced) {
+  // add([3, 4], [5, 7]) cannot broadcast: the second operand is sliced and expanded to fit.
+  Graph bad;
+  int x = bad.addValue({{3, 4}, DType::Float32});
+  bad.inputs.push_back({x, "x0", {"uniform", -2, 2, 0.5}});
+  int y = bad.addValue({{5, 7}, DType::Float32});
+  bad.inputs.push_back({y, "x1", {"uniform", -2, 2, 0.5}});
+  int s = bad.addValue({{5, 7}, DType::Float32});
+  bad.nodes.push_back({"sin", {y}, {s}, json::object()});  // y is read elsewhere: no resize
+  int out = bad.addValue({{3, 4}, DType::Float32});
+  bad.nodes.push_back({"add", {x, s}, {out}, {{"alpha", 1}}});
+  bad.outputs = {out};
+  std::vector<std::string> dropped;
+  Graph fixed = repairer.repair(bad, &dropped);
+  ASSERT_TRUE(dropped.empty()) << dropped[0];
+  EXPECT_EQ(fixed.nodes.back().op, "add");
+  EXPECT_GE(repairer.stats().coercions, 1);
+  EXPECT_EQ(fixed.typeOf(fixed.outputs[0]).shape, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(revalidate(catalog, fixed), "");
+}
+
+TEST_F(RepairTest, ValueDomainsAreRespected) {
+  // log of an intermediate that can be negative: a clamp is inserted before it.
+  Graph bad = foreignGraph({4}, {{"sin", {0}, json::object()}, {"log", {1}, json::object()}});
+  Graph fixed = repairer.repair(bad);
+  ASSERT_EQ(fixed.nodes.size(), 3u);
+  EXPECT_EQ(fixed.nodes[1].op, "clamp");
+  EXPECT_GT(fixed.nodes[1].attrs["min"].get<double>(), 0);
+  EXPECT_EQ(fixed.nodes[2].op, "log");
+  // log of a program input read nowhere else: its distribution moves into the domain instead.
+  Graph direct = foreignGraph({4}, {{"log", {0}, json::object()}});
+  Graph fixedDirect = repairer.repair(direct);
+  ASSERT_EQ(fixedDirect.nodes.size(), 1u);
+  EXPECT_GT(fixedDirect.inputs[0].dist.low, 0);
+}
+
+TEST_F(RepairTest, WrongDtypeIsCast) {
+  Graph bad = foreignGraph({4}, {{"bitwise_not", {0}, json::object()}});  // float input
+  Graph fixed = repairer.repair(bad);
+  ASSERT_EQ(fixed.nodes.back().op, "bitwise_not");
+  EXPECT_FALSE(isFloat(fixed.typeOf(fixed.nodes.back().inputs[0]).dtype));
+}
+
+TEST_F(RepairTest, HopelessNodesAreDroppedWithTheirDependents) {
+  Graph bad = foreignGraph({4}, {{"no_such_op", {0}, json::object()},
+                                 {"sin", {1}, json::object()},
+                                 {"cos", {0}, json::object()}});
+  std::vector<std::string> dropped;
+  Graph fixed = repairer.repair(bad, &dropped);
+  ASSERT_EQ(dropped.size(), 2u);
+  EXPECT_EQ(dropped[0], "node 0 (no_such_op): unknown op 'no_such_op'");
+  EXPECT_EQ(dropped[1], "node 1 (sin): reads a dropped value");
+  ASSERT_EQ(fixed.nodes.size(), 1u);
+  EXPECT_EQ(fixed.nodes[0].op, "cos");
+  EXPECT_EQ(fixed.outputs.size(), 1u);
+  EXPECT_EQ(repairer.stats().rejectedByOp.at("no_such_op"), 1);
+}
+
+TEST_F(RepairTest, BadAttributesAreRedrawn) {
+  Graph bad = foreignGraph({2, 5}, {{"softmax", {0}, {{"dim", "rows"}, {"bogus", 1}}}});
+  Graph fixed = repairer.repair(bad);
+  ASSERT_EQ(fixed.nodes.size(), 1u);
+  EXPECT_TRUE(fixed.nodes[0].attrs["dim"].is_number_integer());
+  EXPECT_FALSE(fixed.nodes[0].attrs.contains("bogus"));
+  EXPECT_EQ(repairer.stats().resampled, 1);
+}
+
+TEST_F(GeneratorTest, EmittedProgramFollowsTheContract) {
+  Generator gen(catalog, GenPolicy{}, 3);
+  PythonEmitter emitter(catalog);
+  for (uint64_t i = 0; i < 100; ++i) {
+    Graph g = gen.generate(i);
+    std::vector<int> lines;
+    std::string py = emitter.emit(g, &lines);
+    EXPECT_NE(py.find("class Model(nn.Module):"), std::string::npos);
+    EXPECT_NE(py.find("def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)"), std::string::npos);
+    ASSERT_EQ(lines.size(), g.nodes.size());
+    // Each node's line carries its output shape comment.
+    std::vector<std::string> text;
+    std::istringstream in(py);
+    for (std::string l; std::getline(in, l);) text.push_back(l);
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      EXPECT_NE(text.at(lines[k] - 1).find("# " + g.typeOf(g.nodes[k].outputs[0]).str()), std::string::npos)
+          << text.at(lines[k] - 1);
+  }
+}
+
+TEST(PythonLiteral, RendersEachAttributeKind) {
+  EXPECT_EQ(pythonLiteral(json("float16"), AttrKind::DType), "torch.float16");
+  EXPECT_EQ(pythonLiteral(json("reflect"), AttrKind::Choice), "'reflect'");
+  EXPECT_EQ(pythonLiteral(json::array({1, 2}), AttrKind::IntList), "[1, 2]");
+  EXPECT_EQ(pythonLiteral(json(2), AttrKind::Float), "2.0");
+  EXPECT_EQ(pythonLiteral(json(0.25), AttrKind::Float), "0.25");
+  EXPECT_EQ(pythonLiteral(json(), AttrKind::Int), "None");
+  EXPECT_EQ(pythonLiteral(json(true), AttrKind::Bool), "True");
+}
+
+}  // namespace
+}  // namespace tcfuzz::gen

@@ -1,0 +1,141 @@
+// The IR: JSON round trip, strict parsing with located errors, stable content hash, compaction.
+#include <gtest/gtest.h>
+
+#include "generators/Graph.h"
+
+namespace tcfuzz::gen {
+namespace {
+
+using nlohmann::json;
+
+Graph twoNodeGraph() {
+  Graph g;
+  g.origin = {"grammar", 7, 3};
+  int x = g.addValue({{2, 3}, DType::Float32});
+  g.inputs.push_back({x, "x0", {"uniform", -2, 2, 0.5}});
+  int p = g.addValue({{3}, DType::Float32});
+  g.params.push_back({p, "p0", {"uniform", -1, 1, 0.5}});
+  int y = g.addValue({{2, 3}, DType::Float32});
+  g.nodes.push_back({"add", {x, p}, {y}, {{"alpha", 1}}});
+  int z = g.addValue({{2, 3}, DType::Float32});
+  g.nodes.push_back({"sin", {y}, {z}, json::object()});
+  g.outputs = {z};
+  return g;
+}
+
+std::string parseError(const json& doc) {
+  try {
+    Graph::fromJson(doc, "prog.json");
+  } catch (const GraphFormatError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Graph, JsonRoundTripKeepsEverything) {
+  Graph g = twoNodeGraph();
+  json doc = g.toJson();
+  EXPECT_EQ(doc["version"], kGraphFormatVersion);
+  Graph back = Graph::fromJson(doc);
+  EXPECT_EQ(back.toJson(), doc);
+  EXPECT_EQ(back.nodes[0].attrs["alpha"], 1);
+  EXPECT_EQ(back.typeOf(2).shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(back.origin.seed, 7u);
+}
+
+TEST(Graph, ContentHashIgnoresOriginAndTracksContent) {
+  Graph a = twoNodeGraph(), b = twoNodeGraph();
+  b.origin = {"llm", 99, 1};
+  EXPECT_EQ(a.contentHash(), b.contentHash());
+  EXPECT_EQ(a.contentHash().size(), 64u);
+  b.nodes[0].attrs["alpha"] = 2;
+  EXPECT_NE(a.contentHash(), b.contentHash());
+  // Stable across runs and builds: the SHA-256 of the canonical JSON.
+  EXPECT_EQ(a.contentHash(), Graph::fromJson(a.toJson()).contentHash());
+}
+
+TEST(Graph, ParseErrorsNameTheFileAndThePlace) {
+  json doc = twoNodeGraph().toJson();
+  json bad = doc;
+  bad["nodes"][1]["inputs"][0] = 3;  // read before defined
+
+  EXPECT_EQ(parseError(bad), "prog.json: at /nodes/1/inputs/0: value 3 is read before it is defined");
+  bad = doc;
+  bad["values"][0]["dtype"] = "complex64";
+  EXPECT_EQ(parseError(bad), "prog.json: at /values/0/dtype: unknown dtype 'complex64'");
+  bad = doc;
+  bad["version"] = 2;
+  EXPECT_NE(parseError(bad).find("version 2 is not supported"), std::string::npos);
+  bad = doc;
+  bad["nodes"][0]["outputs"] = json::array({0});
+  EXPECT_EQ(parseError(bad), "prog.json: at /nodes/0/outputs/0: value 0 is defined twice");
+  bad = doc;
+  bad["inputs"][0]["name"] = "x; import os";
+  EXPECT_NE(parseError(bad).find("is not a Python identifier"), std::string::npos);
+  bad = doc;
+  bad["values"][0]["shape"] = json::array({-1, 3});
+  EXPECT_NE(parseError(bad).find("at /values/0/shape/0: -1 is outside"), std::string::npos);
+  bad = doc;
+  bad["surprise"] = true;
+  EXPECT_EQ(parseError(bad), "prog.json: at /: unknown field 'surprise'");
+  bad = doc;
+  bad["inputs"][0]["dist"] = {{"kind", "uniform"}, {"low", 3}, {"high", 1}};
+  EXPECT_EQ(parseError(bad), "prog.json: at /inputs/0/dist: low must be below high");
+  bad = doc;
+  bad["outputs"] = json::array();
+  EXPECT_NE(parseError(bad).find("returns at least one value"), std::string::npos);
+}
+
+TEST(Graph, HostileDocumentsNeverCrash) {
+  // Every type confusion at every field gives a GraphFormatError, never another exception.
+  json doc = twoNodeGraph().toJson();
+  std::vector<json> junk{json(), json(1.5), json("s"), json::array(), json::object(), json(-7),
+                         json(uint64_t{1} << 63), json::array({json::array()})};
+  int errors = 0;
+  std::function<void(json&)> visit = [&](json& node) {
+    if (node.is_object() || node.is_array()) {
+      for (auto& child : node) {
+        json saved = child;
+        for (const auto& j : junk) {
+          child = j;
+          try {
+            Graph::fromJson(doc, "hostile.json");
+          } catch (const GraphFormatError&) {
+            ++errors;
+          }
+        }
+        child = saved;
+        visit(child);
+      }
+    }
+  };
+  visit(doc);
+  EXPECT_GT(errors, 200);
+}
+
+TEST(Graph, LoadReportsUnreadableAndNonJsonFiles) {
+  EXPECT_THROW(Graph::load("/nonexistent/prog.json"), GraphFormatError);
+  std::string path = ::testing::TempDir() + "/garbage.json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("{\"format\": \"tcfuzz-graph\", ", f);
+  std::fclose(f);
+  try {
+    Graph::load(path);
+    FAIL() << "truncated JSON parsed";
+  } catch (const GraphFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": not JSON"), std::string::npos);
+  }
+}
+
+TEST(Graph, CompactDropsUnreadSourcesAndRenumbers) {
+  Graph g = twoNodeGraph();
+  int unused = g.addValue({{4}, DType::Int64});
+  g.inputs.push_back({unused, "x9", {"randint", 0, 4, 0.5}});
+  Graph c = compactGraph(g);
+  EXPECT_EQ(c.inputs.size(), 1u);
+  EXPECT_EQ(c.values.size(), 4u);
+  EXPECT_EQ(c.contentHash(), twoNodeGraph().contentHash());
+}
+
+}  // namespace
+}  // namespace tcfuzz::gen

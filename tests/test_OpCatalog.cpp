@@ -1,0 +1,545 @@
+// Ground truth for the op catalog: every op's shape rule is checked against ATen through the
+// dispatcher. For 50 valid samples per op the op's `aten` spelling is called on meta tensors
+// (shapes and dtypes of the outputs must equal the predicted ones) and on small real CPU
+// tensors drawn inside each input's need (eager must accept what the catalog calls valid: the
+// dtype is supported, the values are in domain). Ops without a Meta kernel are checked by the
+// CPU execution alone.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "fuzzer/CatalogReport.h"
+#include "generators/NodeSampler.h"
+#include "generators/OpCatalog.h"
+
+using namespace tcfuzz::gen;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kSamplesPerOp = 50;
+constexpr int kReportedFailuresPerOp = 5;
+
+const OpCatalog& catalog() {
+  static const OpCatalog c = makeDefaultCatalog();
+  return c;
+}
+
+std::vector<std::string> opNames() {
+  std::vector<std::string> names;
+  for (const auto& op : catalog().ops()) names.push_back(op->name);
+  return names;
+}
+
+/// A seed fixed per op (FNV-1a of the name), so a failure replays.
+uint64_t seedFor(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+c10::ScalarType scalarType(DType d) {
+  switch (d) {
+    case DType::Float32: return c10::kFloat;
+    case DType::Float16: return c10::kHalf;
+    case DType::BFloat16: return c10::kBFloat16;
+    case DType::Float64: return c10::kDouble;
+    case DType::Int64: return c10::kLong;
+    case DType::Int32: return c10::kInt;
+    case DType::Bool: return c10::kBool;
+  }
+  return c10::kFloat;
+}
+
+std::string describe(const at::Tensor& t) {
+  return fmt::format("[{}] {}", fmt::join(t.sizes(), ", "), c10::toString(t.scalar_type()));
+}
+
+/// Where the tensors of one call live: empty meta tensors, or real CPU tensors with values.
+enum class Mode { Meta, Cpu };
+
+/// A tensor of `type` for `mode`; on CPU its values lie in `range` (distinct when `unique`).
+at::Tensor makeTensor(const TensorType& type, Interval range, Mode mode, bool unique) {
+  auto options = at::TensorOptions().dtype(scalarType(type.dtype));
+  if (mode == Mode::Meta) return at::empty(type.shape, options.device(c10::kMeta));
+  if (type.dtype == DType::Bool) {
+    if (range.lo > 0) return at::ones(type.shape, options);
+    if (range.hi < 1) return at::zeros(type.shape, options);
+    return at::randint(0, 2, type.shape, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool);
+  }
+  if (isInt(type.dtype)) {
+    auto lo = static_cast<int64_t>(std::ceil(range.lo)), hi = static_cast<int64_t>(std::floor(range.hi));
+    if (hi < lo) hi = lo;
+    int64_t numel = type.numel();
+    if (unique && hi - lo + 1 >= numel)
+      return (at::randperm(hi - lo + 1, at::TensorOptions().dtype(c10::kLong)).slice(0, 0, numel) + lo)
+          .reshape(type.shape)
+          .to(options.dtype());
+    return at::randint(lo, hi + 1, type.shape, at::TensorOptions().dtype(c10::kLong)).to(options.dtype());
+  }
+  auto u = at::rand(type.shape, at::TensorOptions().dtype(c10::kDouble));
+  return (u * (range.hi - range.lo) + range.lo).to(options.dtype());
+}
+
+/// Thrown for a spelling or attribute that cannot be turned into the schema's argument.
+struct SpellingError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A JSON attribute or literal as the IValue the schema argument of type `type` (`real` is the
+/// declared type: ScalarType where `type` says int) expects.
+c10::IValue toIValue(const json& v, const c10::TypePtr& type, const c10::TypePtr& real, std::optional<int32_t> n) {
+  using K = c10::TypeKind;
+  auto fail = [&](const char* what) {
+    return SpellingError(fmt::format("cannot pass {} as {} ({})", v.dump(), real->str(), what));
+  };
+  switch (type->kind()) {
+    case K::OptionalType: {
+      if (v.is_null()) return c10::IValue();
+      auto elem = type->expectRef<c10::OptionalType>().getElementType();
+      auto realElem = real->kind() == K::OptionalType ? real->expectRef<c10::OptionalType>().getElementType() : elem;
+      return toIValue(v, elem, realElem, n);
+    }
+    case K::IntType:
+    case K::SymIntType:
+      if (real->kind() == K::ScalarTypeType && v.is_string()) {
+        auto d = parseDType(v.get<std::string>());
+        if (!d) throw fail("unknown dtype");
+        return c10::IValue(scalarType(*d));
+      }
+      if (v.is_number_integer()) return c10::IValue(v.get<int64_t>());
+      if (v.is_boolean()) return c10::IValue(static_cast<int64_t>(v.get<bool>()));
+      throw fail("not an integer");
+    case K::FloatType:
+    case K::SymFloatType:
+      if (v.is_number()) return c10::IValue(v.get<double>());
+      throw fail("not a number");
+    case K::BoolType:
+    case K::SymBoolType:
+      if (v.is_boolean()) return c10::IValue(v.get<bool>());
+      if (v.is_number_integer()) return c10::IValue(v.get<int64_t>() != 0);
+      throw fail("not a boolean");
+    case K::StringType:
+      if (v.is_string()) return c10::IValue(v.get<std::string>());
+      throw fail("not a string");
+    case K::NumberType:
+      if (v.is_boolean()) return c10::IValue(v.get<bool>());
+      if (v.is_number_integer()) return c10::IValue(v.get<int64_t>());
+      if (v.is_number()) return c10::IValue(v.get<double>());
+      throw fail("not a scalar");
+    case K::DeviceObjType:
+      if (v.is_string()) return c10::IValue(c10::Device(v.get<std::string>()));
+      throw fail("not a device");
+    case K::ListType: {
+      auto elem = type->expectRef<c10::ListType>().getElementType();
+      json items = v;
+      if (!v.is_array()) items = json::array();
+      if (!v.is_array()) {
+        if (v.is_null()) throw fail("None for a list");
+        for (int i = 0; i < n.value_or(1); ++i) items.push_back(v);  // int for int[2]: repeated
+      }
+      switch (elem->kind()) {
+        case K::IntType:
+        case K::SymIntType: {
+          c10::List<int64_t> out;
+          for (const auto& e : items) {
+            if (!e.is_number_integer()) throw fail("not a list of integers");
+            out.push_back(e.get<int64_t>());
+          }
+          return c10::IValue(out);
+        }
+        case K::FloatType: {
+          c10::List<double> out;
+          for (const auto& e : items) {
+            if (!e.is_number()) throw fail("not a list of numbers");
+            out.push_back(e.get<double>());
+          }
+          return c10::IValue(out);
+        }
+        case K::BoolType: {
+          c10::List<bool> out;
+          for (const auto& e : items) {
+            if (!e.is_boolean()) throw fail("not a list of booleans");
+            out.push_back(e.get<bool>());
+          }
+          return c10::IValue(out);
+        }
+        default: throw fail("unsupported list element type");
+      }
+    }
+    default:
+      if (v.is_null()) return c10::IValue();
+      throw fail("unsupported argument type");
+  }
+}
+
+/// A list of tensors as the schema's Tensor[] or Tensor?[] argument.
+c10::IValue tensorList(const std::vector<at::Tensor>& tensors, const c10::TypePtr& type) {
+  auto elem = type->expectRef<c10::ListType>().getElementType();
+  if (elem->kind() == c10::TypeKind::OptionalType) {
+    c10::List<std::optional<at::Tensor>> out;
+    for (const auto& t : tensors) out.push_back(t);
+    return c10::IValue(out);
+  }
+  return c10::IValue(c10::List<at::Tensor>(tensors));
+}
+
+bool expectsTensorList(const c10::TypePtr& type) {
+  if (type->kind() != c10::TypeKind::ListType) return false;
+  auto elem = type->expectRef<c10::ListType>().getElementType();
+  if (elem->kind() == c10::TypeKind::OptionalType) elem = elem->expectRef<c10::OptionalType>().getElementType();
+  return elem->kind() == c10::TypeKind::TensorType;
+}
+
+/// Resolves an op's ATen spelling to its dispatcher handle.
+c10::OperatorHandle findOperator(const AtenCall& call) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(call.op.c_str(), call.overload.c_str());
+}
+
+/// The argument stack of `call` for one node (inputs and parameters as tensors of `mode`).
+torch::jit::Stack buildStack(const OpSpec& op, const AtenCall& call, const c10::FunctionSchema& schema,
+                             const SampledNode& node, Mode mode) {
+  const auto& args = schema.arguments();
+  if (call.args.size() > args.size())
+    throw SpellingError(fmt::format("spelling has {} arguments, schema {} has {}", call.args.size(), schema.name(),
+                                    args.size()));
+  std::vector<at::Tensor> inputs;
+  for (size_t k = 0; k < node.inputs.size(); ++k)
+    inputs.push_back(makeTensor(node.inputs[k], node.ranges[k], mode, op.uniqueIndex && isInt(node.inputs[k].dtype)));
+  std::map<std::string, at::Tensor> params;
+  if (op.params) {
+    OpContext ctx;
+    ctx.in = node.inputs;
+    ctx.ranges = node.ranges;
+    ctx.attrs = node.attrs;
+    for (const auto& [name, type] : op.params(ctx)) params[name] = makeTensor(type, {0.1, 1}, mode, false);
+  }
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& schemaArg = args[i];
+    const auto& type = schemaArg.type();
+    if (i >= call.args.size()) {
+      if (!schemaArg.default_value())
+        throw SpellingError(fmt::format("spelling lacks required argument '{}' of {}", schemaArg.name(), schema.name()));
+      stack.push_back(*schemaArg.default_value());
+      continue;
+    }
+    const AtenArg& a = call.args[i];
+    switch (a.kind) {
+      case AtenArg::Input: {
+        if (a.input >= static_cast<int>(inputs.size()))
+          throw SpellingError(fmt::format("spelling reads input {} of a {}-input node", a.input, inputs.size()));
+        if (expectsTensorList(type))
+          stack.push_back(tensorList({inputs[a.input]}, type));
+        else
+          stack.push_back(inputs[a.input]);
+        break;
+      }
+      case AtenArg::AllInputs:
+        if (!expectsTensorList(type)) throw SpellingError("{*} passed where " + type->str() + " is expected");
+        stack.push_back(tensorList(inputs, type));
+        break;
+      case AtenArg::Param: {
+        auto it = params.find(a.name);
+        if (it == params.end())
+          stack.push_back(c10::IValue());
+        else
+          stack.push_back(it->second);
+        break;
+      }
+      case AtenArg::Attr: {
+        json v = node.attrs.contains(a.name) ? node.attrs[a.name] : json();
+        stack.push_back(toIValue(v, type, schemaArg.real_type(), schemaArg.N()));
+        break;
+      }
+      case AtenArg::Literal: stack.push_back(toIValue(a.literal, type, schemaArg.real_type(), schemaArg.N())); break;
+    }
+  }
+  return stack;
+}
+
+/// The tensors an op returned, TensorList returns flattened, None skipped.
+std::vector<at::Tensor> returnedTensors(const torch::jit::Stack& stack) {
+  std::vector<at::Tensor> out;
+  for (const auto& v : stack) {
+    if (v.isTensor()) out.push_back(v.toTensor());
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
+  }
+  return out;
+}
+
+/// "" when the first predicted outputs match the returned ones in shape and dtype.
+std::string compareOutputs(const std::vector<TensorType>& predicted, const std::vector<at::Tensor>& actual) {
+  if (actual.size() < predicted.size())
+    return fmt::format("ATen returned {} tensors, the catalog predicts {}", actual.size(), predicted.size());
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    std::vector<int64_t> shape(actual[i].sizes().begin(), actual[i].sizes().end());
+    if (shape != predicted[i].shape || actual[i].scalar_type() != scalarType(predicted[i].dtype))
+      return fmt::format("output {}: expected {}, ATen gives {}", i, predicted[i].str(), describe(actual[i]));
+  }
+  return "";
+}
+
+/// True for a meta call failing because the op has no Meta kernel (or needs real data).
+bool noMetaKernel(const c10::Error& e) {
+  std::string m = e.what_without_backtrace();
+  if (dynamic_cast<const c10::NotImplementedError*>(&e)) return true;
+  return (m.find("Could not run") != std::string::npos && m.find("Meta") != std::string::npos) ||
+         m.find("meta tensor") != std::string::npos || m.find("data-dependent") != std::string::npos;
+}
+
+std::string describeNode(const SampledNode& node) {
+  std::vector<std::string> inputs;
+  for (size_t k = 0; k < node.inputs.size(); ++k)
+    inputs.push_back(fmt::format("{} in [{}, {}]", node.inputs[k].str(), node.ranges[k].lo, node.ranges[k].hi));
+  std::vector<std::string> outputs;
+  for (const auto& t : node.outputs) outputs.push_back(t.str());
+  return fmt::format("inputs ({}), attrs {}, predicted ({})", fmt::join(inputs, "; "), node.attrs.dump(),
+                     fmt::join(outputs, "; "));
+}
+
+/// One call; "" on success, else the problem. `metaMissing` is set to the error when the op has no
+/// Meta kernel.
+std::string checkCall(const OpSpec& op, const AtenCall& call, const c10::OperatorHandle& handle,
+                      const SampledNode& node, Mode mode, std::string* metaMissing) {
+  try {
+    torch::jit::Stack stack = buildStack(op, call, handle.schema(), node, mode);
+    handle.callBoxed(stack);
+    return compareOutputs(node.outputs, returnedTensors(stack));
+  } catch (const SpellingError& e) {
+    return std::string("bad ATen spelling: ") + e.what();
+  } catch (const c10::Error& e) {
+    if (mode == Mode::Meta && metaMissing && noMetaKernel(e)) {
+      *metaMissing = e.what_without_backtrace();
+      return "";
+    }
+    std::string m = e.what_without_backtrace();
+    return fmt::format("ATen rejects it ({}): {}", mode == Mode::Meta ? "meta" : "cpu", m.substr(0, 600));
+  } catch (const std::exception& e) {
+    return fmt::format("exception ({}): {}", mode == Mode::Meta ? "meta" : "cpu", e.what());
+  }
+}
+
+class OpAgainstATen : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpAgainstATen, ShapeRuleMatchesATen) {
+  const OpSpec& op = catalog().at(GetParam());
+  AtenCall call;
+  std::optional<c10::OperatorHandle> handle;
+  try {
+    call = parseAtenCall(op.aten);
+    handle = findOperator(call);
+  } catch (const c10::Error& e) {
+    FAIL() << op.name << ": " << op.aten << ": " << e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    FAIL() << op.name << ": " << op.aten << ": " << e.what();
+  }
+  Rng rng(seedFor(op.name));
+  at::manual_seed(static_cast<uint64_t>(seedFor(op.name) & 0xffffffff));
+  ShapeCaps caps;
+  std::string metaMissing;
+  int samples = 0, failures = 0;
+  for (int i = 0; i < kSamplesPerOp; ++i) {
+    auto node = sampleNode(op, rng, caps);
+    if (!node) break;
+    ++samples;
+    std::vector<std::string> problems;
+    if (metaMissing.empty())
+      if (auto p = checkCall(op, call, *handle, *node, Mode::Meta, &metaMissing); !p.empty()) problems.push_back(p);
+    if (auto p = checkCall(op, call, *handle, *node, Mode::Cpu, nullptr); !p.empty()) problems.push_back(p);
+    if (problems.empty()) continue;
+    if (++failures <= kReportedFailuresPerOp)
+      ADD_FAILURE() << op.name << " sample " << i << " (" << op.aten << "): " << describeNode(*node) << "\n  "
+                    << fmt::format("{}", fmt::join(problems, "\n  "));
+  }
+  std::cout << fmt::format("[catalog] {}: {} samples, {} failing, checked by {}\n", op.name, samples, failures,
+                           metaMissing.empty() ? "meta + execution"
+                                               : "execution (no Meta kernel: " + metaMissing.substr(0, 160) + ")");
+  EXPECT_EQ(failures, 0) << op.name << ": " << failures << " of " << samples << " samples disagree with ATen";
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, OpAgainstATen, ::testing::ValuesIn(opNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+/// Lowercase letters and digits of `s` ("nn.Conv2d" -> "nnconv2d").
+std::string compact(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// True when the ATen spelling calls a different operator than the Python one (a Python composite
+/// such as F.softsign spelled aten::abs): its values say nothing about the op's range rule. The
+/// Python function (the name called first, placeholders dropped) and the ATen name must contain
+/// one another ("F.cross_entropy" and "cross_entropy_loss"); operator forms ("{0} * {value}") and
+/// statements count as the same operator.
+bool atenIsProxy(const OpSpec& op, const AtenCall& call) {
+  std::string python = op.init.empty() ? op.python : op.init;
+  if (python.rfind("stmt:", 0) == 0) return false;
+  std::string text;
+  for (size_t i = 0; i < python.size(); ++i) {
+    if (python[i] != '{') {
+      text += python[i];
+      continue;
+    }
+    i = python.find('}', i);
+    if (i == std::string::npos) break;
+  }
+  size_t paren = text.find('(');
+  if (paren == std::string::npos) return false;
+  size_t start = paren;
+  while (start > 0 && (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '_')) --start;
+  std::string function = compact(text.substr(start, paren - start));
+  std::string aten = compact(call.op.substr(call.op.find("::") + 2));
+  if (function.empty()) return false;
+  return aten.find(function) == std::string::npos && function.find(aten) == std::string::npos;
+}
+
+/// The largest finite magnitude of dtype `d`.
+double finiteMax(DType d) {
+  switch (d) {
+    case DType::Float16: return 65504;
+    case DType::BFloat16: return 3.38e38;
+    case DType::Float32: return 3.4e38;
+    case DType::Int32: return 2147483647.0;
+    case DType::Bool: return 1;
+    default: return 1.7e308;
+  }
+}
+
+/// "" when every element of the real outputs lies in its predicted range (widened by the output
+/// dtype's rounding); NaN and infinities never do.
+std::string checkRanges(const std::vector<Interval>& predicted, const std::vector<TensorType>& types,
+                        const std::vector<at::Tensor>& actual) {
+  for (size_t i = 0; i < predicted.size() && i < actual.size(); ++i) {
+    if (actual[i].numel() == 0) continue;
+    at::Tensor v = actual[i].to(c10::kDouble);
+    if (v.isnan().any().item<bool>()) return fmt::format("output {} holds NaN, predicted range [{}, {}]", i, predicted[i].lo, predicted[i].hi);
+    DType d = types[i].dtype;
+    // An overflow is predicted when the range reaches beyond the dtype's finite values.
+    bool overflowPredicted = predicted[i].magnitude() > finiteMax(d);
+    if (v.isinf().any().item<bool>() && !overflowPredicted)
+      return fmt::format("output {} holds inf, predicted range [{}, {}]", i, predicted[i].lo, predicted[i].hi);
+    double lo = v.min().item<double>(), hi = v.max().item<double>();
+    double rel = d == DType::Float16 || d == DType::BFloat16 ? 2e-2 : d == DType::Float32 ? 1e-5 : 1e-9;
+    auto slack = [&](double bound) { return std::isinf(bound) ? 0.0 : rel * std::max(1.0, std::abs(bound)); };
+    if (lo < predicted[i].lo - slack(predicted[i].lo) || hi > predicted[i].hi + slack(predicted[i].hi))
+      return fmt::format("output {} spans [{}, {}], outside the predicted range [{}, {}]", i, lo, hi, predicted[i].lo,
+                         predicted[i].hi);
+  }
+  return "";
+}
+
+class OpRanges : public ::testing::TestWithParam<std::string> {};
+
+// The range rule (OpSpec::range) bounds the real outputs when the inputs lie in their ranges: the
+// generator relies on it to keep values finite. Checked by CPU execution of the ATen spelling,
+// except for layers (their weights come from the module's init, not from the test) and Python
+// composites spelled with a different ATen operator.
+TEST_P(OpRanges, OutputsStayInPredictedRanges) {
+  const OpSpec& op = catalog().at(GetParam());
+  AtenCall call;
+  std::optional<c10::OperatorHandle> handle;
+  try {
+    call = parseAtenCall(op.aten);
+    handle = findOperator(call);
+  } catch (const std::exception&) {
+    GTEST_SKIP() << "unresolved ATen spelling (reported by OpAgainstATen)";
+  }
+  if (op.params) GTEST_SKIP() << "layer: weights come from the module's init";
+  if (atenIsProxy(op, call)) GTEST_SKIP() << op.aten << " stands in for " << op.python;
+  Rng rng(seedFor(op.name));
+  at::manual_seed(static_cast<uint64_t>(seedFor(op.name) & 0xffffffff));
+  ShapeCaps caps;
+  int samples = 0, failures = 0;
+  for (int i = 0; i < kSamplesPerOp; ++i) {
+    auto node = sampleNode(op, rng, caps);
+    if (!node) break;
+    ++samples;
+    std::string problem;
+    try {
+      OpContext ctx;
+      ctx.in = node->inputs;
+      ctx.ranges = node->ranges;
+      ctx.attrs = node->attrs;
+      ctx.caps = &caps;
+      auto predicted = inferRanges(op, ctx, node->outputs.size());
+      torch::jit::Stack stack = buildStack(op, call, handle->schema(), *node, Mode::Cpu);
+      handle->callBoxed(stack);
+      problem = checkRanges(predicted, node->outputs, returnedTensors(stack));
+    } catch (const c10::Error&) {
+      continue;  // rejected calls are OpAgainstATen's failures
+    } catch (const std::exception& e) {
+      problem = std::string("range rule throws: ") + e.what();
+    }
+    if (problem.empty()) continue;
+    if (++failures <= kReportedFailuresPerOp)
+      ADD_FAILURE() << op.name << " sample " << i << " (" << op.aten << "): " << describeNode(*node) << "\n  " << problem;
+  }
+  EXPECT_EQ(failures, 0) << op.name << ": " << failures << " of " << samples << " samples leave the predicted range";
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, OpRanges, ::testing::ValuesIn(opNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+class SamplerYield : public ::testing::TestWithParam<std::string> {};
+
+// A sampler that cannot produce valid nodes starves generation of the op.
+TEST_P(SamplerYield, FiftyValidSamples) {
+  const OpSpec& op = catalog().at(GetParam());
+  Rng rng(seedFor(op.name) + 1);
+  ShapeCaps caps;
+  int valid = 0;
+  for (int i = 0; i < kSamplesPerOp; ++i) valid += sampleNode(op, rng, caps).has_value();
+  EXPECT_EQ(valid, kSamplesPerOp) << op.name << " gave only " << valid << " valid nodes";
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, SamplerYield, ::testing::ValuesIn(opNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(OpCatalogCoverage, EveryFamilyIsPresent) {
+  std::set<std::string> families;
+  for (const auto& op : catalog().ops()) families.insert(op->family);
+  for (const char* family : {"elementwise-unary", "elementwise-binary", "comparison", "logical", "bitwise", "cast",
+                             "activation", "softmax", "reduction", "shape", "linalg", "conv", "pool", "norm", "loss",
+                             "random", "layer", "indexing"})
+    EXPECT_TRUE(families.count(family)) << "no op of family " << family;
+}
+
+TEST(OpCatalogCoverage, AtLeast150Ops) { EXPECT_GE(catalog().size(), 150u); }
+
+TEST(OpCatalogCoverage, EveryAtenSpellingResolves) {
+  for (const auto& op : catalog().ops()) {
+    try {
+      findOperator(parseAtenCall(op->aten));
+    } catch (const c10::Error& e) {
+      ADD_FAILURE() << op->name << ": " << op->aten << ": " << e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << op->name << ": " << op->aten << ": " << e.what();
+    }
+  }
+}
+
+TEST(CatalogReport, ListsEveryOpAndCountsCoverage) {
+  json report = json::parse(tcfuzz::catalogReport(catalog(), true));
+  ASSERT_EQ(report["ops"].size(), catalog().size());
+  EXPECT_GT(report["coverage"]["aten_ops"].get<int>(), 1000);
+  EXPECT_GT(report["coverage"]["covered"].get<int>(), 0);
+  std::string text = tcfuzz::catalogReport(catalog(), false);
+  for (const auto& op : catalog().ops()) EXPECT_NE(text.find(op->name), std::string::npos) << op->name;
+}
+
+}  // namespace
