@@ -92,7 +92,9 @@ std::string render(const std::string& tmpl, const OpSpec& op, const Node& node, 
 std::string pythonLiteral(const json& value, AttrKind kind) {
   if (value.is_null()) return "None";
   if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
-  if (value.is_number_integer()) return kind == AttrKind::Float ? floatLiteral(value.get<double>()) : std::to_string(value.get<int64_t>());
+  // An integral JSON number stays an int even for a float attribute: torch.clamp(int_tensor, min=0)
+  // keeps the integer dtype, min=0.0 would not.
+  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
   if (value.is_number()) return floatLiteral(value.get<double>());
   if (value.is_string()) {
     if (kind == AttrKind::DType) return "torch." + value.get<std::string>();

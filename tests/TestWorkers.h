@@ -2,6 +2,9 @@
 // Shared set-up for tests that start real worker zygotes with the venv's torch.
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include <boost/process.hpp>
 
 #include "fuzzer/Sandbox.h"
 #include "fuzzer/WorkerPool.h"
@@ -38,6 +41,23 @@ inline WorkerSpec testWorkerSpec(const std::filesystem::path& workDir) {
 
 inline std::filesystem::path sourcePath(const std::string& relative) {
   return std::filesystem::path(TCFUZZ_SOURCE_DIR) / relative;
+}
+
+/// What a run of the tcfuzz binary printed on stdout, and its exit code.
+struct CliRun {
+  int exitCode;
+  std::string out;
+};
+
+/// Runs the tcfuzz binary under test with `args` (stderr discarded).
+inline CliRun runCli(const std::vector<std::string>& args) {
+  namespace bp = boost::process;
+  bp::ipstream out;
+  bp::child c(TCFUZZ_BINARY, bp::args(args), bp::std_out > out, bp::std_err > bp::null);
+  std::string all, line;
+  while (std::getline(out, line)) all += line + "\n";
+  c.wait();
+  return {c.exit_code(), all};
 }
 
 }  // namespace tcfuzz::test_support

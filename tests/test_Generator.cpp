@@ -222,7 +222,8 @@ TEST(PythonLiteral, RendersEachAttributeKind) {
   EXPECT_EQ(pythonLiteral(json("float16"), AttrKind::DType), "torch.float16");
   EXPECT_EQ(pythonLiteral(json("reflect"), AttrKind::Choice), "'reflect'");
   EXPECT_EQ(pythonLiteral(json::array({1, 2}), AttrKind::IntList), "[1, 2]");
-  EXPECT_EQ(pythonLiteral(json(2), AttrKind::Float), "2.0");
+  EXPECT_EQ(pythonLiteral(json(2.0), AttrKind::Float), "2.0");
+  EXPECT_EQ(pythonLiteral(json(2), AttrKind::Float), "2");  // an integer bound keeps int dtypes
   EXPECT_EQ(pythonLiteral(json(0.25), AttrKind::Float), "0.25");
   EXPECT_EQ(pythonLiteral(json(), AttrKind::Int), "None");
   EXPECT_EQ(pythonLiteral(json(true), AttrKind::Bool), "True");

@@ -15,13 +15,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <unistd.h>
 #include <set>
 #include <sstream>
 
 #include "fuzzer/CatalogReport.h"
 #include "generators/NodeSampler.h"
 #include "generators/OpCatalog.h"
+#include "generators/PythonEmitter.h"
 
 using namespace tcfuzz::gen;
 using nlohmann::json;
@@ -382,10 +387,10 @@ std::string compact(const std::string& s) {
 }
 
 /// True when the ATen spelling calls a different operator than the Python one (a Python composite
-/// such as F.softsign spelled aten::abs): its values say nothing about the op's range rule. The
-/// Python function (the name called first, placeholders dropped) and the ATen name must contain
-/// one another ("F.cross_entropy" and "cross_entropy_loss"); operator forms ("{0} * {value}") and
-/// statements count as the same operator.
+/// such as F.softsign spelled aten::abs): its values say nothing about the op's range rule. One
+/// function the Python spelling calls and the ATen name must contain one another
+/// ("F.cross_entropy" and "cross_entropy_loss"); operator forms ("{0} * {value}") and statements
+/// count as the same operator.
 bool atenIsProxy(const OpSpec& op, const AtenCall& call) {
   std::string python = op.init.empty() ? op.python : op.init;
   if (python.rfind("stmt:", 0) == 0) return false;
@@ -398,14 +403,17 @@ bool atenIsProxy(const OpSpec& op, const AtenCall& call) {
     i = python.find('}', i);
     if (i == std::string::npos) break;
   }
-  size_t paren = text.find('(');
-  if (paren == std::string::npos) return false;
-  size_t start = paren;
-  while (start > 0 && (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '_')) --start;
-  std::string function = compact(text.substr(start, paren - start));
   std::string aten = compact(call.op.substr(call.op.find("::") + 2));
-  if (function.empty()) return false;
-  return aten.find(function) == std::string::npos && function.find(aten) == std::string::npos;
+  bool calls = false;
+  for (size_t paren = text.find('('); paren != std::string::npos; paren = text.find('(', paren + 1)) {
+    size_t start = paren;
+    while (start > 0 && (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '_')) --start;
+    std::string function = compact(text.substr(start, paren - start));
+    if (function.empty()) continue;
+    calls = true;
+    if (aten.find(function) != std::string::npos || function.find(aten) != std::string::npos) return false;
+  }
+  return calls;
 }
 
 /// The largest finite magnitude of dtype `d`.
@@ -433,6 +441,8 @@ std::string checkRanges(const std::vector<Interval>& predicted, const std::vecto
     bool overflowPredicted = predicted[i].magnitude() > finiteMax(d);
     if (v.isinf().any().item<bool>() && !overflowPredicted)
       return fmt::format("output {} holds inf, predicted range [{}, {}]", i, predicted[i].lo, predicted[i].hi);
+    v = v.masked_select(v.isfinite());
+    if (v.numel() == 0) continue;
     double lo = v.min().item<double>(), hi = v.max().item<double>();
     double rel = d == DType::Float16 || d == DType::BFloat16 ? 2e-2 : d == DType::Float32 ? 1e-5 : 1e-9;
     auto slack = [&](double bound) { return std::isinf(bound) ? 0.0 : rel * std::max(1.0, std::abs(bound)); };
@@ -493,6 +503,218 @@ TEST_P(OpRanges, OutputsStayInPredictedRanges) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalog, OpRanges, ::testing::ValuesIn(opNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// --- The Python spelling: each sample emitted as a one-node program and run in eager ------------
+
+/// Runs the programs of cases.jsonl (one {"op", "sample", "program", "outputs", "ranges"} per
+/// line) in eager and prints one JSON line per problem: {"op", "sample", "kind", "problem"}.
+constexpr const char* kEagerChecker = R"PY(
+import json, sys, traceback
+import torch
+torch.set_num_threads(1)
+for line in open(sys.argv[1]):
+    case = json.loads(line)
+    def report(kind, problem):
+        print(json.dumps({"op": case["op"], "sample": case["sample"], "kind": kind, "problem": problem[:800]}), flush=True)
+    scope = {}
+    try:
+        exec(compile(case["program"], "<%s sample %d>" % (case["op"], case["sample"]), "exec"), scope)
+        torch.manual_seed(case["sample"])
+        outs = scope["Model"]()(*scope["make_inputs"](case["sample"]))
+    except Exception as e:
+        report("exception", "%s: %s" % (type(e).__name__, e))
+        continue
+    outs = [o for o in outs if isinstance(o, torch.Tensor)]
+    if len(outs) != len(case["outputs"]):
+        report("shape", "%d outputs, the catalog predicts %d" % (len(outs), len(case["outputs"])))
+        continue
+    for i, (o, (shape, dtype), (lo, hi, fmax)) in enumerate(zip(outs, case["outputs"], case["ranges"])):
+        got = "[%s] %s" % (", ".join(map(str, o.shape)), str(o.dtype).replace("torch.", ""))
+        want = "[%s] %s" % (", ".join(map(str, shape)), dtype)
+        if got != want:
+            report("shape", "output %d: expected %s, eager gives %s" % (i, want, got))
+            break
+        if o.numel() == 0 or o.is_complex():
+            continue
+        v = o.detach().double()
+        if v.isnan().any():
+            report("range", "output %d holds NaN, predicted range [%g, %g]" % (i, lo, hi))
+            break
+        overflow = max(abs(lo), abs(hi)) > fmax
+        if v.isinf().any() and not overflow:
+            report("range", "output %d holds inf, predicted range [%g, %g]" % (i, lo, hi))
+            break
+        v = v[v.isfinite()]
+        if v.numel() == 0:
+            continue
+        rel = 2e-2 if dtype in ("float16", "bfloat16") else 1e-5 if dtype == "float32" else 1e-9
+        slack = lambda b: 0.0 if abs(b) == float("inf") else rel * max(1.0, abs(b))
+        vlo, vhi = v.min().item(), v.max().item()
+        if vlo < lo - slack(lo) or vhi > hi + slack(hi):
+            report("range", "output %d spans [%g, %g], outside the predicted range [%g, %g]" % (i, vlo, vhi, lo, hi))
+            break
+)PY";
+
+/// The one-node program of a sample: inputs drawn from their ranges, the node's outputs returned.
+Graph oneNodeGraph(const OpSpec& op, const SampledNode& node) {
+  Graph g;
+  Node n;
+  n.op = op.name;
+  n.attrs = node.attrs;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const TensorType& t = node.inputs[k];
+    Interval r = node.ranges[k];
+    Distribution d;
+    if (t.dtype == DType::Bool) {
+      d.kind = "bernoulli";
+      d.p = r.lo > 0 ? 1.0 : r.hi < 1 ? 0.0 : 0.5;
+    } else if (isInt(t.dtype)) {
+      d.kind = op.uniqueIndex && r.hi - r.lo + 1 >= static_cast<double>(t.numel()) ? "randperm" : "randint";
+      d.low = r.lo;
+      d.high = r.hi + 1;
+    } else {
+      d.low = r.lo;
+      d.high = r.hi;
+    }
+    int id = g.addValue(t);
+    g.inputs.push_back(Source{id, fmt::format("x{}", k), d});
+    n.inputs.push_back(id);
+  }
+  for (const auto& t : node.outputs) {
+    n.outputs.push_back(g.addValue(t));
+    g.outputs.push_back(n.outputs.back());
+  }
+  g.nodes.push_back(n);
+  return g;
+}
+
+/// Eager's verdicts on the emitted samples, per op: the problems found (empty when all ran clean).
+struct EagerResults {
+  std::string error;  // the checker itself failed
+  std::map<std::string, std::vector<json>> problems;
+  std::map<std::string, int> samples;
+};
+
+/// The ops whose OpInPython test this run selects (gtest filter), so a filtered run checks only those.
+std::set<std::string> selectedEagerOps() {
+  std::set<std::string> ops;
+  auto* unit = ::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit->total_test_suite_count(); ++i) {
+    const auto* suite = unit->GetTestSuite(i);
+    if (std::string(suite->name()).find("OpInPython") == std::string::npos) continue;
+    for (int j = 0; j < suite->total_test_count(); ++j) {
+      const auto* info = suite->GetTestInfo(j);
+      std::string name = info->name();
+      if (info->should_run()) ops.insert(name.substr(name.rfind('/') + 1));
+    }
+  }
+  return ops;
+}
+
+/// Emits every sample of the selected ops and runs them all in one Python process (computed once).
+const EagerResults& eagerResults() {
+  static const EagerResults results = [] {
+    EagerResults r;
+    PythonEmitter emitter(catalog());
+    auto dir = std::filesystem::temp_directory_path() / fmt::format("tcfuzz-opcatalog-{}", ::getpid());
+    std::filesystem::create_directories(dir);
+    {
+      std::ofstream cases(dir / "cases.jsonl");
+      for (const auto& name : selectedEagerOps()) {
+        const OpSpec& op = catalog().at(name);
+        Rng rng(seedFor(op.name));
+        ShapeCaps caps;
+        for (int i = 0; i < kSamplesPerOp; ++i) {
+          auto node = sampleNode(op, rng, caps);
+          if (!node) break;
+          OpContext ctx;
+          ctx.in = node->inputs;
+          ctx.ranges = node->ranges;
+          ctx.attrs = node->attrs;
+          ctx.caps = &caps;
+          json outputs = json::array(), ranges = json::array();
+          std::vector<Interval> predicted;
+          try {
+            predicted = inferRanges(op, ctx, node->outputs.size());
+          } catch (const std::exception& e) {
+            r.problems[op.name].push_back({{"sample", i}, {"kind", "range"}, {"problem", std::string("range rule throws: ") + e.what()}});
+            predicted.assign(node->outputs.size(), Interval{});
+          }
+          for (size_t k = 0; k < node->outputs.size(); ++k) {
+            outputs.push_back({node->outputs[k].shape, dtypeName(node->outputs[k].dtype)});
+            auto bound = [](double b) { return std::isinf(b) ? (b > 0 ? 1e308 : -1e308) : b; };
+            ranges.push_back({bound(predicted[k].lo), bound(predicted[k].hi), finiteMax(node->outputs[k].dtype)});
+          }
+          std::string program;
+          try {
+            program = emitter.emit(oneNodeGraph(op, *node));
+          } catch (const std::exception& e) {
+            r.problems[op.name].push_back({{"sample", i}, {"kind", "emit"}, {"problem", e.what()}});
+            continue;
+          }
+          ++r.samples[op.name];
+          cases << json{{"op", op.name}, {"sample", i}, {"program", program}, {"outputs", outputs}, {"ranges", ranges}}.dump()
+                << "\n";
+        }
+      }
+      std::ofstream(dir / "check.py") << kEagerChecker;
+    }
+    std::string command = fmt::format("'{}' '{}' '{}' > '{}' 2> '{}'", TCFUZZ_DEFAULT_PYTHON, (dir / "check.py").string(),
+                                      (dir / "cases.jsonl").string(), (dir / "problems.jsonl").string(),
+                                      (dir / "stderr.txt").string());
+    if (int rc = std::system(command.c_str()); rc != 0) {
+      std::ifstream err(dir / "stderr.txt");
+      std::stringstream text;
+      text << err.rdbuf();
+      r.error = fmt::format("eager checker exited with {}: {}", rc, text.str().substr(0, 2000));
+    }
+    std::ifstream lines(dir / "problems.jsonl");
+    for (std::string line; std::getline(lines, line);) {
+      json p = json::parse(line, nullptr, false);
+      if (!p.is_discarded()) r.problems[p["op"].get<std::string>()].push_back(p);
+    }
+    std::filesystem::remove_all(dir);
+    return r;
+  }();
+  return results;
+}
+
+class OpInPython : public ::testing::TestWithParam<std::string> {};
+
+// The Python spelling is what generated programs run: emitted as a one-node program (through
+// PythonEmitter) and run in eager, every valid sample must run without an exception, give the
+// predicted output shapes and dtypes, and stay in the predicted value ranges (layers included:
+// their weights come from the module's default init).
+TEST_P(OpInPython, EmittedProgramRunsInEager) {
+  const OpSpec& op = catalog().at(GetParam());
+  const EagerResults& results = eagerResults();
+  ASSERT_TRUE(results.error.empty()) << results.error;
+  auto it = results.problems.find(op.name);
+  int samples = results.samples.count(op.name) ? results.samples.at(op.name) : 0;
+  std::map<std::string, int> byKind;
+  if (it != results.problems.end()) {
+    int reported = 0;
+    for (const auto& p : it->second) {
+      ++byKind[p["kind"].get<std::string>()];
+      if (++reported > kReportedFailuresPerOp) continue;
+      std::string detail;
+      Rng rng(seedFor(op.name));
+      ShapeCaps caps;
+      for (int i = 0; i <= p["sample"].get<int>(); ++i) {
+        auto node = sampleNode(op, rng, caps);
+        if (node && i == p["sample"].get<int>()) detail = describeNode(*node);
+      }
+      ADD_FAILURE() << op.name << " sample " << p["sample"] << " [" << p["kind"].get<std::string>() << "] (" << op.python
+                    << "): " << detail << "\n  " << p["problem"].get<std::string>();
+    }
+  }
+  std::cout << fmt::format("[eager] {}: {} samples, problems: {}\n", op.name, samples,
+                           byKind.empty() ? "none" : fmt::format("{}", fmt::join(byKind, ", ")));
+  EXPECT_TRUE(byKind.empty()) << op.name << " fails in eager";
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, OpInPython, ::testing::ValuesIn(opNames()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 class SamplerYield : public ::testing::TestWithParam<std::string> {};

@@ -10,6 +10,8 @@
 using namespace tcfuzz;
 using tcfuzz::test_support::sourcePath;
 using tcfuzz::test_support::TempDir;
+using tcfuzz::test_support::runCli;
+using tcfuzz::test_support::CliRun;
 namespace bp = boost::process;
 
 namespace {
@@ -42,20 +44,6 @@ class ProgramTesterTest : public ::testing::Test {
 TempDir* ProgramTesterTest::dir_ = nullptr;
 WorkerPool* ProgramTesterTest::pool_ = nullptr;
 ProgramTester* ProgramTesterTest::tester_ = nullptr;
-
-struct CliRun {
-  int exitCode;
-  std::string out;
-};
-
-CliRun runCli(const std::vector<std::string>& args) {
-  bp::ipstream out;
-  bp::child c(TCFUZZ_BINARY, bp::args(args), bp::std_out > out, bp::std_err > bp::null);
-  std::string all, line;
-  while (std::getline(out, line)) all += line + "\n";
-  c.wait();
-  return {c.exit_code(), all};
-}
 
 }  // namespace
 

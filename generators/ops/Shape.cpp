@@ -9,7 +9,6 @@ namespace tcfuzz::gen {
 namespace {
 
 using namespace ops;
-using nlohmann::json;
 using Shape = std::vector<int64_t>;
 
 /// Most outputs a splitting op may return (each becomes a Python variable).
@@ -415,6 +414,7 @@ void addReshapes(OpCatalog& c) {
 void addSplitsAndJoins(OpCatalog& c) {
   {
     OpSpec s = shapeOp("chunk", "torch.chunk({0}, {chunks}, {dim})", "aten::chunk({0}, {chunks}, {dim})", 1);
+    s.tupleResult = true;  // a sequence even when it holds one piece
     s.view = true;
     s.attrs = {intAttr("chunks", 1, static_cast<int64_t>(kMaxOutputs)), dimAttr()};
     s.sample = [](OpContext& ctx, Rng& rng) {
@@ -433,6 +433,7 @@ void addSplitsAndJoins(OpCatalog& c) {
   }
   {
     OpSpec s = shapeOp("split", "torch.split({0}, {split_size}, {dim})", "aten::split.Tensor({0}, {split_size}, {dim})", 1);
+    s.tupleResult = true;  // a sequence even when it holds one piece
     s.view = true;
     s.attrs = {intAttr("split_size", 1, 1 << 14), dimAttr()};
     s.sample = [](OpContext& ctx, Rng& rng) {
@@ -458,6 +459,7 @@ void addSplitsAndJoins(OpCatalog& c) {
   {
     OpSpec s = shapeOp("split_sizes", "torch.split({0}, {split_sizes}, {dim})",
                        "aten::split_with_sizes({0}, {split_sizes}, {dim})", 1);
+    s.tupleResult = true;  // a sequence even when it holds one piece
     s.view = true;
     s.attrs = {intListAttr("split_sizes", 1, 1 << 14), dimAttr()};
     s.sample = [](OpContext& ctx, Rng& rng) {
@@ -508,6 +510,7 @@ void addSplitsAndJoins(OpCatalog& c) {
   {
     OpSpec s = shapeOp("tensor_split", "torch.tensor_split({0}, {sections}, {dim})",
                        "aten::tensor_split.sections({0}, {sections}, {dim})", 1);
+    s.tupleResult = true;  // a sequence even when it holds one piece
     s.view = true;
     s.attrs = {intAttr("sections", 1, static_cast<int64_t>(kMaxOutputs)), dimAttr()};
     s.sample = [](OpContext& ctx, Rng& rng) {
@@ -532,6 +535,7 @@ void addSplitsAndJoins(OpCatalog& c) {
   }
   {
     OpSpec s = shapeOp("unbind", "torch.unbind({0}, {dim})", "aten::unbind.int({0}, {dim})", 1);
+    s.tupleResult = true;  // a sequence even when it holds one piece
     s.view = true;
     s.attrs = {dimAttr()};
     s.sample = [](OpContext& ctx, Rng& rng) {
