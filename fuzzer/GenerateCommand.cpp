@@ -141,11 +141,44 @@ ValidationReport validate(const Options& o, const std::vector<WrittenProgram>& p
   return report;
 }
 
+/// `gen --from FILE`: repairs a foreign IR file and writes (or prints) the program.
+int repairCommand(const Options& o, const gen::OpCatalog& catalog) {
+  gen::Graph foreign;
+  try {
+    foreign = gen::Graph::load(o.from);
+  } catch (const gen::GraphFormatError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  gen::Rng rng(static_cast<uint64_t>(o.seed));
+  gen::IntSolver solver(static_cast<uint64_t>(o.seed));
+  gen::GraphRepairer repairer(catalog, gen::GenPolicy{}.caps, rng, solver);
+  std::vector<std::string> dropped;
+  gen::Graph fixed = repairer.repair(foreign, &dropped);
+  for (const auto& d : dropped) std::cerr << "tcfuzz: dropped " << d << "\n";
+  const auto& r = repairer.stats();
+  std::cerr << fmt::format("tcfuzz: {} of {} nodes kept; repair inserted {} casts, {} clamps, {} coercions; {} Z3 fixes, "
+                           "{} redraws, {} inputs resized\n",
+                           foreign.nodes.size() - dropped.size(), foreign.nodes.size(), r.casts, r.clamps, r.coercions,
+                           r.solved, r.resampled, r.resized);
+  std::string text = gen::PythonEmitter(catalog).emit(fixed);
+  if (o.out.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  fs::create_directories(o.out);
+  std::string stem = fs::path(o.from).stem().string() + "_repaired";
+  writeFile(fs::path(o.out) / (stem + ".py"), text);
+  writeFile(fs::path(o.out) / (stem + ".json"), fixed.toJson().dump(2) + "\n");
+  std::cout << "wrote " << (fs::absolute(o.out) / (stem + ".py")).string() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int genCommand(const Options& o) {
   if (o.count < 0) throw std::invalid_argument("--count must be >= 0");
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  if (!o.from.empty()) return repairCommand(o, catalog);
   gen::GenPolicy policy;
   if (!o.policy.empty()) {
     std::ifstream in(o.policy);

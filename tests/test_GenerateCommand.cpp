@@ -72,6 +72,33 @@ TEST(GenerateCommand, BadPolicyIsAUsageError) {
   EXPECT_EQ(runCli({"gen", "--policy", (dir.path() / "missing.json").string()}).exitCode, 2);
 }
 
+TEST(GenerateCommand, RepairsAndEmitsAForeignGraph) {
+  TempDir dir("tcfuzz-gen-from");
+  // An edited program: narrow past the end of its dim, then an op tcfuzz does not know.
+  json doc = {{"format", "tcfuzz-graph"},
+              {"version", 1},
+              {"values", json::array({{{"shape", {3, 6}}, {"dtype", "float32"}, {"device", "cpu"}},
+                                      {{"shape", {3, 2}}, {"dtype", "float32"}, {"device", "cpu"}},
+                                      {{"shape", {3, 2}}, {"dtype", "float32"}, {"device", "cpu"}}})},
+              {"inputs", json::array({{{"value", 0}, {"name", "x"}, {"dist", {{"kind", "uniform"}, {"low", -1}, {"high", 1}}}}})},
+              {"nodes", json::array({{{"op", "narrow"}, {"inputs", {0}}, {"outputs", {1}},
+                                      {"attrs", {{"dim", 1}, {"start", 5}, {"length", 4}}}},
+                                     {{"op", "frobnicate"}, {"inputs", {1}}, {"outputs", {2}}, {"attrs", json::object()}}})},
+              {"outputs", {1, 2}}};
+  std::ofstream(dir.path() / "edited.json") << doc.dump();
+  auto r = runCli({"gen", "--from", (dir.path() / "edited.json").string()});
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_NE(r.out.find("torch.narrow(x, 1, "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("frobnicate"), std::string::npos);
+  ASSERT_EQ(runCli({"gen", "--from", (dir.path() / "edited.json").string(), "--out", dir.path().string()}).exitCode, 0);
+  gen::Graph fixed = gen::Graph::load((dir.path() / "edited_repaired.json").string());
+  ASSERT_EQ(fixed.nodes.size(), 1u);
+  EXPECT_LE(fixed.nodes[0].attrs["start"].get<int>() + fixed.nodes[0].attrs["length"].get<int>(), 6);
+  // A file that is not an IR document is a usage error, not a crash.
+  std::ofstream(dir.path() / "broken.json") << R"({"format": "tcfuzz-graph", "version": 1, "values": [)";
+  EXPECT_EQ(runCli({"gen", "--from", (dir.path() / "broken.json").string()}).exitCode, 2);
+}
+
 TEST(OpsCommand, ListsTheCatalogWithCoverage) {
   auto r = runCli({"ops", "--json"});
   ASSERT_EQ(r.exitCode, 0);
