@@ -68,6 +68,17 @@ inline std::vector<int64_t> broadcastableTo(const std::vector<int64_t>& s, Rng& 
   return out;
 }
 
+/// A catalog entry with its identity and spellings set; the caller adds the rules.
+inline OpSpec entry(std::string name, std::string family, std::string python, std::string aten, DTypeSet accepts) {
+  OpSpec s;
+  s.name = std::move(name);
+  s.family = std::move(family);
+  s.python = std::move(python);
+  s.aten = std::move(aten);
+  s.accepts = {accepts};
+  return s;
+}
+
 inline AttrSpec intAttr(std::string name, int64_t lo, int64_t hi) {
   AttrSpec a;
   a.name = std::move(name);

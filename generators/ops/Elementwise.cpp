@@ -23,12 +23,7 @@ DType outDType(Out rule, DType in) {
 /// A one-input elementwise op. `python`/`aten` use {0} and attribute placeholders.
 OpSpec& unary(OpCatalog& c, std::string name, std::string family, std::string python, std::string aten,
               DTypeSet accepts, Out out, Interval need, RangeFn range) {
-  OpSpec s;
-  s.name = std::move(name);
-  s.family = std::move(family);
-  s.python = std::move(python);
-  s.aten = std::move(aten);
-  s.accepts = {accepts};
+  OpSpec s = entry(std::move(name), std::move(family), std::move(python), std::move(aten), accepts);
   if (!(need == Interval{})) s.needs = {need};
   s.infer = [out](const OpContext& ctx) { return like(ctx.x(), outDType(out, ctx.x().dtype)); };
   if (range) s.range = [range](const OpContext& ctx) { return std::vector<Interval>{range(ctx.ranges.at(0))}; };
@@ -67,13 +62,8 @@ Interval boundedBy(Interval a, double m) { return {std::max(a.lo, -m), std::min(
 OpSpec& binary(OpCatalog& c, std::string name, std::string family, std::string python, std::string aten,
                DTypeSet accepts, Out out, std::function<Interval(Interval, Interval)> range,
                Interval needLeft = {}, Interval needRight = {}) {
-  OpSpec s;
-  s.name = std::move(name);
-  s.family = std::move(family);
-  s.python = std::move(python);
-  s.aten = std::move(aten);
+  OpSpec s = entry(std::move(name), std::move(family), std::move(python), std::move(aten), accepts);
   s.minInputs = s.maxInputs = 2;
-  s.accepts = {accepts};
   if (!(needLeft == Interval{}) || !(needRight == Interval{})) s.needs = {needLeft, needRight};
   s.propose = [](const OpContext& ctx, int, Rng& rng) {
     TensorType t = ctx.x();

@@ -102,13 +102,7 @@ Interval prefixSumRange(Interval a, double n) { return unionI(a, sumI(a, n)); }
 using RangeRule = std::function<std::vector<Interval>(const OpContext&, Interval, double n)>;
 
 OpSpec base(std::string name, std::string family, std::string python, std::string aten, DTypeSet accepts) {
-  OpSpec s;
-  s.name = std::move(name);
-  s.family = std::move(family);
-  s.python = std::move(python);
-  s.aten = std::move(aten);
-  s.accepts = {accepts};
-  return s;
+  return entry(std::move(name), std::move(family), std::move(python), std::move(aten), accepts);
 }
 
 /// A reduction over a dim list attribute "dim" with "keepdim" (plus `extra` attributes).

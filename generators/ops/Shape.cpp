@@ -38,12 +38,7 @@ void requireCaps(const OpContext& ctx, const std::vector<TensorType>& outs) {
 
 /// A new entry of the shape family accepting every dtype.
 OpSpec shapeOp(std::string name, std::string python, std::string aten, int minRank = 0) {
-  OpSpec s;
-  s.name = std::move(name);
-  s.family = "shape";
-  s.python = std::move(python);
-  s.aten = std::move(aten);
-  s.accepts = {kAllDTypes};
+  OpSpec s = entry(std::move(name), "shape", std::move(python), std::move(aten), kAllDTypes);
   s.minRank = minRank;
   return s;
 }
