@@ -218,6 +218,15 @@ std::map<std::string, UnknownBounds> GraphRepairer::boundsOf(const OpSpec& op) c
   return b;
 }
 
+bool GraphRepairer::drawAttrs(const OpSpec& op, OpContext& ctx) {
+  try {
+    sampleAttrs(op, ctx, rng_);
+    return true;
+  } catch (const std::exception&) {  // a sampler that assumes more of its inputs than they give
+    return false;
+  }
+}
+
 bool GraphRepairer::append(Node node, std::string* reason) {
   // Undo log: repair only appends values and nodes, and edits sources (their type, distribution).
   size_t values = g_->values.size(), nodes = g_->nodes.size();
@@ -227,7 +236,13 @@ bool GraphRepairer::append(Node node, std::string* reason) {
     for (const auto& s : *list) sourceState.emplace_back(g_->typeOf(s.value), ranges_[s.value]);
   RepairStats statsBackup = stats_;
   std::string why;
-  if (tryAppend(node, why)) return true;
+  bool ok = false;
+  try {
+    ok = tryAppend(node, why);
+  } catch (const std::exception& e) {  // a rule that assumed more of a foreign node than it gives
+    why = fmt::format("{}: {}", node.op, e.what());
+  }
+  if (ok) return true;
   g_->values.resize(values);
   g_->nodes.resize(nodes);
   ranges_.resize(values);
@@ -289,6 +304,34 @@ bool GraphRepairer::tryAppend(Node& node, std::string& reason, bool fixup) {
     repaired = true;
   }
 
+  // Rank of input 0: add leading unit dims, or merge leading dims, with a reshape.
+  if (int rank = g_->typeOf(node.inputs[0]).rank(); !fixup && (rank < op.minRank || rank > op.maxRank)) {
+    std::vector<int64_t> shape = g_->typeOf(node.inputs[0]).shape;
+    if (rank < op.minRank) {
+      shape.insert(shape.begin(), op.minRank - rank, 1);
+    } else {
+      int merge = rank - op.maxRank + 1;
+      int64_t lead = 1;
+      for (int d = 0; d < merge; ++d) lead *= shape[d];
+      shape.erase(shape.begin(), shape.begin() + merge);
+      shape.insert(shape.begin(), lead);
+    }
+    int v = node.inputs[0];
+    if (isFreshSource(v)) {
+      g_->typeOf(v).shape = shape;
+      ++stats_.resized;
+    } else {
+      ++stats_.coercions;
+      v = insert("reshape", {v}, {{"shape", shape}});
+      if (v < 0) {
+        reason = "cannot reshape input 0 to the op's rank";
+        return false;
+      }
+    }
+    node.inputs[0] = v;
+    repaired = true;
+  }
+
   OpContext ctx = contextFor(op, node);
   if (std::string problem = checkAttrs(op, ctx); !problem.empty() && fixup) {
     reason = problem;
@@ -296,7 +339,10 @@ bool GraphRepairer::tryAppend(Node& node, std::string& reason, bool fixup) {
   }
   if (!checkAttrs(op, ctx).empty()) {
     ctx.attrs = json::object();
-    sampleAttrs(op, ctx, rng_);
+    if (!drawAttrs(op, ctx)) {
+      reason = "the op's sampler rejects these inputs";
+      return false;
+    }
     ++stats_.resampled;
     repaired = true;
   }
@@ -376,7 +422,7 @@ bool GraphRepairer::tryAppend(Node& node, std::string& reason, bool fixup) {
     }
     // (3) Redraw the attributes for these inputs.
     ctx.attrs = json::object();
-    sampleAttrs(op, ctx, rng_);
+    if (!drawAttrs(op, ctx)) break;
     ++stats_.resampled;
     ok = attempt();
   }

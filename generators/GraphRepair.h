@@ -58,6 +58,8 @@ class GraphRepairer {
  private:
   /// `fixup`: a node repair itself inserts; it must be valid as built (no redraws).
   bool tryAppend(Node& node, std::string& reason, bool fixup = false);
+  /// sampleAttrs that reports a throwing sampler as false.
+  bool drawAttrs(const OpSpec& op, OpContext& ctx);
   int insert(const std::string& op, std::vector<int> inputs, nlohmann::json attrs);
   int castTo(int value, DType dtype);
   int clampInto(int value, Interval bounds);

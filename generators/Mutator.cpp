@@ -1,0 +1,211 @@
+#include "generators/Mutator.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace tcfuzz::gen {
+
+using nlohmann::json;
+
+namespace {
+
+/// Replaces every read of `from` (node inputs and program outputs) at or after node `first` with `to`.
+void rewire(Graph& g, int from, int to, size_t first) {
+  for (size_t i = first; i < g.nodes.size(); ++i)
+    for (int& in : g.nodes[i].inputs)
+      if (in == from) in = to;
+  for (int& o : g.outputs)
+    if (o == from) o = to;
+}
+
+}  // namespace
+
+Mutator::Mutator(const OpCatalog& catalog, GenPolicy policy) : catalog_(catalog), policy_(std::move(policy)) {
+  table_ = {
+      {"replace_op", [this](Graph& g, const Graph*, Rng& r) { return replaceOp(g, r); }},
+      {"insert_node", [this](Graph& g, const Graph*, Rng& r) { return insertNode(g, r); }},
+      {"delete_node", [this](Graph& g, const Graph*, Rng& r) { return deleteNode(g, r); }},
+      {"change_attr", [this](Graph& g, const Graph*, Rng& r) { return changeAttr(g, r); }},
+      {"change_shape", [this](Graph& g, const Graph*, Rng& r) { return changeShape(g, r); }},
+      {"change_dtype", [this](Graph& g, const Graph*, Rng& r) { return changeDType(g, r); }},
+      {"splice", [this](Graph& g, const Graph* d, Rng& r) { return splice(g, d, r); }},
+  };
+  for (const auto& [name, _] : table_) stats_[name];
+}
+
+std::vector<std::string> Mutator::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : table_) out.push_back(name);
+  return out;
+}
+
+std::optional<Mutant> Mutator::mutate(const Graph& parent, const Graph* donor, uint64_t index, const std::string& name) {
+  Rng rng = Rng::forProgram(std::hash<std::string>{}(parent.contentHash()), index);
+  const std::pair<std::string, Edit>* entry = nullptr;
+  if (name.empty()) {
+    entry = &table_[rng.uniform(0, static_cast<int64_t>(table_.size()) - 1)];
+  } else {
+    for (const auto& e : table_)
+      if (e.first == name) entry = &e;
+    if (!entry) throw std::invalid_argument("unknown mutator '" + name + "'");
+  }
+  Graph edited = parent;
+  if (!entry->second(edited, donor, rng)) return std::nullopt;
+  MutatorStats& s = stats_[entry->first];
+  ++s.applied;
+
+  IntSolver solver(rng.engine()());
+  GraphRepairer repairer(catalog_, policy_.caps, rng, solver);
+  Mutant m;
+  m.mutator = entry->first;
+  m.graph = compactGraph(repairer.repair(edited, &m.dropped));
+  m.graph.origin = {"mutation:" + entry->first, parent.origin.seed, index};
+  s.dropped += static_cast<int64_t>(m.dropped.size());
+  if (m.graph.nodes.empty() || m.graph.contentHash() == parent.contentHash()) return std::nullopt;
+  ++s.produced;
+  return m;
+}
+
+bool Mutator::replaceOp(Graph& g, Rng& rng) const {
+  if (g.nodes.empty()) return false;
+  Node& n = g.nodes[rng.uniform(0, static_cast<int64_t>(g.nodes.size()) - 1)];
+  const OpSpec* old = catalog_.find(n.op);
+  if (!old) return false;
+  // Another op of the same family that takes this many inputs; repair redraws its attributes.
+  std::vector<const OpSpec*> peers;
+  for (const auto& op : catalog_.ops())
+    if (op->family == old->family && op->name != old->name && !op->inplace &&
+        static_cast<int>(n.inputs.size()) >= op->minInputs && static_cast<int>(n.inputs.size()) <= op->maxInputs)
+      peers.push_back(op.get());
+  if (peers.empty()) return false;
+  n.op = rng.pick(peers)->name;
+  n.attrs = json::object();
+  return true;
+}
+
+bool Mutator::insertNode(Graph& g, Rng& rng) const {
+  if (g.values.empty()) return false;
+  int v = static_cast<int>(rng.uniform(0, static_cast<int64_t>(g.values.size()) - 1));
+  std::vector<const OpSpec*> unary;
+  for (const auto& op : catalog_.ops())
+    if (op->minInputs == 1 && op->accepts[0].has(g.typeOf(v).dtype) && !op->inplace) unary.push_back(op.get());
+  if (unary.empty()) return false;
+  // New node right after v is defined; one later reader of v reads the new node instead.
+  int producer = g.producerOf(v);
+  size_t at = static_cast<size_t>(producer + 1);
+  int out = g.addValue(g.typeOf(v));
+  Node n{rng.pick(unary)->name, {v}, {out}, json::object()};
+  g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(at), n);
+  std::vector<std::pair<size_t, size_t>> readers;
+  for (size_t i = at + 1; i < g.nodes.size(); ++i)
+    for (size_t k = 0; k < g.nodes[i].inputs.size(); ++k)
+      if (g.nodes[i].inputs[k] == v) readers.emplace_back(i, k);
+  if (!readers.empty()) {
+    auto [i, k] = rng.pick(readers);
+    g.nodes[i].inputs[k] = out;
+  } else {
+    g.outputs.push_back(out);
+  }
+  return true;
+}
+
+bool Mutator::deleteNode(Graph& g, Rng& rng) const {
+  if (g.nodes.size() < 2) return false;
+  size_t i = static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(g.nodes.size()) - 1));
+  Node n = g.nodes[i];
+  if (n.inputs.empty()) return false;
+  g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+  // Bypass: readers of its outputs read its first input instead (repair fixes the types).
+  for (int out : n.outputs) rewire(g, out, n.inputs.at(0), i);
+  std::sort(g.outputs.begin(), g.outputs.end());
+  g.outputs.erase(std::unique(g.outputs.begin(), g.outputs.end()), g.outputs.end());
+  return true;
+}
+
+bool Mutator::changeAttr(Graph& g, Rng& rng) const {
+  std::vector<size_t> withAttrs;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (const OpSpec* op = catalog_.find(g.nodes[i].op); op && !op->attrs.empty()) withAttrs.push_back(i);
+  if (withAttrs.empty()) return false;
+  Node& n = g.nodes[rng.pick(withAttrs)];
+  const OpSpec& op = catalog_.at(n.op);
+  const AttrSpec& a = op.attrs[rng.uniform(0, static_cast<int64_t>(op.attrs.size()) - 1)];
+  json& v = n.attrs[a.name];
+  switch (a.kind) {
+    case AttrKind::Int: v = rng.uniform(std::max<int64_t>(a.lo, -8), std::min<int64_t>(a.hi, 16)); break;
+    case AttrKind::IntList:
+      if (!v.is_array() || v.empty()) return false;
+      v[rng.uniform(0, static_cast<int64_t>(v.size()) - 1)] = rng.uniform(std::max<int64_t>(a.lo, -8), std::min<int64_t>(a.hi, 16));
+      break;
+    case AttrKind::Float: v = std::round(rng.real(std::max(a.flo, -8.0), std::min(a.fhi, 8.0)) * 100) / 100; break;
+    case AttrKind::Bool: v = !(v.is_boolean() && v.get<bool>()); break;
+    case AttrKind::Choice:
+    case AttrKind::DType: v = rng.pick(a.choices); break;
+  }
+  return true;
+}
+
+bool Mutator::changeShape(Graph& g, Rng& rng) const {
+  if (g.inputs.empty()) return false;
+  Source& s = g.inputs[rng.uniform(0, static_cast<int64_t>(g.inputs.size()) - 1)];
+  auto& shape = g.typeOf(s.value).shape;
+  if (shape.empty()) return false;
+  int64_t& d = shape[rng.uniform(0, static_cast<int64_t>(shape.size()) - 1)];
+  int64_t before = d;
+  d = std::clamp<int64_t>(rng.chance(0.5) ? d + rng.uniform(-2, 2) : (rng.chance(0.5) ? d * 2 : d / 2), 1, policy_.caps.maxDim);
+  return d != before;
+}
+
+bool Mutator::changeDType(Graph& g, Rng& rng) const {
+  if (g.inputs.empty()) return false;
+  Source& s = g.inputs[rng.uniform(0, static_cast<int64_t>(g.inputs.size()) - 1)];
+  TensorType& t = g.typeOf(s.value);
+  DType before = t.dtype;
+  t.dtype = static_cast<DType>(rng.uniform(0, kDTypeCount - 1));
+  if (t.dtype == before) return false;
+  // Keep the distribution meaningful for the new dtype (repair refits it to each reader's domain).
+  if (t.dtype == DType::Bool) s.dist = {"bernoulli", 0, 1, 0.5};
+  else if (isInt(t.dtype)) s.dist = {"randint", -4, 5, 0.5};
+  else if (s.dist.kind != "uniform") s.dist = {"uniform", -2, 2, 0.5};
+  return true;
+}
+
+bool Mutator::splice(Graph& g, const Graph* donor, Rng& rng) const {
+  if (!donor || donor->nodes.empty()) return false;
+  // Append the donor's first k nodes; each donor input is bound to a parent value when one has the
+  // same dtype (repair coerces the shape), else it becomes a new input.
+  size_t k = static_cast<size_t>(rng.uniform(1, static_cast<int64_t>(donor->nodes.size())));
+  std::map<int, int> remap;
+  auto bind = [&](const Source& s, bool param) {
+    std::vector<int> same;
+    for (const auto& v : g.values)
+      if (v.type.dtype == donor->typeOf(s.value).dtype) same.push_back(v.id);
+    if (!param && !same.empty() && rng.chance(0.7)) {
+      remap[s.value] = rng.pick(same);
+      return;
+    }
+    int id = g.addValue(donor->typeOf(s.value));
+    Source c = s;
+    c.value = id;
+    c.name = fmt::format("{}_s{}", s.name, id);
+    (param ? g.params : g.inputs).push_back(c);
+    remap[s.value] = id;
+  };
+  for (const auto& s : donor->inputs) bind(s, false);
+  for (const auto& s : donor->params) bind(s, true);
+  for (size_t i = 0; i < k; ++i) {
+    Node n = donor->nodes[i];
+    for (int& in : n.inputs) in = remap.at(in);
+    for (int& out : n.outputs) {
+      int id = g.addValue(donor->typeOf(out));
+      remap[out] = id;
+      out = id;
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  g.outputs.push_back(g.nodes.back().outputs.at(0));
+  return true;
+}
+
+}  // namespace tcfuzz::gen
