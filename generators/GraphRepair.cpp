@@ -81,6 +81,27 @@ Distribution distributionFor(const TensorType& type, std::optional<Interval> nee
   return d;
 }
 
+std::string firstInvalidNode(const OpCatalog& catalog, const Graph& g) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const OpSpec* op = catalog.find(n.op);
+    std::string where = fmt::format("node {} ({})", i, n.op);
+    if (!op) return where + ": unknown op";
+    OpContext ctx;
+    for (int in : n.inputs) ctx.in.push_back(g.typeOf(in));
+    ctx.attrs = n.attrs;
+    try {
+      auto outs = inferTypes(*op, ctx);
+      if (outs.size() != n.outputs.size()) return where + ": output count";
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (!(outs[k] == g.typeOf(n.outputs[k]))) return where + ": output type";
+    } catch (const ShapeError& e) {
+      return where + ": " + e.what();
+    }
+  }
+  return "";
+}
+
 GraphRepairer::GraphRepairer(const OpCatalog& catalog, const ShapeCaps& caps, Rng& rng, IntSolver& solver)
     : catalog_(catalog), caps_(caps), rng_(rng), solver_(solver) {}
 

@@ -78,6 +78,10 @@ class GraphRepairer {
   RepairStats stats_;
 };
 
+/// Re-derives every node's output types from its inputs and attributes: "" when the graph is
+/// valid, else the first problem ("node 3 (conv2d): ...").
+std::string firstInvalidNode(const OpCatalog& catalog, const Graph& g);
+
 /// The distribution a fresh source of `type` gets so that its values lie in `need`.
 Distribution distributionFor(const TensorType& type, std::optional<Interval> need, bool unique);
 

@@ -16,26 +16,6 @@ class GeneratorTest : public ::testing::Test {
   OpCatalog catalog = makeDefaultCatalog();
 };
 
-/// Re-infers every node of `g` from its inputs; returns the first mismatch or "".
-std::string revalidate(const OpCatalog& catalog, const Graph& g) {
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    const OpSpec& op = catalog.at(n.op);
-    OpContext ctx;
-    for (int in : n.inputs) ctx.in.push_back(g.typeOf(in));
-    ctx.attrs = n.attrs;
-    try {
-      auto outs = inferTypes(op, ctx);
-      if (outs.size() != n.outputs.size()) return "node " + std::to_string(i) + " output count";
-      for (size_t k = 0; k < outs.size(); ++k)
-        if (!(outs[k] == g.typeOf(n.outputs[k]))) return "node " + std::to_string(i) + " (" + n.op + ") output type";
-    } catch (const ShapeError& e) {
-      return "node " + std::to_string(i) + " (" + n.op + "): " + e.what();
-    }
-  }
-  return "";
-}
-
 TEST_F(GeneratorTest, SameSeedAndIndexReplayTheSameProgram) {
   Generator a(catalog, GenPolicy{}, 42), b(catalog, GenPolicy{}, 42);
   // b generates other programs first: a program depends only on (seed, index).
@@ -54,7 +34,7 @@ TEST_F(GeneratorTest, GeneratedGraphsAreValidAndRespectThePolicy) {
   Generator gen(catalog, policy, 7);
   for (uint64_t i = 0; i < 300; ++i) {
     Graph g = gen.generate(i);
-    ASSERT_EQ(revalidate(catalog, g), "") << "program " << i << "\n" << g.toJson().dump(1);
+    ASSERT_EQ(firstInvalidNode(catalog, g), "") << "program " << i << "\n" << g.toJson().dump(1);
     EXPECT_GE(g.nodes.size(), 1u);
     EXPECT_LE(g.outputs.size(), static_cast<size_t>(policy.maxOutputs));
     for (const auto& v : g.values) EXPECT_LE(v.type.numel(), policy.caps.maxElements);
@@ -62,6 +42,15 @@ TEST_F(GeneratorTest, GeneratedGraphsAreValidAndRespectThePolicy) {
     EXPECT_EQ(Graph::fromJson(g.toJson()).contentHash(), g.contentHash());
   }
   EXPECT_GT(gen.stats().accepted, 300 * 4);
+}
+
+TEST_F(GeneratorTest, ValidityCheckNamesTheFirstBadNode) {
+  Graph g = Generator(catalog, GenPolicy{}, 7).generate(0);
+  ASSERT_EQ(firstInvalidNode(catalog, g), "");
+  g.typeOf(g.nodes[0].outputs[0]).shape.push_back(99);
+  EXPECT_EQ(firstInvalidNode(catalog, g), "node 0 (" + g.nodes[0].op + "): output type");
+  g.nodes[0].op = "no_such_op";
+  EXPECT_EQ(firstInvalidNode(catalog, g), "node 0 (no_such_op): unknown op");
 }
 
 TEST_F(GeneratorTest, PolicyWeightsSteerTheOps) {
@@ -128,7 +117,7 @@ TEST_F(RepairTest, Z3SolvesIntegerAttributesInPlace) {
   EXPECT_TRUE(a["start"] == 5 || a["length"] == 4) << a.dump();
   EXPECT_EQ(repairer.stats().solved, 1);
   EXPECT_EQ(solver.calls(), 1);
-  EXPECT_EQ(revalidate(catalog, fixed), "");
+  EXPECT_EQ(firstInvalidNode(catalog, fixed), "");
 }
 
 TEST_F(RepairTest, MismatchedOperandIsCoerced) {
@@ -149,7 +138,7 @@ TEST_F(RepairTest, MismatchedOperandIsCoerced) {
   EXPECT_EQ(fixed.nodes.back().op, "add");
   EXPECT_GE(repairer.stats().coercions, 1);
   EXPECT_EQ(fixed.typeOf(fixed.outputs[0]).shape, (std::vector<int64_t>{3, 4}));
-  EXPECT_EQ(revalidate(catalog, fixed), "");
+  EXPECT_EQ(firstInvalidNode(catalog, fixed), "");
 }
 
 TEST_F(RepairTest, ValueDomainsAreRespected) {

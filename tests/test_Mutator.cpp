@@ -2,27 +2,11 @@
 // deterministically, and the stats count what each did.
 #include <gtest/gtest.h>
 
+#include "generators/GraphRepair.h"
 #include "generators/Mutator.h"
 
 namespace tcfuzz::gen {
 namespace {
-
-/// Re-infers every node; "" when the graph is valid.
-std::string revalidate(const OpCatalog& catalog, const Graph& g) {
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    OpContext ctx;
-    for (int in : g.nodes[i].inputs) ctx.in.push_back(g.typeOf(in));
-    ctx.attrs = g.nodes[i].attrs;
-    try {
-      auto outs = inferTypes(catalog.at(g.nodes[i].op), ctx);
-      for (size_t k = 0; k < outs.size(); ++k)
-        if (!(outs[k] == g.typeOf(g.nodes[i].outputs.at(k)))) return "node " + std::to_string(i) + " type";
-    } catch (const ShapeError& e) {
-      return "node " + std::to_string(i) + " (" + g.nodes[i].op + "): " + e.what();
-    }
-  }
-  return "";
-}
 
 class MutatorTest : public ::testing::Test {
  protected:
@@ -43,7 +27,7 @@ TEST_F(MutatorTest, EveryMutatorProducesValidNewPrograms) {
       ++produced;
       EXPECT_EQ(m->mutator, name);
       EXPECT_NE(m->graph.contentHash(), parent.contentHash());
-      ASSERT_EQ(revalidate(catalog, m->graph), "") << name << " on program " << i;
+      ASSERT_EQ(firstInvalidNode(catalog, m->graph), "") << name << " on program " << i;
       EXPECT_EQ(Graph::fromJson(m->graph.toJson()).contentHash(), m->graph.contentHash());
     }
     EXPECT_GE(produced, 20) << name;

@@ -60,6 +60,18 @@ inline int64_t drawDim(Rng& rng, int rank) {
   return rng.chance(0.3) ? d - rank : d;
 }
 
+/// Draws a slice of input 0 into attributes dim (non-negative), start and end; with probability
+/// `overshootChance` end may pass the dim's size by up to 4 (torch clamps it).
+inline void drawSliceAttrs(OpContext& ctx, Rng& rng, double overshootChance = 0) {
+  int64_t d = rng.uniform(0, ctx.x().rank() - 1);
+  int64_t size = ctx.x().shape[d];
+  int64_t start = rng.uniform(0, size - 1);
+  ctx.attrs["dim"] = d;
+  ctx.attrs["start"] = start;
+  int64_t overshoot = overshootChance > 0 && rng.chance(overshootChance) ? 4 : 0;
+  ctx.attrs["end"] = rng.uniform(start + 1, size + overshoot);
+}
+
 /// A shape of `rank` dims broadcastable to `s` (some dims 1, some leading dims dropped).
 inline std::vector<int64_t> broadcastableTo(const std::vector<int64_t>& s, Rng& rng) {
   std::vector<int64_t> out;
@@ -69,7 +81,8 @@ inline std::vector<int64_t> broadcastableTo(const std::vector<int64_t>& s, Rng& 
 }
 
 /// A catalog entry with its identity and spellings set; the caller adds the rules.
-inline OpSpec entry(std::string name, std::string family, std::string python, std::string aten, DTypeSet accepts) {
+inline OpSpec entry(std::string name, std::string family, std::string python, std::string aten,
+                    DTypeSet accepts = kFloats) {
   OpSpec s;
   s.name = std::move(name);
   s.family = std::move(family);

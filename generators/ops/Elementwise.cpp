@@ -300,11 +300,7 @@ void addElementwiseOps(OpCatalog& c) {
        {std::tuple{"addcmul", "torch.addcmul({0}, {1}, {2}, value={value})", "aten::addcmul({0}, {1}, {2}, {value})"},
         {"addcdiv", "torch.addcdiv({0}, {1}, {2}, value={value})", "aten::addcdiv({0}, {1}, {2}, {value})"},
         {"lerp", "torch.lerp({0}, {1}, {2})", "aten::lerp.Tensor({0}, {1}, {2})"}}) {
-    OpSpec s;
-    s.name = name;
-    s.family = "elementwise-ternary";
-    s.python = python;
-    s.aten = aten;
+    OpSpec s = entry(name, "elementwise-ternary", python, aten);
     s.minInputs = s.maxInputs = 3;
     s.accepts = {kFloats};
     bool isDiv = s.name == "addcdiv";
@@ -346,11 +342,7 @@ void addElementwiseOps(OpCatalog& c) {
     unary(c, name, "comparison", std::string("torch.") + name + "({0})", std::string("aten::") + name + "({0})", kFloats,
           Out::Bool, {}, [](Interval) { return Interval{0, 1}; });
   {
-    OpSpec s;
-    s.name = "where";
-    s.family = "logical";
-    s.python = "torch.where({0}, {1}, {2})";
-    s.aten = "aten::where.self({0}, {1}, {2})";
+    OpSpec s = entry("where", "logical", "torch.where({0}, {1}, {2})", "aten::where.self({0}, {1}, {2})");
     s.minInputs = s.maxInputs = 3;
     s.accepts = {only(DType::Bool), kAllDTypes};
     s.propose = [](const OpContext& ctx, int k, Rng& rng) {
@@ -410,11 +402,7 @@ void addElementwiseOps(OpCatalog& c) {
     };
   }
   {
-    OpSpec s;
-    s.name = "frexp";
-    s.family = "cast";
-    s.python = "torch.frexp({0})";
-    s.aten = "aten::frexp.Tensor({0})";
+    OpSpec s = entry("frexp", "cast", "torch.frexp({0})", "aten::frexp.Tensor({0})");
     s.accepts = {kFloats};
     s.infer = [](const OpContext& ctx) {
       TensorType m = ctx.x(), e = ctx.x();

@@ -51,11 +51,7 @@ DType sameCategory(DType d, Rng& rng) {
 }
 
 OpSpec base(std::string name, std::string family, std::string python, std::string aten, std::vector<DTypeSet> accepts) {
-  OpSpec s;
-  s.name = std::move(name);
-  s.family = std::move(family);
-  s.python = std::move(python);
-  s.aten = std::move(aten);
+  OpSpec s = entry(std::move(name), std::move(family), std::move(python), std::move(aten));
   s.accepts = std::move(accepts);
   return s;
 }
@@ -264,14 +260,7 @@ void addIndexingOps(OpCatalog& c) {
     s.minRank = 1;
     s.inplace = true;
     s.attrs = {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64)};
-    s.sample = [](OpContext& ctx, Rng& rng) {
-      int64_t d = rng.uniform(0, ctx.x().rank() - 1);
-      int64_t size = ctx.x().shape[d];
-      int64_t start = rng.uniform(0, size - 1);
-      ctx.attrs["dim"] = d;
-      ctx.attrs["start"] = start;
-      ctx.attrs["end"] = rng.uniform(start + 1, size);
-    };
+    s.sample = [](OpContext& ctx, Rng& rng) { drawSliceAttrs(ctx, rng); };
     s.constraints = intConstraints([](const auto& e) {
       int d = static_cast<int>(std::min<int64_t>(e.fixed("dim"), e.rank(0) - 1));
       return std::vector{e.attr("start") + 1 <= e.attr("end"), e.attr("end") <= e.dim(0, d)};

@@ -115,11 +115,7 @@ std::vector<Interval> contractionRange(const OpContext& ctx, double k) {
 OpSpec& product(OpCatalog& c, const std::string& name, const std::string& python, const std::string& aten,
                 int minRank, int maxRank, std::function<Shape(const Shape&, Rng&)> other,
                 std::function<Shape(const Shape&, const Shape&)> rule, bool promotes = false) {
-  OpSpec s;
-  s.name = name;
-  s.family = "linalg";
-  s.python = python;
-  s.aten = aten;
+  OpSpec s = entry(name, "linalg", python, aten);
   s.minInputs = s.maxInputs = 2;
   s.accepts = {kNumeric};
   s.minRank = minRank;
@@ -141,11 +137,7 @@ OpSpec& product(OpCatalog& c, const std::string& name, const std::string& python
 
 /// addmm/baddbmm spelled with the product operands first: {0} @ {1} + {2}, {2} broadcastable.
 OpSpec& productPlusBias(OpCatalog& c, const std::string& name, int rank) {
-  OpSpec s;
-  s.name = name;
-  s.family = "linalg";
-  s.python = "torch." + name + "({2}, {0}, {1})";
-  s.aten = "aten::" + name + "({2}, {0}, {1})";
+  OpSpec s = entry(name, "linalg", "torch." + name + "({2}, {0}, {1})", "aten::" + name + "({2}, {0}, {1})");
   s.minInputs = s.maxInputs = 3;
   s.accepts = {kNumeric};
   s.minRank = s.maxRank = rank;
@@ -184,11 +176,7 @@ OpSpec& productPlusBias(OpCatalog& c, const std::string& name, int rank) {
 
 /// F.linear with a (out, in) weight and, when `bias`, a (out) bias.
 void functionalLinear(OpCatalog& c, const std::string& name, bool bias) {
-  OpSpec s;
-  s.name = name;
-  s.family = "linalg";
-  s.python = bias ? "F.linear({0}, {1}, {2})" : "F.linear({0}, {1})";
-  s.aten = bias ? "aten::linear({0}, {1}, {2})" : "aten::linear({0}, {1}, None)";
+  OpSpec s = entry(name, "linalg", bias ? "F.linear({0}, {1}, {2})" : "F.linear({0}, {1})", bias ? "aten::linear({0}, {1}, {2})" : "aten::linear({0}, {1}, None)");
   s.minInputs = s.maxInputs = bias ? 3 : 2;
   s.accepts = {kNumeric};
   s.minRank = 1;
@@ -589,17 +577,22 @@ OpSpec normLayer(const std::string& name, const std::string& init, const std::st
   return s;
 }
 
+/// Attributes of the per-channel norm layers (BatchNorm, InstanceNorm): num_features is dim 1.
+void channelNormAttrs(OpSpec& s) {
+  s.attrs = {intAttr("num_features", 1, 64), boolAttr("affine"), layerDTypeAttr()};
+  s.sample = [](OpContext& ctx, Rng&) {
+    ctx.attrs["num_features"] = ctx.x().shape.at(1);
+    matchLayerDType(ctx);
+  };
+}
+
 void batchNorm(OpCatalog& c, int n) {
   int rank = n + 2;
   OpSpec s = normLayer(fmt::format("nn_batch_norm{}d", n), fmt::format("nn.BatchNorm{}d({{num_features}}, affine={{affine}}{{?dtype}})", n),
                        // eval(): normalizes with the running statistics
                        "aten::batch_norm({0}, {p:weight}, {p:bias}, {p:running_mean}, {p:running_var}, False, 0.1, 1e-05, False)",
                        n == 1 ? 2 : rank, rank);
-  s.attrs = {intAttr("num_features", 1, 64), boolAttr("affine"), layerDTypeAttr()};
-  s.sample = [](OpContext& ctx, Rng&) {
-    ctx.attrs["num_features"] = ctx.x().shape.at(1);
-    matchLayerDType(ctx);
-  };
+  channelNormAttrs(s);
   s.infer = [](const OpContext& ctx) {
     requireLayerDType(ctx);
     require(ctx.x().shape[1] == ctx.attrInt("num_features"), "BatchNorm num_features must equal dim 1");
@@ -690,11 +683,7 @@ void instanceNorm(OpCatalog& c, int n) {
   OpSpec s = normLayer(fmt::format("nn_instance_norm{}d", n),
                        fmt::format("nn.InstanceNorm{}d({{num_features}}, affine={{affine}}{{?dtype}})", n),
                        "aten::instance_norm({0}, {p:weight}, {p:bias}, None, None, True, 0.1, 1e-05, False)", n + 2, n + 2);
-  s.attrs = {intAttr("num_features", 1, 64), boolAttr("affine"), layerDTypeAttr()};
-  s.sample = [](OpContext& ctx, Rng&) {
-    ctx.attrs["num_features"] = ctx.x().shape.at(1);
-    matchLayerDType(ctx);
-  };
+  channelNormAttrs(s);
   s.infer = [](const OpContext& ctx) {
     requireLayerDType(ctx);
     require(ctx.x().shape[1] == ctx.attrInt("num_features"), "InstanceNorm num_features must equal dim 1");
@@ -746,11 +735,7 @@ std::vector<Interval> reducedRange(const OpContext& ctx, Interval perElement, do
 /// A loss between input and a broadcastable target of the same dtype (F broadcasts them).
 OpSpec pointwiseLoss(const std::string& name, std::vector<AttrSpec> extra, const std::string& pyExtra,
                       const std::string& atenExtra, std::function<Interval(const OpContext&)> perElement) {
-  OpSpec s;
-  s.name = name;
-  s.family = "loss";
-  s.python = "F." + name + "({0}, {1}, " + kReductionArg + pyExtra + ")";
-  s.aten = "aten::" + name + "({0}, {1}, {reduction}" + atenExtra + ")";
+  OpSpec s = entry(name, "loss", "F." + name + "({0}, {1}, " + kReductionArg + pyExtra + ")", "aten::" + name + "({0}, {1}, {reduction}" + atenExtra + ")");
   s.minInputs = s.maxInputs = 2;
   s.accepts = {kFloats};
   s.attrs = {reductionAttr()};
@@ -776,11 +761,7 @@ double gap(const OpContext& ctx) { return ctx.ranges[0].magnitude() + ctx.ranges
 /// cross_entropy / nll_loss: logits (C) or (N, C, *d) and int64 class targets () or (N, *d).
 void classLoss(OpCatalog& c, const std::string& name, const std::string& python, const std::string& aten,
                std::function<Interval(const OpContext&)> perElement) {
-  OpSpec s;
-  s.name = name;
-  s.family = "loss";
-  s.python = python;
-  s.aten = aten;
+  OpSpec s = entry(name, "loss", python, aten);
   s.minInputs = s.maxInputs = 2;
   s.accepts = {kFloats, only(DType::Int64)};
   s.minRank = 1;
@@ -863,11 +844,7 @@ void addLosses(OpCatalog& c) {
 
 /// A two-operand op over broadcast inputs that promote to a common float dtype.
 OpSpec broadcastPair(const std::string& name, const std::string& python, const std::string& aten) {
-  OpSpec s;
-  s.name = name;
-  s.family = "distance";
-  s.python = python;
-  s.aten = aten;
+  OpSpec s = entry(name, "distance", python, aten);
   s.minInputs = s.maxInputs = 2;
   s.accepts = {kFloats};
   s.minRank = 1;
@@ -915,11 +892,7 @@ void addDistances(OpCatalog& c) {
     c.add(std::move(s));
   }
   {
-    OpSpec s;
-    s.name = "cdist";
-    s.family = "distance";
-    s.python = "torch.cdist({0}, {1}, p={p})";
-    s.aten = "aten::cdist({0}, {1}, {p}, None)";
+    OpSpec s = entry("cdist", "distance", "torch.cdist({0}, {1}, p={p})", "aten::cdist({0}, {1}, {p}, None)");
     s.minInputs = s.maxInputs = 2;
     s.accepts = {only(DType::Float32) | only(DType::Float64)};
     s.minRank = 2;
@@ -953,11 +926,7 @@ void addDistances(OpCatalog& c) {
 
 OpSpec& randomOp(OpCatalog& c, const std::string& name, const std::string& python, const std::string& aten,
                  std::function<Interval(const OpContext&)> range, DTypeSet accepts = kFloats) {
-  OpSpec s;
-  s.name = name;
-  s.family = "random";
-  s.python = python;
-  s.aten = aten;
+  OpSpec s = entry(name, "random", python, aten);
   s.accepts = {accepts};
   s.random = true;
   s.infer = [](const OpContext& ctx) { return like(ctx.x(), ctx.x().dtype); };

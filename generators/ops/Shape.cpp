@@ -632,12 +632,7 @@ void addSlicesAndGathers(OpCatalog& c) {
     s.view = true;
     s.attrs = {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 72), intAttr("step", 1, 4)};
     s.sample = [](OpContext& ctx, Rng& rng) {
-      int64_t d = rng.uniform(0, ctx.x().rank() - 1);
-      int64_t size = ctx.x().shape[d];
-      int64_t start = rng.uniform(0, size - 1);
-      ctx.attrs["dim"] = d;
-      ctx.attrs["start"] = start;
-      ctx.attrs["end"] = rng.uniform(start + 1, size + (rng.chance(0.2) ? 4 : 0));
+      drawSliceAttrs(ctx, rng, 0.2);
       ctx.attrs["step"] = rng.uniform(1, 3);
     };
     s.constraints = intConstraints([](const auto& e) {
