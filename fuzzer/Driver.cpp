@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -16,6 +17,8 @@
 #include "fuzzer/Workspace.h"
 #include "fuzzer/CatalogReport.h"
 #include "fuzzer/GenerateCommand.h"
+#include "fuzzer/FuzzCommand.h"
+#include "fuzzer/CampaignOutput.h"
 #include "generators/OpCatalog.h"
 #include "oracles/OutputLoader.h"
 
@@ -87,9 +90,10 @@ int runCommand(const Options& o, const std::vector<std::string>& programs) {
   settings.seed = static_cast<uint64_t>(o.seed);
   settings.device = o.device;
   settings.threads = o.threads;
+  settings.backward = o.backward;
   for (const auto& p : o.plugins) settings.plugins.push_back(fs::absolute(p));
 
-  WorkerPool pool(spec, static_cast<size_t>(std::max(1, o.workers)));
+  WorkerPool pool(spec, static_cast<size_t>(workerCount(o)));
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   int exitCode = kExitOk;
   for (const auto& program : programs) {
@@ -128,6 +132,10 @@ int runDriver(int argc, char** argv) {
 
   CLI::App* gen = app.add_subcommand("gen", "Generate programs (.py and .json) from a seed; --validate runs them in eager");
   registerOptions(*gen, "gen", options);
+  CLI::App* fuzz = app.add_subcommand(
+      "fuzz", "Run a campaign: generate and mutate programs, test each under a sampled compile configuration, "
+              "record findings and queue new behaviour in an AFL-style output directory");
+  registerOptions(*fuzz, "fuzz", options);
   CLI::App* ops = app.add_subcommand("ops", "Print the op catalog and its coverage of the dispatcher's aten operators");
   bool opsJson = false;
   ops->add_flag("--json", opsJson, "Print JSON");
@@ -145,6 +153,13 @@ int runDriver(int argc, char** argv) {
   try {
     if (run->parsed()) return runCommand(options, programs);
     if (gen->parsed()) return genCommand(options);
+    if (fuzz->parsed()) {
+      std::set<std::string> given;
+      for (const CLI::Option* opt : fuzz->get_options())
+        if (opt->count() > 0)
+          for (const auto& name : opt->get_lnames()) given.insert("--" + name);
+      return fuzzCommand(options, given, std::vector<std::string>(argv, argv + argc));
+    }
     if (ops->parsed()) {
       std::cout << catalogReport(gen::makeDefaultCatalog(), opsJson);
       return kExitOk;
@@ -155,6 +170,12 @@ int runDriver(int argc, char** argv) {
   } catch (const oracles::ConfigurationError& e) {
     std::cerr << "tcfuzz: " << e.what() << "\n";
     return kExitUsage;
+  } catch (const CampaignDirError& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const DiskFullError& e) {
+    std::cerr << "tcfuzz: disk full: " << e.what() << "\n";
+    return kExitEnvironment;
   } catch (const WorkerStartError& e) {
     std::cerr << "tcfuzz: " << e.what() << "\n";
     return kExitEnvironment;

@@ -99,7 +99,7 @@ bool outputsFinite(const oracles::RunResult& r, const fs::path& jobDir) {
 
 ValidationReport validate(const Options& o, const std::vector<WrittenProgram>& programs) {
   ScratchDir work(o.workDir, o.keep);
-  WorkerPool pool(workerSpecFrom(o, work.path()), static_cast<size_t>(std::max(1, o.workers)));
+  WorkerPool pool(workerSpecFrom(o, work.path()), static_cast<size_t>(workerCount(o)));
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   TestSettings settings;
   settings.limits = Limits{o.timeout, o.memoryMb};

@@ -1,6 +1,8 @@
 #include "fuzzer/Options.h"
 
+#include <algorithm>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -33,6 +35,11 @@ void registerOptions(CLI::App& app, std::string_view subcommand, Options& option
   if (takes(subcommands, subcommand)) add(app, flag, options.member, help);
 #include "fuzzer/Options.def"
 #undef TCFUZZ_OPTION
+}
+
+int workerCount(const Options& options) {
+  if (options.workers > 0) return options.workers;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 }  // namespace tcfuzz

@@ -21,4 +21,7 @@ struct Options {
 /// Registers on `app` the options whose subcommand list names `subcommand`; help comes from the table.
 void registerOptions(CLI::App& app, std::string_view subcommand, Options& options);
 
+/// -j as a count: 0 means the number of cores.
+int workerCount(const Options& options);
+
 }  // namespace tcfuzz

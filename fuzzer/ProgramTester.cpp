@@ -22,6 +22,7 @@ Job ProgramTester::makeJob(const std::filesystem::path& program, RunMode mode, c
   job.repeat = mode == RunMode::Eager ? 2 : 1;  // the second eager run detects nondeterminism
   job.plugins = settings.plugins;
   job.threads = settings.threads;
+  job.backward = settings.backward;
   return job;
 }
 
@@ -77,6 +78,8 @@ nlohmann::json toJson(const ProgramTestResult& result) {
     nlohmann::json leaves = nlohmann::json::array();
     for (const auto& l : v.comparison->leaves)
       leaves.push_back({{"leaf", l.leaf},
+                        {"role", l.role},
+                        {"name", l.name.empty() ? fmt::format("output {}", l.leaf) : l.name},
                         {"dtype", l.eagerDtype},
                         {"compiled_dtype", l.compiledDtype},
                         {"shape", l.eagerShape},

@@ -19,6 +19,7 @@ struct TestSettings {
   std::string device = "cpu";
   int threads = 0;
   std::vector<std::filesystem::path> plugins;
+  bool backward = false;  ///< also run backward in every mode; gradients become extra output leaves
 };
 
 /// The three runs, the verdict, and what the oracle cost.

@@ -26,6 +26,7 @@ std::string encodeJob(const Job& job) {
       {"job_dir", job.jobDir.string()},
       {"repeat", job.repeat},
       {"threads", job.threads},
+      {"backward", job.backward},
   };
   if (job.mode == RunMode::Compiled) j["compile"] = job.compile.toJson();
   nlohmann::json plugins = nlohmann::json::array();

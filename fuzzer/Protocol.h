@@ -35,6 +35,7 @@ struct Job {
   int repeat = 1;                  ///< forward calls; a second one checks nondeterminism
   std::vector<std::filesystem::path> plugins;  ///< trusted Python files run before compiling
   int threads = 0;                 ///< torch intra-op threads in the child; 0: torch's default
+  bool backward = false;           ///< also compare gradients (inputs and parameters) after each forward
 };
 
 /// The zygote's first message, after `import torch`.

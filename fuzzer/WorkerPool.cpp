@@ -35,7 +35,8 @@ struct Worker::Process {
   }
 };
 
-Worker::Worker(WorkerSpec spec, int index) : spec_(std::move(spec)), index_(index) {}
+Worker::Worker(WorkerSpec spec, int index, const std::atomic<bool>* cancelled)
+    : spec_(std::move(spec)), index_(index), cancelled_(cancelled) {}
 
 Worker::~Worker() { stop(); }
 
@@ -132,6 +133,7 @@ std::optional<std::string> Worker::readLine(Clock::time_point deadline) {
     }
     auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (remaining <= 0) return std::nullopt;
+    if (cancelled_ && cancelled_->load()) return std::nullopt;
     pollfd pfd{process_->fromChild, POLLIN, 0};
     int n = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(remaining, 1000)));
     if (n < 0 && errno == EINTR) continue;
@@ -174,6 +176,11 @@ oracles::RunResult Worker::run(const Job& job) {
                               static_cast<int64_t>((job.limits.timeoutSeconds + spec_.graceSeconds) * 1000));
   while (true) {
     auto reply = readLine(deadline);
+    if (!reply && cancelled_ && cancelled_->load()) {
+      process_.reset();  // kills the zygote and its job; the pool is shutting down
+      hello_.reset();
+      throw JobCancelled("job " + job.id + " abandoned: the run is stopping");
+    }
     if (!reply) {
       bool alive = process_->child.running();
       return lostWorkerResult(job, alive ? oracles::RunStatus::Timeout : oracles::RunStatus::Signal,
@@ -243,9 +250,25 @@ WorkerPool::~WorkerPool() {
   for (auto& t : threads_) t.join();
 }
 
+void WorkerPool::cancel() {
+  std::deque<std::pair<Job, std::promise<oracles::RunResult>>> abandoned;
+  {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+    abandoned.swap(queue_);
+  }
+  for (auto& [job, promise] : abandoned)
+    promise.set_exception(std::make_exception_ptr(JobCancelled("job " + job.id + " abandoned: the run is stopping")));
+  ready_.notify_all();
+}
+
 std::future<oracles::RunResult> WorkerPool::submit(Job job) {
   std::promise<oracles::RunResult> promise;
   auto future = promise.get_future();
+  if (cancelled_) {
+    promise.set_exception(std::make_exception_ptr(JobCancelled("job " + job.id + " refused: the run is stopping")));
+    return future;
+  }
   {
     std::lock_guard lock(mutex_);
     queue_.emplace_back(std::move(job), std::move(promise));
@@ -255,7 +278,7 @@ std::future<oracles::RunResult> WorkerPool::submit(Job job) {
 }
 
 void WorkerPool::serve(size_t index, std::promise<Hello> started) {
-  Worker worker(spec_, static_cast<int>(index));
+  Worker worker(spec_, static_cast<int>(index), &cancelled_);
   try {
     started.set_value(worker.start());
   } catch (...) {

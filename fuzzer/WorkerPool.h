@@ -1,5 +1,6 @@
 #pragma once
 // Worker zygotes (fuzzer/worker/harness.py) as Boost.Process children, and a pool of them.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -39,11 +40,18 @@ struct WorkerStartError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The job was abandoned because the pool was cancelled (a campaign stopping); not a result.
+struct JobCancelled : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// One zygote. Not thread-safe: owned and driven by one thread, which should outlive the zygote
 /// (the zygote dies with the thread that spawned it).
 class Worker {
  public:
-  Worker(WorkerSpec spec, int index);
+  /// `cancelled`, when given, is polled while a job runs: once true, the zygote is killed and run()
+  /// throws JobCancelled.
+  Worker(WorkerSpec spec, int index, const std::atomic<bool>* cancelled = nullptr);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -63,6 +71,7 @@ class Worker {
 
   WorkerSpec spec_;
   int index_;
+  const std::atomic<bool>* cancelled_;
   struct Process;
   std::unique_ptr<Process> process_;
   std::optional<Hello> hello_;
@@ -80,6 +89,9 @@ class WorkerPool {
 
   /// Queues a job; the future holds its result (never an exception for a dead child).
   std::future<oracles::RunResult> submit(Job job);
+  /// Abandons every queued and running job (their futures throw JobCancelled, running zygotes are
+  /// killed within a second) and refuses later ones. Thread-safe; for a campaign that stops.
+  void cancel();
   /// The first zygote's hello (torch version, device).
   const Hello& hello() const { return hello_; }
   size_t size() const { return threads_.size(); }
@@ -93,6 +105,7 @@ class WorkerPool {
   std::condition_variable ready_;
   std::deque<std::pair<Job, std::promise<oracles::RunResult>>> queue_;
   bool stopping_ = false;
+  std::atomic<bool> cancelled_{false};
   std::vector<std::thread> threads_;
 };
 

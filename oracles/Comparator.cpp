@@ -46,7 +46,8 @@ Comparison Comparator::compare(const LoadedOutputs& eager, const LoadedOutputs& 
     if (!leaf.fp64Stable) result.unstable = true;
     if (!leaf.passed && result.passed) {
       result.passed = false;
-      result.reason = fmt::format("output {}: {}", i, leaf.reason);
+      result.reason = leaf.name.empty() ? fmt::format("output {}: {}", i, leaf.reason)
+                                        : fmt::format("output {} {}: {}", i, leaf.name, leaf.reason);
     }
     result.leaves.push_back(std::move(leaf));
   }
@@ -59,6 +60,8 @@ LeafComparison Comparator::compareLeaf(size_t index, const LoadedOutputs& eager,
   const OutputLeaf& cl = compiled.leaves[index];
   LeafComparison out;
   out.leaf = index;
+  out.role = el.role;
+  out.name = el.name;
   out.eagerDtype = el.dtype;
   out.compiledDtype = cl.dtype;
   out.eagerShape = el.shape;

@@ -23,6 +23,8 @@ struct ComparatorOptions {
 /// The figures behind the verdict for one output leaf.
 struct LeafComparison {
   size_t leaf = 0;
+  std::string role = "output";  ///< the eager leaf's role: "output" or "grad"
+  std::string name;             ///< the eager leaf's name, e.g. "grad(param linear.weight)"; may be empty
   std::string eagerDtype, compiledDtype;
   std::vector<int64_t> eagerShape, compiledShape;
   bool dtypeMatch = true, shapeMatch = true;

@@ -26,6 +26,14 @@ double numberField(const nlohmann::json& j, const char* key) {
   return (it != j.end() && it->is_number()) ? it->get<double>() : 0.0;
 }
 
+/// The numeric entries of the object j[key] (absent or not an object: none).
+void numberMap(const nlohmann::json& j, const char* key, std::map<std::string, double>& into) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) return;
+  for (const auto& [k, v] : it->items())
+    if (v.is_number()) into[k] = v.get<double>();
+}
+
 OutputSet outputSetFromJson(const nlohmann::json& j) {
   if (!j.is_object()) throw std::invalid_argument("outputs is not an object");
   OutputSet set;
@@ -42,6 +50,8 @@ OutputSet outputSetFromJson(const nlohmann::json& j) {
     leaf.dtype = stringField(leafJson, "dtype");
     if (leafJson.contains("shape")) leaf.shape = leafJson.at("shape").get<std::vector<int64_t>>();
     leaf.repr = stringField(leafJson, "repr");
+    if (std::string role = stringField(leafJson, "role"); !role.empty()) leaf.role = std::move(role);
+    leaf.name = stringField(leafJson, "name");
     set.leaves.push_back(std::move(leaf));
   }
   return set;
@@ -110,7 +120,8 @@ RunResult runResultFromJson(const nlohmann::json& j) {
   if (auto it = j.find("times"); it != j.end() && it->is_object()) {
     const auto& t = *it;
     r.times = PhaseTimes{numberField(t, "fork_s"), numberField(t, "setup_s"), numberField(t, "compile_s"),
-                         numberField(t, "run_s"),  numberField(t, "save_s"),  numberField(t, "child_wall_s"), 0.0};
+                         numberField(t, "run_s"),  numberField(t, "save_s"),  numberField(t, "child_wall_s"), 0.0,
+                         numberField(t, "backward_s")};
   }
   if (auto it = j.find("outputs"); it != j.end() && !it->is_null()) r.outputs = outputSetFromJson(*it);
   if (auto it = j.find("repeat_outputs"); it != j.end() && it->is_array())
@@ -122,11 +133,12 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     const nlohmann::json reasons = it->value("break_reasons", nlohmann::json::object());
     for (const auto& [k, v] : reasons.items())
       if (v.is_number()) f.breakReasons[k] = v.get<int>();
-    const nlohmann::json counters = it->value("inductor_counters", nlohmann::json::object());
-    for (const auto& [k, v] : counters.items())
-      if (v.is_number()) f.inductorCounters[k] = v.get<double>();
+    numberMap(*it, "inductor_counters", f.inductorCounters);
+    numberMap(*it, "inductor_metrics", f.inductorMetrics);
+    numberMap(*it, "aot_autograd_counters", f.aotAutogradCounters);
     r.compileFacts = std::move(f);
   }
+  r.backwardNote = stringField(j, "backward");
   return r;
 }
 
@@ -143,6 +155,8 @@ nlohmann::json toJson(const RunResult& r) {
                      {"save_s", r.times.save},
                      {"child_wall_s", r.times.childWall},
                      {"round_trip_s", r.times.roundTrip}}}};
+  if (r.times.backward > 0) j["times"]["backward_s"] = r.times.backward;
+  if (!r.backwardNote.empty()) j["backward"] = r.backwardNote;
   if (r.exception)
     j["exception"] = {{"type", r.exception->type},
                       {"qualified_type", r.exception->qualifiedType},
@@ -151,7 +165,10 @@ nlohmann::json toJson(const RunResult& r) {
   if (r.compileFacts)
     j["compile_facts"] = {{"graph_count", r.compileFacts->graphCount},
                           {"graph_breaks", r.compileFacts->graphBreaks},
-                          {"break_reasons", r.compileFacts->breakReasons}};
+                          {"break_reasons", r.compileFacts->breakReasons},
+                          {"inductor_counters", r.compileFacts->inductorCounters},
+                          {"inductor_metrics", r.compileFacts->inductorMetrics},
+                          {"aot_autograd_counters", r.compileFacts->aotAutogradCounters}};
   return j;
 }
 

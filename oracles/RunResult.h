@@ -36,6 +36,8 @@ struct OutputLeaf {
   std::string dtype;             ///< torch dtype name without "torch.", or the Python scalar type
   std::vector<int64_t> shape;
   std::string repr;              ///< for Other leaves, compared as text
+  std::string role = "output";   ///< "output" (a forward result) or "grad" (a gradient, backward jobs)
+  std::string name;              ///< e.g. "grad(input 0)", "grad(param linear.weight)"; empty for outputs
 };
 
 /// The outputs of one forward call: a torch.save'd list of tensors in the job directory.
@@ -50,19 +52,22 @@ struct CompileFacts {
   int graphBreaks = 0;
   std::map<std::string, int> breakReasons;
   std::map<std::string, double> inductorCounters;
+  std::map<std::string, double> inductorMetrics;     ///< torch._inductor.metrics (generated_kernel_count, ...)
+  std::map<std::string, double> aotAutogradCounters;  ///< counters["aot_autograd"] (total, ok, ...)
 };
 
 /// Seconds spent per phase. The harness fills the child's phases; the pool adds the round trip.
 struct PhaseTimes {
   double fork = 0, setup = 0, compile = 0, run = 0, save = 0, childWall = 0;
   double roundTrip = 0;  ///< job written to result parsed, as the C++ side saw it
+  double backward = 0;   ///< the part of `run` spent computing gradients (backward jobs)
 };
 
 /// The result of one job.
 struct RunResult {
   std::string jobId;
   RunStatus status = RunStatus::Ok;
-  std::string phase;  ///< load | config | setup | compile | run | save | done | harness
+  std::string phase;  ///< load | config | setup | compile | run | backward | save | done | harness
   std::optional<ExceptionInfo> exception;
   int signal = 0;
   std::string signalName;
@@ -72,6 +77,7 @@ struct RunResult {
   std::optional<OutputSet> outputs;
   std::vector<OutputSet> repeatOutputs;  ///< further runs of the same job (nondeterminism check)
   std::optional<CompileFacts> compileFacts;
+  std::string backwardNote;  ///< backward jobs: "ok", or why it was skipped ("skipped: no differentiable output")
   std::filesystem::path jobDir;
 
   bool ok() const { return status == RunStatus::Ok; }

@@ -107,6 +107,122 @@ TEST_F(ProgramTesterTest, Fp64ModeWidensExplicitCastsInsideForward) {
   EXPECT_EQ(r.runs.fp64.outputs->leaves.at(2).dtype, "float64");
 }
 
+namespace {
+/// The leaves' names (forward outputs have none) and shapes, as "name[shape]" strings.
+std::vector<std::string> leafNames(const oracles::OutputSet& set) {
+  std::vector<std::string> out;
+  for (const auto& l : set.leaves) {
+    std::string shape;
+    for (size_t i = 0; i < l.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(l.shape[i]);
+    out.push_back(l.role + ":" + (l.name.empty() ? l.repr : l.name) + "[" + shape + "]");
+  }
+  return out;
+}
+const std::vector<std::string> kLinearLeaves = {"output:[3]", "grad:grad(input 0)[3,8]",
+                                                "grad:grad(param linear.bias)[4]",
+                                                "grad:grad(param linear.weight)[4,8]"};
+}  // namespace
+
+TEST_F(ProgramTesterTest, BackwardAgreesUnderAotEagerAndSavesNamedGradients) {
+  TestSettings s = settings("aot_eager");
+  s.backward = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  for (const oracles::RunResult* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64}) {
+    ASSERT_TRUE(run->ok()) << run->summary();
+    ASSERT_TRUE(run->outputs);
+    EXPECT_EQ(leafNames(*run->outputs), kLinearLeaves);
+    EXPECT_EQ(run->backwardNote, "ok");
+  }
+  ASSERT_EQ(r.runs.eager.repeatOutputs.size(), 1u);  // the second eager run repeats forward and backward
+  EXPECT_EQ(leafNames(r.runs.eager.repeatOutputs[0]), kLinearLeaves);
+  EXPECT_EQ(r.runs.eager.outputs->leaves[3].dtype, "float32");
+  EXPECT_EQ(r.runs.fp64.outputs->leaves[3].dtype, "float64");  // the fp64 reference for the gradients
+  ASSERT_TRUE(r.verdict.comparison);
+  ASSERT_EQ(r.verdict.comparison->leaves.size(), 4u);
+  for (const auto& l : r.verdict.comparison->leaves) EXPECT_TRUE(l.passed) << l.name << ": " << l.reason;
+  EXPECT_GT(r.runs.eager.times.backward, 0.0);
+
+  nlohmann::json j = toJson(r);
+  ASSERT_EQ(j["outputs"].size(), 4u);
+  EXPECT_EQ(j["outputs"][0]["name"], "output 0");
+  EXPECT_EQ(j["outputs"][0]["role"], "output");
+  EXPECT_EQ(j["outputs"][3]["name"], "grad(param linear.weight)");
+  EXPECT_EQ(j["outputs"][3]["role"], "grad");
+  EXPECT_EQ(j["eager"]["backward"], "ok");
+}
+
+TEST_F(ProgramTesterTest, PlantedGradientBugIsFoundOnlyByTheBackwardOracle) {
+  // TEST FIXTURE backend: exact forward; its AOTAutograd backward perturbs the first gradient.
+  TestSettings s = settings("tcfuzz_planted_grad");
+  ProgramTestResult forwardOnly = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(forwardOnly.verdict.verdict, oracles::Verdict::Agree) << forwardOnly.verdict.reason;
+  ASSERT_TRUE(forwardOnly.runs.compiled.outputs);
+  EXPECT_EQ(forwardOnly.runs.compiled.outputs->leaves.size(), 1u);
+  EXPECT_TRUE(forwardOnly.runs.compiled.backwardNote.empty());
+
+  s.backward = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NumericDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  ASSERT_EQ(r.verdict.comparison->leaves.size(), 4u);
+  EXPECT_TRUE(r.verdict.comparison->leaves[0].passed);  // the forward output is exact
+  int failing = 0;
+  for (const auto& l : r.verdict.comparison->leaves) {
+    if (l.passed) continue;
+    ++failing;
+    EXPECT_EQ(l.role, "grad");
+    EXPECT_EQ(l.name.rfind("grad(", 0), 0u) << l.name;
+    EXPECT_TRUE(l.fp64Used);
+    EXPECT_GT(l.rmseCompiled, 100 * l.rmseEager);
+  }
+  EXPECT_EQ(failing, 1);
+  EXPECT_NE(r.verdict.reason.find("grad("), std::string::npos) << r.verdict.reason;
+}
+
+TEST_F(ProgramTesterTest, FailingLazyBackwardCompileIsABackwardPhaseCrash) {
+  // TEST FIXTURE backend: the forward compiles; AOTAutograd's lazy backward compile raises.
+  TestSettings s = settings("tcfuzz_planted_bw_raise");
+  s.backward = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::CrashMismatch) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.compiled.exception);
+  EXPECT_EQ(r.runs.compiled.phase, "backward");  // not "compile": the forward compiled and ran
+  EXPECT_NE(r.runs.compiled.exception->message.find("planted backward compiler failure"), std::string::npos);
+  EXPECT_TRUE(r.runs.eager.ok());
+}
+
+TEST_F(ProgramTesterTest, BackwardWithNoDifferentiableOutputIsSkipped) {
+  TestSettings s = settings("aot_eager");
+  s.backward = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/integer_output.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  for (const oracles::RunResult* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64}) {
+    ASSERT_TRUE(run->ok()) << run->summary();
+    EXPECT_EQ(run->backwardNote, "skipped: no differentiable output");
+    ASSERT_TRUE(run->outputs);
+    EXPECT_EQ(leafNames(*run->outputs), (std::vector<std::string>{"output:[4]"}));
+  }
+}
+
+TEST_F(ProgramTesterTest, InductorBackwardReportsKernelMetricsAndAotCounters) {
+  TestSettings s = settings("inductor");
+  s.backward = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.compiled.ok()) << r.runs.compiled.summary();
+  ASSERT_TRUE(r.runs.compiled.outputs);
+  EXPECT_EQ(leafNames(*r.runs.compiled.outputs), kLinearLeaves);
+  ASSERT_TRUE(r.runs.compiled.compileFacts);
+  const auto& facts = *r.runs.compiled.compileFacts;
+  ASSERT_TRUE(facts.inductorMetrics.count("generated_kernel_count"));
+  EXPECT_GE(facts.inductorMetrics.at("generated_kernel_count"), 1);
+  ASSERT_TRUE(facts.aotAutogradCounters.count("total"));
+  EXPECT_GE(facts.aotAutogradCounters.at("total"), 1);
+  nlohmann::json j = toJson(r);
+  EXPECT_GE(j["compiled"]["compile_facts"]["inductor_metrics"]["generated_kernel_count"].get<double>(), 1);
+}
+
 TEST_F(ProgramTesterTest, UnknownInductorOptionIsAConfigurationError) {
   TestSettings s = settings("inductor");
   s.compile.addInductorOverride("no_such_option=1");

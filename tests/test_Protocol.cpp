@@ -24,6 +24,7 @@ TEST(Protocol, EncodesEveryJobField) {
   job.repeat = 2;
   job.plugins = {"/p/plugin.py"};
   job.threads = 3;
+  job.backward = true;
 
   std::string line = encodeJob(job);
   EXPECT_EQ(line.find('\n'), std::string::npos);
@@ -39,6 +40,7 @@ TEST(Protocol, EncodesEveryJobField) {
   EXPECT_EQ(j["job_dir"], "/w/jobs/000007-compiled");
   EXPECT_EQ(j["repeat"], 2);
   EXPECT_EQ(j["threads"], 3);
+  EXPECT_EQ(j["backward"], true);
   EXPECT_EQ(j["plugins"][0], "/p/plugin.py");
   EXPECT_EQ(j["compile"]["backend"], "aot_eager");
   EXPECT_EQ(j["compile"]["mode"], "max-autotune");
@@ -54,6 +56,7 @@ TEST(Protocol, EagerJobCarriesNoCompileConfig) {
   auto j = nlohmann::json::parse(encodeJob(job));
   EXPECT_FALSE(j.contains("compile"));
   EXPECT_EQ(j["mode"], "eager");
+  EXPECT_EQ(j["backward"], false);  // forward only unless asked
 }
 
 TEST(Protocol, CompileConfigRecordsOnlyNonDefaults) {
@@ -109,6 +112,62 @@ TEST(Protocol, DecodesFullResult) {
   EXPECT_EQ(r.compileFacts->graphCount, 2);
   EXPECT_EQ(r.compileFacts->breakReasons.at("print call"), 1);
   EXPECT_DOUBLE_EQ(r.compileFacts->inductorCounters.at("pattern_matcher_count"), 4);
+  // A result from before backward jobs and the extra compile facts: defaults, nothing invented.
+  EXPECT_EQ(r.outputs->leaves[0].role, "output");
+  EXPECT_EQ(r.outputs->leaves[0].name, "");
+  EXPECT_TRUE(r.backwardNote.empty());
+  EXPECT_DOUBLE_EQ(r.times.backward, 0.0);
+  EXPECT_TRUE(r.compileFacts->inductorMetrics.empty());
+  EXPECT_TRUE(r.compileFacts->aotAutogradCounters.empty());
+}
+
+TEST(Protocol, DecodesBackwardLeavesAndTheExtraCompileFacts) {
+  auto r = std::get<oracles::RunResult>(decodeMessage(R"json({"type":"result","id":"j2","status":"ok","phase":"done",
+    "backward":"ok",
+    "outputs":{"file":"outputs.pt","leaves":[
+        {"kind":"tensor","index":0,"dtype":"float32","shape":[3],"role":"output"},
+        {"kind":"tensor","index":1,"dtype":"float32","shape":[3,8],"role":"grad","name":"grad(input 0)"},
+        {"kind":"other","repr":"None","role":"grad","name":"grad(param linear.bias)"},
+        {"kind":"tensor","index":2,"dtype":"float32","shape":[4,8],"role":"grad","name":"grad(param linear.weight)"}]},
+    "times":{"run_s":2.0,"backward_s":0.75},
+    "compile_facts":{"graph_count":1,"graph_breaks":0,"break_reasons":{},"inductor_counters":{},
+                     "inductor_metrics":{"generated_kernel_count":3,"num_bytes_accessed":1024,"ir_nodes_pre_fusion":6},
+                     "aot_autograd_counters":{"total":1,"ok":1,"autograd_cache_miss":1}}})json"));
+  ASSERT_TRUE(r.outputs);
+  ASSERT_EQ(r.outputs->leaves.size(), 4u);
+  EXPECT_EQ(r.outputs->leaves[0].role, "output");
+  EXPECT_EQ(r.outputs->leaves[0].name, "");
+  EXPECT_EQ(r.outputs->leaves[1].role, "grad");
+  EXPECT_EQ(r.outputs->leaves[1].name, "grad(input 0)");
+  EXPECT_EQ(r.outputs->leaves[1].shape, (std::vector<int64_t>{3, 8}));
+  EXPECT_EQ(r.outputs->leaves[2].kind, oracles::OutputLeaf::Kind::Other);
+  EXPECT_EQ(r.outputs->leaves[2].repr, "None");
+  EXPECT_EQ(r.outputs->leaves[2].name, "grad(param linear.bias)");
+  EXPECT_EQ(r.outputs->leaves[3].name, "grad(param linear.weight)");
+  EXPECT_EQ(r.outputs->leaves[3].index, 2);
+  EXPECT_EQ(r.backwardNote, "ok");
+  EXPECT_DOUBLE_EQ(r.times.backward, 0.75);
+  ASSERT_TRUE(r.compileFacts);
+  EXPECT_DOUBLE_EQ(r.compileFacts->inductorMetrics.at("generated_kernel_count"), 3);
+  EXPECT_DOUBLE_EQ(r.compileFacts->inductorMetrics.at("num_bytes_accessed"), 1024);
+  EXPECT_EQ(r.compileFacts->inductorMetrics.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.compileFacts->aotAutogradCounters.at("total"), 1);
+  EXPECT_EQ(r.compileFacts->aotAutogradCounters.size(), 3u);
+
+  nlohmann::json report = oracles::toJson(r);  // the report view carries them on
+  EXPECT_EQ(report["backward"], "ok");
+  EXPECT_EQ(report["times"]["backward_s"], 0.75);
+  EXPECT_EQ(report["compile_facts"]["inductor_metrics"]["generated_kernel_count"], 3);
+  EXPECT_EQ(report["compile_facts"]["aot_autograd_counters"]["autograd_cache_miss"], 1);
+}
+
+TEST(Protocol, DecodesASkippedBackward) {
+  auto r = std::get<oracles::RunResult>(decodeMessage(
+      R"({"type":"result","id":"j3","status":"ok","phase":"done","backward":"skipped: no differentiable output",
+          "outputs":{"file":"outputs.pt","leaves":[{"kind":"tensor","index":0,"dtype":"int64","shape":[4],"role":"output"}]}})"));
+  EXPECT_EQ(r.backwardNote, "skipped: no differentiable output");
+  EXPECT_EQ(oracles::toJson(r)["backward"], "skipped: no differentiable output");
+  EXPECT_FALSE(oracles::toJson(r).contains("compile_facts"));
 }
 
 TEST(Protocol, DecodesEachFailureStatus) {

@@ -64,6 +64,7 @@ class ChildRun:
         self.job = job
         self.dir = job["job_dir"]
         self.phase = "start"
+        self.backward_note = ""
         self.times = {}
         self.compile_seconds = 0.0
         self._compile_started = None
@@ -127,15 +128,19 @@ class ChildRun:
 
         handler = torch._dynamo.callback_handler
 
+        # Dynamo frames fire these, and so does AOTAutograd's lazy compile of the backward graph
+        # (CallbackTrigger.LAZY_BACKWARD) at the first backward: that one counts as compile time but
+        # keeps the phase "backward", so a failing backward compile is a backward failure.
         def on_start(*_):
             self._compile_started = time.monotonic()
-            self.mark("compile")
+            if self.phase != "backward":
+                self.mark("compile")
 
         def on_end(*_):
             if self._compile_started is not None:
                 self.compile_seconds += time.monotonic() - self._compile_started
                 self._compile_started = None
-            if sys.exc_info()[0] is None:  # a compile that raised keeps the phase "compile"
+            if sys.exc_info()[0] is None and self.phase == "compile":  # a compile that raised keeps it
                 self.mark("run")
 
         handler.register_start_callback(on_start)
@@ -178,25 +183,49 @@ class ChildRun:
         self.times["setup_s"] = time.monotonic() - t0
 
         repeat = int(job.get("repeat", 1))
-        outputs = []
-        self.mark("run")
+        backward = bool(job.get("backward", False))
+        wrt, wrt_names = [], []
+        if backward:
+            # Floating inputs become leaves that require grad; parameters already do.
+            inputs = pytree.tree_map(_grad_leaf, list(inputs))
+            for i, leaf in enumerate(pytree.tree_leaves(inputs)):
+                if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                    wrt.append(leaf)
+                    wrt_names.append(f"grad(input {i})")
+            named = getattr(model, "named_parameters", None)
+            for name, p in sorted(named() if named else [], key=lambda item: item[0]):
+                if p.requires_grad:
+                    wrt.append(p)
+                    wrt_names.append(f"grad(param {name})")
+        outputs, grads = [], []
+        self.times["backward_s"] = 0.0
         t_run = time.monotonic()
-        torch.set_grad_enabled(False)
+        torch.set_grad_enabled(backward)
         for _ in range(repeat):
+            self.mark("run")
             self.seed_everything()
+            # The program gets a clone of each grad leaf: an in-place op on an input is then legal
+            # (as it is without backward), and the gradient still flows back to the leaf.
+            args = [_clone_if_grad(t) for t in inputs] if backward else inputs
             if mode == "fp64":
                 with Fp64Casts():
                     prev = torch.get_default_dtype()
                     torch.set_default_dtype(torch.float64)
                     try:
-                        out = fn(*inputs)
+                        out = fn(*args)
                     finally:
                         torch.set_default_dtype(prev)
             else:
-                out = fn(*inputs)
+                out = fn(*args)
             # Under CUDA graphs the output buffers are reused by the next replay: clone at once.
-            out = pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, out)
-            outputs.append(out)
+            outputs.append(pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, out))
+            if backward:
+                # Outside Fp64Casts: the seeded grad_outputs must be the same float32 values in every mode.
+                self.mark("backward")
+                t_bw = time.monotonic()
+                grads.append(self.gradients(out, wrt, wrt_names))
+                self.times["backward_s"] += time.monotonic() - t_bw
+            del out
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         self.times["run_s"] = time.monotonic() - t_run
@@ -205,40 +234,72 @@ class ChildRun:
 
         self.mark("save")
         t_save = time.monotonic()
-        saved = [self.save_outputs(out, i) for i, out in enumerate(outputs)]
+        saved = [self.save_outputs(out, i, grads[i] if grads else None) for i, out in enumerate(outputs)]
         self.times["save_s"] = time.monotonic() - t_save
         result = {"status": "ok", "phase": "done", "outputs": saved[0], "times": self.times}
         if len(saved) > 1:
             result["repeat_outputs"] = saved[1:]
+        if backward:
+            result["backward"] = self.backward_note
         if mode == "compiled":
             result["compile_facts"] = compile_facts()
         return result
 
-    def save_outputs(self, out, index):
-        """Saves the flattened outputs as one torch.save list; describes every leaf."""
+    def gradients(self, out, wrt, wrt_names):
+        """d(outputs)/d(inputs, parameters) with seeded grad_outputs: [(name, tensor or None)], or None if skipped.
+
+        torch.autograd.grad, not .backward(): a repeated call accumulates nothing. Output leaf k is
+        seeded with seed + k (its position among all output leaves), so the values do not depend on
+        which other outputs happen to require grad."""
+        seed = int(self.job["seed"])
+        diff_outputs, grad_outputs = [], []
+        for k, leaf in enumerate(pytree.tree_leaves(out)):
+            if isinstance(leaf, torch.Tensor) and leaf.requires_grad and (leaf.is_floating_point() or leaf.is_complex()):
+                g = torch.randn(tuple(leaf.shape), generator=torch.Generator().manual_seed(seed + k), dtype=torch.float32)
+                diff_outputs.append(leaf)
+                grad_outputs.append(g.to(dtype=leaf.dtype, device=leaf.device))
+        if not diff_outputs:
+            self.backward_note = "skipped: no differentiable output"
+            return None
+        if not wrt:
+            self.backward_note = "skipped: no input or parameter requires grad"
+            return None
+        computed = torch.autograd.grad(diff_outputs, wrt, grad_outputs, allow_unused=True)
+        self.backward_note = "ok"
+        # Cloned at once, like the forward outputs (CUDA graphs reuse their buffers).
+        return [(name, None if g is None else g.detach().clone()) for name, g in zip(wrt_names, computed)]
+
+    def save_outputs(self, out, index, grads=None):
+        """Saves the flattened outputs, then the gradients, as one torch.save list; describes every leaf."""
         leaves, _ = pytree.tree_flatten(out)
         tensors, described = [], []
         for leaf in leaves:
-            if isinstance(leaf, torch.SymInt):
-                leaf = int(leaf)
-            if isinstance(leaf, torch.Tensor):
-                t = leaf.detach().to("cpu")
-                if t.layout != torch.strided:
-                    t = t.to_dense()
-                if t.is_complex():
-                    t = torch.view_as_real(t.resolve_conj())  # compared as (..., 2) real pairs
-                t = t.contiguous().clone()  # its own storage: torch.save writes whole storages
-                described.append({"kind": "tensor", "index": len(tensors), "dtype": str(leaf.dtype).replace("torch.", ""),
-                                  "shape": list(leaf.shape)})
-                tensors.append(t)
-            elif isinstance(leaf, (bool, int, float)):
-                described.append({"kind": "scalar", "index": len(tensors), "dtype": type(leaf).__name__})
-                tensors.append(torch.tensor(leaf))
-            else:
-                described.append({"kind": "other", "repr": repr(leaf)[:200]})
+            described.append(dict(self.describe_leaf(leaf, tensors), role="output"))
+        for name, grad in grads or []:
+            described.append(dict(self.describe_leaf(grad, tensors), role="grad", name=name))
         name = "outputs.pt" if index == 0 else f"outputs_{index}.pt"
         torch.save(tensors, os.path.join(self.dir, name))
         return {"file": name, "leaves": described}
+
+    @staticmethod
+    def describe_leaf(leaf, tensors):
+        """Appends the leaf's tensor (if it has one) to `tensors` and returns its description."""
+        if isinstance(leaf, torch.SymInt):
+            leaf = int(leaf)
+        if isinstance(leaf, torch.Tensor):
+            t = leaf.detach().to("cpu")
+            if t.layout != torch.strided:
+                t = t.to_dense()
+            if t.is_complex():
+                t = torch.view_as_real(t.resolve_conj())  # compared as (..., 2) real pairs
+            t = t.contiguous().clone()  # its own storage: torch.save writes whole storages
+            tensors.append(t)
+            return {"kind": "tensor", "index": len(tensors) - 1, "dtype": str(leaf.dtype).replace("torch.", ""),
+                    "shape": list(leaf.shape)}
+        if isinstance(leaf, (bool, int, float)):
+            tensors.append(torch.tensor(leaf))
+            return {"kind": "scalar", "index": len(tensors) - 1, "dtype": type(leaf).__name__}
+        return {"kind": "other", "repr": repr(leaf)[:200]}
 
 
 class ContractError(Exception):
@@ -256,6 +317,20 @@ def _widen_dtype(d):
         if d.is_floating_point:
             return torch.float64
     return d
+
+
+def _clone_if_grad(t):
+    """Top-level tensor arguments that require grad are passed as clones (see ChildRun.run)."""
+    if isinstance(t, torch.Tensor) and t.requires_grad:
+        return t.clone()
+    return t
+
+
+def _grad_leaf(t):
+    """A floating or complex input tensor as a fresh leaf that requires grad; anything else unchanged."""
+    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+        return t.detach().requires_grad_(True)
+    return t
 
 
 def _widen_tensor(t):
@@ -285,13 +360,32 @@ def compile_facts():
     from torch._dynamo.utils import counters
     stats = counters.get("stats", {})
     breaks = dict(counters.get("graph_break", {}))
-    inductor = {k: v for k, v in counters.get("inductor", {}).items() if isinstance(v, (int, float))}
     return {
         "graph_count": int(stats.get("unique_graphs", 0)),
         "graph_breaks": int(sum(breaks.values())),
         "break_reasons": {str(k)[:300]: int(v) for k, v in list(breaks.items())[:20]},
-        "inductor_counters": inductor,
+        "inductor_counters": _numeric(counters.get("inductor", {})),
+        "inductor_metrics": inductor_metrics(),
+        "aot_autograd_counters": _numeric(counters.get("aot_autograd", {})),
     }
+
+
+def _numeric(mapping):
+    return {str(k): v for k, v in mapping.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+# The numeric module globals of torch._inductor.metrics (torch 2.11 has all of these; older or newer
+# torch may lack some: those are skipped). Each child is a fresh fork, so they count this job only.
+INDUCTOR_METRICS = (
+    "generated_kernel_count", "generated_cpp_vec_kernel_count", "ir_nodes_pre_fusion", "num_bytes_accessed",
+    "cpp_to_dtype_count", "num_comprehensive_padding", "num_matches_for_scatter_upon_const_tensor",
+    "num_loop_reordering", "parallel_reduction_count", "codegen_mix_order_reduction", "num_auto_chunking",
+)
+
+
+def inductor_metrics():
+    import torch._inductor.metrics as metrics
+    return _numeric({name: getattr(metrics, name, None) for name in INDUCTOR_METRICS})
 
 
 def exception_record(exc):

@@ -1,0 +1,268 @@
+// End-to-end tests of `tcfuzz fuzz` with real worker zygotes. For speed they pin the backend: the
+// planted-bug backends of tests/fixtures/planted_backends.py (TEST FIXTURES: they corrupt or fail
+// on purpose so that the oracle must fire) or torch's own "eager" backend (real torch.compile
+// through Dynamo, no Inductor C++ compile).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "fuzzer/CampaignOutput.h"
+#include "fuzzer/FindingStore.h"
+#include "fuzzer/FuzzCommand.h"
+#include "tests/TestWorkers.h"
+
+namespace tcfuzz {
+namespace {
+
+namespace fs = std::filesystem;
+namespace bp = boost::process;
+using test_support::TempDir;
+using test_support::sourcePath;
+
+std::string sandboxArg() { return probeBubblewrap().empty() ? "bwrap" : "none"; }
+
+std::string readText(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A fuzz command line: the common flags, then `extra`.
+std::vector<std::string> fuzzArgs(std::vector<std::string> extra) {
+  std::vector<std::string> args{"fuzz", "--sandbox", sandboxArg(), "--status", "log", "-j", "2", "--timeout", "120"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+struct Finished {
+  int exitCode;
+  std::string output;  ///< stdout and stderr together
+};
+
+Finished runFuzz(const std::vector<std::string>& args) {
+  bp::ipstream out;
+  bp::child c(TCFUZZ_BINARY, bp::args(args), (bp::std_out & bp::std_err) > out);
+  std::string all, line;
+  while (std::getline(out, line)) all += line + "\n";
+  c.wait();
+  return {c.exit_code(), all};
+}
+
+int64_t countRows(const fs::path& db, const std::string& sql) {
+  SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+  return d.execAndGet(sql).getInt64();
+}
+
+std::map<std::string, std::string> stats(const fs::path& out) {
+  std::map<std::string, std::string> kv;
+  std::ifstream in(out / "fuzzer_stats");
+  std::string line;
+  std::regex re(R"(^(\w+)\s*:\s(.*)$)");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) kv[m[1]] = m[2];
+  }
+  return kv;
+}
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+std::vector<std::string> plantedNumeric() {
+  return {"--backend", "tcfuzz_planted_numeric", "--plugin", sourcePath("tests/fixtures/planted_backends.py").string()};
+}
+
+TEST(FuzzCommand, ParsesDurations) {
+  EXPECT_EQ(parseDuration("0"), 0);
+  EXPECT_EQ(parseDuration("600"), 600);
+  EXPECT_EQ(parseDuration("90s"), 90);
+  EXPECT_EQ(parseDuration("10m"), 600);
+  EXPECT_EQ(parseDuration("2h"), 7200);
+  EXPECT_THROW(parseDuration("ten minutes"), std::invalid_argument);
+  EXPECT_THROW(parseDuration("5d"), std::invalid_argument);
+}
+
+TEST(FuzzCommand, UsageErrorsExitTwo) {
+  TempDir dir("tcfuzz-campaign-usage");
+  EXPECT_EQ(runFuzz({"fuzz", "--no-such-flag"}).exitCode, 2);
+  auto noOut = runFuzz({"fuzz", "--max-programs", "1"});
+  EXPECT_EQ(noOut.exitCode, 2);
+  EXPECT_NE(noOut.output.find("-o OUT"), std::string::npos) << noOut.output;
+  EXPECT_EQ(runFuzz({"fuzz", "--resume", (dir.path() / "none").string()}).exitCode, 2);
+  EXPECT_EQ(runFuzz(fuzzArgs({"-o", (dir.path() / "x").string(), "--max-time", "soon"})).exitCode, 2);
+}
+
+// The checks of issue 4 in one campaign: a planted numeric bug chosen by flag is found, recorded in
+// findings.sqlite before anything else, reported under crashes/, and the AFL-style files exist.
+TEST(Campaign, FindsAPlantedNumericBugAndWritesTheOutputDirectory) {
+  TempDir dir("tcfuzz-campaign");
+  fs::path out = dir.path() / "out";
+  auto run = runFuzz(fuzzArgs(concat({"-o", out.string(), "--seed", "11", "--max-programs", "4"}, plantedNumeric())));
+  ASSERT_EQ(run.exitCode, 0) << run.output;
+  fs::path db = out / "findings.sqlite";
+  EXPECT_EQ(countRows(db, "SELECT COUNT(*) FROM programs"), 4);
+  int64_t numeric = countRows(db, "SELECT COUNT(*) FROM findings WHERE verdict = 'numeric-divergence'");
+  EXPECT_GE(numeric, 1) << run.output;
+  // Every signature has its folder with the first witness.
+  SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement sigs(d, "SELECT DISTINCT signature_id FROM findings");
+  int folders = 0;
+  while (sigs.executeStep()) {
+    fs::path f = out / "crashes" / sigs.getColumn(0).getString();
+    EXPECT_TRUE(fs::exists(f / "program.py")) << f;
+    EXPECT_TRUE(fs::exists(f / "meta.json")) << f;
+    EXPECT_NE(readText(f / "meta.json").find("tcfuzz_planted_numeric"), std::string::npos);
+    ++folders;
+  }
+  EXPECT_GE(folders, 1);
+  auto kv = stats(out);
+  EXPECT_EQ(kv["programs_done"], "4");
+  EXPECT_EQ(kv["seed"], "11");
+  EXPECT_EQ(std::stoll(kv["findings"]), countRows(db, "SELECT COUNT(*) FROM findings"));
+  EXPECT_GE(std::stoll(kv["queue_size"]), 1);
+  int queued = 0;
+  for (const auto& e : fs::directory_iterator(out / "queue")) queued += e.path().extension() == ".json";
+  EXPECT_EQ(queued, std::stoll(kv["queue_size"]));
+  std::string plot = readText(out / "plot_data");
+  EXPECT_TRUE(plot.starts_with("# unix_time")) << plot;
+  EXPECT_GE(std::count(plot.begin(), plot.end(), '\n'), 3);
+  EXPECT_NE(readText(out / "cmdline").find("--max-programs 4"), std::string::npos);
+  // A new campaign refuses a directory that already holds one.
+  auto again = runFuzz(fuzzArgs({"-o", out.string(), "--max-programs", "1"}));
+  EXPECT_EQ(again.exitCode, 2);
+  EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
+}
+
+// kill -9 in the middle of a campaign, then --resume: every finding committed before the kill is
+// still there, its crashes/ folder exists, and program indices continue after the last one.
+TEST(Campaign, ResumeAfterKillNineLosesNoFinding) {
+  TempDir dir("tcfuzz-campaign-kill");
+  fs::path out = dir.path() / "out";
+  fs::path db = out / "findings.sqlite";
+  auto args = fuzzArgs(concat({"-o", out.string(), "--seed", "5"}, plantedNumeric()));
+  bp::child c(TCFUZZ_BINARY, bp::args(args), bp::std_out > bp::null, bp::std_err > bp::null);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
+  int64_t before = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (!fs::exists(db)) continue;
+    try {
+      before = countRows(db, "SELECT COUNT(*) FROM findings");
+    } catch (const SQLite::Exception&) {
+      continue;  // the schema is being created
+    }
+    if (before >= 2) break;
+  }
+  ASSERT_GE(before, 2) << "no findings within 4 minutes";
+  ::kill(c.id(), SIGKILL);
+  c.wait();
+  before = countRows(db, "SELECT COUNT(*) FROM findings");  // what the kill left
+  int64_t maxIndex = countRows(db, "SELECT MAX(idx) FROM programs");
+  int64_t maxFinding = countRows(db, "SELECT MAX(id) FROM findings");
+
+  auto resumed = runFuzz(fuzzArgs({"--resume", out.string(), "--max-programs", "2"}));
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  EXPECT_GE(countRows(db, "SELECT COUNT(*) FROM findings"), before);
+  EXPECT_EQ(countRows(db, fmt::format("SELECT COUNT(*) FROM findings WHERE id <= {}", maxFinding)), before);
+  EXPECT_EQ(countRows(db, fmt::format("SELECT COUNT(*) FROM programs WHERE idx > {}", maxIndex)), 2);
+  SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement sigs(d, "SELECT DISTINCT signature_id FROM findings");
+  while (sigs.executeStep()) EXPECT_TRUE(fs::exists(out / "crashes" / sigs.getColumn(0).getString() / "meta.json"));
+  // The resumed session keeps the campaign's seed and records its own command line.
+  EXPECT_EQ(stats(out)["seed"], "5");
+  EXPECT_NE(readText(out / "cmdline").find("--resume"), std::string::npos);
+}
+
+// A hand-edited queue file and a corrupt fuzzer_stats are reported, moved aside and skipped.
+TEST(Campaign, CorruptQueueAndStatsFilesAreQuarantined) {
+  TempDir dir("tcfuzz-campaign-corrupt");
+  fs::path out = dir.path() / "out";
+  auto first = runFuzz(fuzzArgs({"-o", out.string(), "--seed", "3", "--max-programs", "2", "--backend", "eager"}));
+  ASSERT_EQ(first.exitCode, 0) << first.output;
+  fs::path bad = out / "queue" / "id:999999,src:gen,op:grammar.json";
+  std::ofstream(bad) << "{\"format\": \"tcfuzz-graph\", \"version\": 1, \"nodes\": [";
+  std::ofstream(out / "fuzzer_stats") << "programs_done : 2\nthis line is garbage\n";
+  auto resumed = runFuzz(fuzzArgs({"--resume", out.string(), "--max-programs", "1"}));
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("id:999999,src:gen,op:grammar.json is not a valid program"), std::string::npos)
+      << resumed.output;
+  EXPECT_NE(resumed.output.find("fuzzer_stats line 2 is not 'key : value'"), std::string::npos) << resumed.output;
+  EXPECT_FALSE(fs::exists(bad));
+  int quarantined = 0;
+  for (const auto& e : fs::directory_iterator(out / "quarantine")) {
+    std::string name = e.path().filename().string();
+    quarantined += name.starts_with("id:999999") || name.starts_with("fuzzer_stats");
+  }
+  EXPECT_EQ(quarantined, 2);
+  EXPECT_EQ(stats(out)["programs_done"], "3");
+}
+
+// SIGINT stops the campaign gracefully: exit 0, final stats written, the resume hint printed.
+TEST(Campaign, SigintStopsGracefully) {
+  TempDir dir("tcfuzz-campaign-sigint");
+  fs::path out = dir.path() / "out";
+  bp::ipstream log;
+  auto args = fuzzArgs({"-o", out.string(), "--seed", "8", "--backend", "eager"});
+  bp::child c(TCFUZZ_BINARY, bp::args(args), (bp::std_out & bp::std_err) > log);
+  fs::path db = out / "findings.sqlite";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  int64_t done = 0;
+  while (std::chrono::steady_clock::now() < deadline && done < 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    try {
+      if (fs::exists(db)) done = countRows(db, "SELECT COUNT(*) FROM programs");
+    } catch (const SQLite::Exception&) {
+    }
+  }
+  ASSERT_GE(done, 1);
+  auto sent = std::chrono::steady_clock::now();
+  ::kill(c.id(), SIGINT);
+  std::string all, line;
+  while (std::getline(log, line)) all += line + "\n";
+  c.wait();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_EQ(c.exit_code(), 0) << all;
+  EXPECT_LT(seconds, 30) << "a stop request must not wait for running jobs";
+  EXPECT_NE(all.find("SIGINT received"), std::string::npos) << all;
+  EXPECT_NE(all.find("stopped by a signal"), std::string::npos) << all;
+  EXPECT_EQ(stats(out)["programs_done"], std::to_string(countRows(db, "SELECT COUNT(*) FROM programs")));
+}
+
+// A full disk (here: the file size limit, which fails writes with EFBIG as ENOSPC would) stops the
+// campaign with exit 3 and a message; what was committed stays readable and the campaign resumes.
+TEST(Campaign, FullDiskStopsCleanlyAndResumes) {
+  TempDir dir("tcfuzz-campaign-full");
+  fs::path out = dir.path() / "out";
+  std::string cmd = "trap '' XFSZ; ulimit -f 160; exec '" + std::string(TCFUZZ_BINARY) + "'";
+  for (const auto& a : fuzzArgs(concat({"-o", out.string(), "--seed", "9", "--max-programs", "40"}, plantedNumeric())))
+    cmd += " '" + a + "'";
+  bp::ipstream log;
+  bp::child c(bp::search_path("bash"), "-c", cmd, (bp::std_out & bp::std_err) > log);
+  std::string all, line;
+  while (std::getline(log, line)) all += line + "\n";
+  c.wait();
+  EXPECT_EQ(c.exit_code(), 3) << all;
+  EXPECT_NE(all.find("the disk is full"), std::string::npos) << all;
+  fs::path db = out / "findings.sqlite";
+  int64_t findings = countRows(db, "SELECT COUNT(*) FROM findings");
+  auto resumed = runFuzz(fuzzArgs({"--resume", out.string(), "--max-programs", "1"}));
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  EXPECT_GE(countRows(db, "SELECT COUNT(*) FROM findings"), findings);
+}
+
+}  // namespace
+}  // namespace tcfuzz

@@ -1,0 +1,141 @@
+// The compile-configuration matrix: sampling, gating, pinning, JSON, and that every built-in
+// template names options the installed torch really has.
+#include <cstdio>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/CompileMatrix.h"
+
+namespace tcfuzz {
+namespace {
+
+using nlohmann::json;
+
+TEST(CompileMatrix, CpuNeverDrawsCudaTemplates) {
+  CompileMatrix m;
+  gen::Rng rng(1);
+  std::set<std::string> cudaOnly;
+  for (const auto& t : m.templates)
+    if (t.needsCuda) cudaOnly.insert(t.name);
+  ASSERT_TRUE(cudaOnly.count("cudagraphs"));
+  std::set<std::string> drawn;
+  for (int i = 0; i < 3000; ++i)
+    for (const auto& t : m.sample(rng, "cpu", {}).templates) drawn.insert(t);
+  for (const auto& t : drawn) EXPECT_FALSE(cudaOnly.count(t)) << t;
+  EXPECT_TRUE(drawn.count("cpp_wrapper"));
+  EXPECT_TRUE(drawn.count("freezing"));
+  std::set<std::string> drawnCuda;
+  for (int i = 0; i < 3000; ++i)
+    for (const auto& t : m.sample(rng, "cuda:0", {}).templates) drawnCuda.insert(t);
+  EXPECT_TRUE(drawnCuda.count("cudagraphs"));
+}
+
+TEST(CompileMatrix, SharesFollowTheWeights) {
+  CompileMatrix m;
+  gen::Rng rng(7);
+  int backward = 0, inductor = 0, fullgraph = 0, templated = 0, nonInductorMode = 0;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    SampledCompile s = m.sample(rng, "cpu", {});
+    backward += s.backward;
+    fullgraph += s.config.fullgraph;
+    inductor += s.config.backend == "inductor";
+    templated += !s.templates.empty();
+    if (s.config.backend != "inductor") {
+      nonInductorMode += !s.config.mode.empty();
+      EXPECT_TRUE(s.templates.empty());
+    }
+  }
+  EXPECT_NEAR(backward / double(n), m.backwardShare, 0.03);
+  EXPECT_NEAR(fullgraph / double(n), m.fullgraphShare, 0.03);
+  EXPECT_NEAR(inductor / double(n), 0.7, 0.03);
+  EXPECT_NEAR(templated / double(inductor), m.templateShare, 0.04);
+  EXPECT_EQ(nonInductorMode, 0);
+}
+
+TEST(CompileMatrix, PinnedDimensionsAreNeverSampled) {
+  CompileMatrix m;
+  gen::Rng rng(3);
+  PinnedCompile pinned;
+  pinned.backend = "aot_eager";
+  pinned.dynamic = std::optional<bool>(false);
+  pinned.backward = true;
+  pinned.inductorConfig = json{{"cpp_wrapper", true}};
+  for (int i = 0; i < 200; ++i) {
+    SampledCompile s = m.sample(rng, "cpu", pinned);
+    EXPECT_EQ(s.config.backend, "aot_eager");
+    ASSERT_TRUE(s.config.dynamic.has_value());
+    EXPECT_FALSE(*s.config.dynamic);
+    EXPECT_TRUE(s.backward);
+    EXPECT_EQ(s.config.inductorConfig, (json{{"cpp_wrapper", true}}));
+    EXPECT_TRUE(s.templates.empty());
+  }
+}
+
+TEST(CompileMatrix, SamplingReplaysFromTheSeed) {
+  CompileMatrix m;
+  gen::Rng a(42), b(42);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(m.sample(a, "cpu", {}).nonDefault(), m.sample(b, "cpu", {}).nonDefault());
+}
+
+TEST(CompileMatrix, RecordsOnlyNonDefaultOptions) {
+  SampledCompile s;
+  EXPECT_EQ(s.nonDefault(), json::object());
+  s.backward = true;
+  s.config.mode = "max-autotune";
+  s.templates = {"freezing"};
+  s.config.inductorConfig = {{"freezing", true}};
+  EXPECT_EQ(s.nonDefault(), (json{{"mode", "max-autotune"},
+                                  {"backward", true},
+                                  {"templates", {"freezing"}},
+                                  {"inductor_config", {{"freezing", true}}}}));
+}
+
+TEST(CompileMatrix, JsonRoundTripAndStrictErrors) {
+  CompileMatrix m;
+  m.backwardShare = 0.5;
+  m.disableTemplate("cpp_wrapper");
+  CompileMatrix back = CompileMatrix::fromJson(m.toJson());
+  EXPECT_EQ(back.toJson(), m.toJson());
+  EXPECT_EQ(CompileMatrix::fromJson(json{{"backward_share", 0.1}}).backwardShare, 0.1);
+  EXPECT_THROW(CompileMatrix::fromJson(json{{"backwards_share", 0.1}}), std::invalid_argument);
+  EXPECT_THROW(CompileMatrix::fromJson(json{{"backward_share", 2}}), std::invalid_argument);
+  EXPECT_THROW(CompileMatrix::fromJson(json{{"modes", {{"turbo", 1}}}}), std::invalid_argument);
+  EXPECT_THROW(CompileMatrix::fromJson(json{{"backends", {{"inductor", 0}}}}), std::invalid_argument);
+  EXPECT_THROW(CompileMatrix::fromJson(json{{"templates", {{{"name", "x"}}}}}), std::invalid_argument);
+}
+
+TEST(CompileMatrix, DisabledTemplateIsNotDrawn) {
+  CompileMatrix m;
+  for (const auto& name : m.usableTemplates("cpu"))
+    if (name != "freezing") m.disableTemplate(name);
+  EXPECT_EQ(m.usableTemplates("cpu"), std::vector<std::string>{"freezing"});
+  gen::Rng rng(5);
+  for (int i = 0; i < 300; ++i)
+    for (const auto& t : m.sample(rng, "cpu", {}).templates) EXPECT_EQ(t, "freezing");
+}
+
+// Every option a built-in template sets exists in the torch under test (a renamed option would
+// otherwise only show up as rejected configurations during a campaign).
+TEST(CompileMatrix, TemplatesNameRealInductorOptions) {
+  std::set<std::string> names;
+  for (const auto& t : CompileMatrix::defaultTemplates())
+    for (auto& [k, v] : t.options.items()) names.insert(k);
+  std::string script = "import torch._inductor.config as c\nmissing = []\nfor k in " + json(names).dump() +
+                       ":\n    t = c\n    try:\n        for p in k.split('.'): t = getattr(t, p)\n"
+                       "    except AttributeError: missing.append(k)\nprint(' '.join(missing) or 'none')\n";
+  std::string cmd = std::string(TCFUZZ_DEFAULT_PYTHON) + " -c \"$TCFUZZ_SCRIPT\"";
+  ::setenv("TCFUZZ_SCRIPT", script.c_str(), 1);
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  std::string out;
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  ASSERT_EQ(::pclose(p), 0) << out;
+  EXPECT_EQ(out, "none\n");
+}
+
+}  // namespace
+}  // namespace tcfuzz
