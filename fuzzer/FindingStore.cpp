@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <SQLiteCpp/VariadicBind.h>
 #include <fmt/format.h>
 
 namespace tcfuzz {
@@ -72,8 +73,7 @@ FindingStore::~FindingStore() = default;
 void FindingStore::setMeta(const std::string& key, const std::string& value) {
   write("record campaign metadata", [&] {
     SQLite::Statement s(*db_, "INSERT OR REPLACE INTO campaign(key, value) VALUES (?, ?)");
-    s.bind(1, key);
-    s.bind(2, value);
+    SQLite::bind(s, key, value);
     s.exec();
   });
 }
@@ -91,39 +91,21 @@ void FindingStore::recordProgram(const ProgramRecord& p, std::vector<FindingReco
     SQLite::Statement prog(*db_,
                            "INSERT OR REPLACE INTO programs(idx, hash, origin, parent, config, verdict, reason, "
                            "new_features, wall_s, torch_s, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-    prog.bind(1, p.index);
-    prog.bind(2, p.hash);
-    prog.bind(3, p.origin);
-    prog.bind(4, p.parent);
-    prog.bind(5, p.config);
-    prog.bind(6, p.verdict);
-    prog.bind(7, p.reason);
-    prog.bind(8, p.newFeatures);
-    prog.bind(9, p.wallSeconds);
-    prog.bind(10, p.torchSeconds);
-    prog.bind(11, p.finishedAt);
+    SQLite::bind(prog, p.index, p.hash, p.origin, p.parent, p.config, p.verdict, p.reason, p.newFeatures,
+                 p.wallSeconds, p.torchSeconds, p.finishedAt);
     prog.exec();
     for (auto& f : findings) {
       SQLite::Statement s(*db_,
                           "INSERT INTO findings(program_idx, found_at, verdict, reason, signature_id, signature, config, "
                           "program_json, program_py, result) VALUES (?,?,?,?,?,?,?,?,?,?)");
-      s.bind(1, f.programIndex);
-      s.bind(2, f.foundAt);
-      s.bind(3, f.verdict);
-      s.bind(4, f.reason);
-      s.bind(5, f.signatureId);
-      s.bind(6, f.signature);
-      s.bind(7, f.config);
-      s.bind(8, f.programJson);
-      s.bind(9, f.programPy);
-      s.bind(10, f.result);
+      SQLite::bind(s, f.programIndex, f.foundAt, f.verdict, f.reason, f.signatureId, f.signature, f.config,
+                   f.programJson, f.programPy, f.result);
       s.exec();
       f.id = db_->getLastInsertRowid();
     }
     for (const auto& feature : newFeatures) {
       SQLite::Statement s(*db_, "INSERT OR IGNORE INTO features(feature, first_idx) VALUES (?, ?)");
-      s.bind(1, feature);
-      s.bind(2, p.index);
+      SQLite::bind(s, feature, p.index);
       s.exec();
     }
     if (queued) insertQueueRow(*queued);
@@ -134,13 +116,7 @@ void FindingStore::insertQueueRow(const QueueRecord& q) {
   SQLite::Statement s(*db_,
                       "INSERT OR REPLACE INTO queue(name, idx, hash, parent, new_features, added_at, program_json) "
                       "VALUES (?,?,?,?,?,?,?)");
-  s.bind(1, q.name);
-  s.bind(2, q.programIndex);
-  s.bind(3, q.hash);
-  s.bind(4, q.parent);
-  s.bind(5, q.newFeatures);
-  s.bind(6, q.addedAt);
-  s.bind(7, q.programJson);
+  SQLite::bind(s, q.name, q.programIndex, q.hash, q.parent, q.newFeatures, q.addedAt, q.programJson);
   s.exec();
 }
 
