@@ -156,9 +156,12 @@ std::vector<std::string> Campaign::restore() {
     if (!known.count(entry.name))
       store_.addQueueRecord({entry.name, entry.index, entry.graph.contentHash(), "", 0, unixNow(),
                              entry.graph.toJson().dump()});
-  // A finding committed just before a kill may lack its crashes/ folder: write it now.
+  // A finding committed just before a kill may lack its crashes/ folder: write it now (unless triage
+  // has already reported its signature, possibly under another bug's folder).
+  std::set<std::string> triaged;
+  for (const auto& row : store_.triageRecords()) triaged.insert(row.signatureId);
   for (const auto& f : store_.findings())
-    if (!output_.hasFindingFolder(f.signatureId)) {
+    if (!triaged.count(f.signatureId) && !output_.hasFindingFolder(f.signatureId)) {
       output_.writeFindingFolder(f);
       problems.push_back(fmt::format("crashes/{} was missing; re-written from findings.sqlite", f.signatureId));
     }
@@ -291,6 +294,7 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     json result = toJson(r);
     result["config"] = config;
     result["seed"] = ts.seed;
+    result["threads"] = ts.threads;
     result["program_index"] = c.index;
     result["origin"] = c.origin;
     FindingRecord f;

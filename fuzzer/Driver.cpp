@@ -18,6 +18,7 @@
 #include "fuzzer/CatalogReport.h"
 #include "fuzzer/GenerateCommand.h"
 #include "fuzzer/FuzzCommand.h"
+#include "fuzzer/TriageCommand.h"
 #include "fuzzer/CampaignOutput.h"
 #include "generators/OpCatalog.h"
 #include "oracles/OutputLoader.h"
@@ -30,18 +31,6 @@ namespace fs = std::filesystem;
 std::string versionText() {
   return fmt::format("tcfuzz {}\nbuilt against torch {} (git {})\nlibtorch {}\n", TCFUZZ_VERSION, TORCH_VERSION,
                      TCFUZZ_TORCH_GIT_VERSION, TCFUZZ_TORCH_DIR);
-}
-
-CompileConfig compileConfigFrom(const Options& o) {
-  CompileConfig c;
-  c.backend = o.backend;
-  c.mode = o.mode == "default" ? "" : o.mode;
-  if (o.dynamic == "true") c.dynamic = true;
-  else if (o.dynamic == "false") c.dynamic = false;
-  else if (o.dynamic != "auto") throw std::invalid_argument("--dynamic takes auto, true or false, not " + o.dynamic);
-  c.fullgraph = o.fullgraph;
-  for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
-  return c;
 }
 
 std::string shapeText(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
@@ -136,6 +125,28 @@ int runDriver(int argc, char** argv) {
       "fuzz", "Run a campaign: generate and mutate programs, test each under a sampled compile configuration, "
               "record findings and queue new behaviour in an AFL-style output directory");
   registerOptions(*fuzz, "fuzz", options);
+  std::string campaignDir, findingPath;
+  std::vector<std::string> regressDirs;
+  CLI::App* triage = app.add_subcommand(
+      "triage", "Triage a campaign directory: minimize, ablate and verify each new signature, deduplicate the "
+                "findings into bugs, write crashes/<id>/ reports and index.md/index.html (idempotent, resumable)");
+  registerOptions(*triage, "triage", options);
+  triage->add_option("OUT", campaignDir, "Campaign output directory")->required()->check(CLI::ExistingDirectory);
+  CLI::App* minimize = app.add_subcommand(
+      "minimize", "Minimize one finding (a crashes/<id>/ folder, or an IR .json under the given compile flags) and "
+                  "write its report folder");
+  registerOptions(*minimize, "minimize", options);
+  minimize->add_option("FINDING", findingPath, "crashes/<id>/ folder or program .json")->required()->check(CLI::ExistingPath);
+  CLI::App* report = app.add_subcommand(
+      "report", "Rewrite a campaign's reports and its index (index.md, index.html) from findings.sqlite, without running torch");
+  registerOptions(*report, "report", options);
+  report->add_option("OUT", campaignDir, "Campaign output directory")->required()->check(CLI::ExistingDirectory);
+  CLI::App* regress = app.add_subcommand(
+      "regress", "Re-run known findings against the installed torch and write a CSV of their status "
+                 "(still-failing, fixed, changed-signature)");
+  registerOptions(*regress, "regress", options);
+  regress->add_option("DIRS", regressDirs, "Folders of known findings (default: corpus/regressions)");
+
   CLI::App* ops = app.add_subcommand("ops", "Print the op catalog and its coverage of the dispatcher's aten operators");
   bool opsJson = false;
   ops->add_flag("--json", opsJson, "Print JSON");
@@ -159,6 +170,15 @@ int runDriver(int argc, char** argv) {
         if (opt->count() > 0)
           for (const auto& name : opt->get_lnames()) given.insert("--" + name);
       return fuzzCommand(options, given, std::vector<std::string>(argv, argv + argc));
+    }
+    if (triage->parsed()) return triageCommand(options, campaignDir);
+    if (minimize->parsed()) return minimizeCommand(options, findingPath);
+    if (report->parsed()) return reportCommand(options, campaignDir);
+    if (regress->parsed()) {
+      if (regressDirs.empty())
+        regressDirs.push_back(fs::exists("corpus/regressions") ? std::string("corpus/regressions")
+                                                               : std::string(TCFUZZ_SOURCE_DIR) + "/corpus/regressions");
+      return regressCommand(options, regressDirs);
     }
     if (ops->parsed()) {
       std::cout << catalogReport(gen::makeDefaultCatalog(), opsJson);

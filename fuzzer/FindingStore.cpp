@@ -27,6 +27,10 @@ CREATE TABLE IF NOT EXISTS features (feature TEXT PRIMARY KEY, first_idx INTEGER
 CREATE TABLE IF NOT EXISTS queue (
   name TEXT PRIMARY KEY, idx INTEGER NOT NULL, hash TEXT NOT NULL, parent TEXT NOT NULL,
   new_features INTEGER NOT NULL, added_at REAL NOT NULL, program_json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS triage (
+  signature_id TEXT PRIMARY KEY, finding_id INTEGER NOT NULL, status TEXT NOT NULL,
+  final_signature_id TEXT NOT NULL, final_signature TEXT NOT NULL, data TEXT NOT NULL,
+  updated_at REAL NOT NULL);
 )sql";
 
 bool isDiskFull(const SQLite::Exception& e) {
@@ -204,6 +208,36 @@ std::vector<FindingRecord> FindingStore::findings() const {
     f.programPy = s.getColumn(9).getString();
     f.result = s.getColumn(10).getString();
     out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void FindingStore::saveTriage(const TriageRecord& row) {
+  write("record a triage result", [&] {
+    SQLite::Statement s(*db_,
+                        "INSERT OR REPLACE INTO triage(signature_id, finding_id, status, final_signature_id, "
+                        "final_signature, data, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    SQLite::bind(s, row.signatureId, row.findingId, row.status, row.finalSignatureId, row.finalSignature, row.data,
+                 row.updatedAt);
+    s.exec();
+  });
+}
+
+std::vector<TriageRecord> FindingStore::triageRecords() const {
+  std::vector<TriageRecord> out;
+  SQLite::Statement s(*db_,
+                      "SELECT signature_id, finding_id, status, final_signature_id, final_signature, data, updated_at "
+                      "FROM triage ORDER BY signature_id");
+  while (s.executeStep()) {
+    TriageRecord r;
+    r.signatureId = s.getColumn(0).getString();
+    r.findingId = s.getColumn(1).getInt64();
+    r.status = s.getColumn(2).getString();
+    r.finalSignatureId = s.getColumn(3).getString();
+    r.finalSignature = s.getColumn(4).getString();
+    r.data = s.getColumn(5).getString();
+    r.updatedAt = s.getColumn(6).getDouble();
+    out.push_back(std::move(r));
   }
   return out;
 }

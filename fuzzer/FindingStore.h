@@ -65,6 +65,18 @@ struct QueueRecord {
   std::string programJson;
 };
 
+/// The triage of one exact signature: its minimized, ablated and verified case (oracles/BugReport's
+/// parts as JSON in `data`), or why it failed.
+struct TriageRecord {
+  std::string signatureId;       ///< the raw (exact) signature triaged
+  int64_t findingId = 0;         ///< the witness that was minimized
+  std::string status;            ///< "done", "duplicate" (reduced to a known bug's ops), "unreproducible" or "failed"
+  std::string finalSignatureId;  ///< of the minimized program ("" unless done)
+  std::string finalSignature;    ///< JSON ("{}" unless done)
+  std::string data;              ///< JSON: repro case, minimizer stats, ablation, bisect, verification, error
+  double updatedAt = 0;          ///< unix time
+};
+
 /// Counts rebuilt from the store (a resumed campaign starts from these).
 struct StoreTotals {
   int64_t programs = 0;
@@ -103,6 +115,9 @@ class FindingStore {
   std::vector<std::string> features() const;
   std::vector<QueueRecord> queue() const;
   std::vector<FindingRecord> findings() const;
+  /// Inserts or replaces the triage row of record.signatureId (one transaction).
+  void saveTriage(const TriageRecord& record);
+  std::vector<TriageRecord> triageRecords() const;
   /// Signature ids seen so far.
   std::vector<std::string> signatureIds() const;
   const std::filesystem::path& file() const { return file_; }

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -18,6 +20,8 @@
 #include "fuzzer/FindingStore.h"
 #include "fuzzer/StatusView.h"
 #include "fuzzer/StopSignals.h"
+#include "fuzzer/Triage.h"
+#include "fuzzer/TriageCommand.h"
 #include "fuzzer/Workspace.h"
 #include "generators/OpCatalog.h"
 
@@ -219,8 +223,45 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     }
   live = &campaign;
   if (stopRequested) campaign.stop();
+
+  // New signatures are triaged in the background, through the same pool: the lanes keep their
+  // jobs queued, so the workers never wait for triage (its own store connection; SQLite's WAL
+  // lets both write).
+  std::optional<FindingStore> triageStore;
+  std::optional<Triage> triage;
+  std::atomic<bool> triageStop{false};
+  std::thread triager;
+  if (!o.noTriage) {
+    TriageSettings ts = triageSettingsFrom(o, workers);
+    ts.test = settings.test;
+    triageStore.emplace(output.storePath());
+    triage.emplace(catalog, ts, output.root(), *triageStore, &tester,
+                   [&view](const std::string& line) { view.event("triage: " + line); });
+    triager = std::thread([&] {
+      while (!triageStop) {
+        try {
+          if (!triage->pending().empty()) {
+            TriageSummary s = triage->run(&triageStop);
+            if (!triageStop)
+              view.event(fmt::format("triage: {} unique bug(s) reported from {} raw finding(s)", s.bugs, s.rawFindings));
+          }
+        } catch (const std::exception& e) {
+          if (!triageStop) view.event(fmt::format("triage stopped on an error, retrying later: {}", e.what()));
+        }
+        for (int i = 0; i < 50 && !triageStop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
   CampaignEnd end = campaign.run();
   live = nullptr;
+  if (triager.joinable()) {
+    triageStop = true;
+    pool.cancel();  // the campaign is over: abandon the triage job in flight (it is redone on the next triage)
+    triager.join();
+    if (size_t left = triage->pending().size())
+      std::cerr << fmt::format("tcfuzz: {} signature(s) not triaged yet; tcfuzz triage {} finishes them\n", left,
+                               output.root().string());
+  }
   std::string why = endText(end);
   if (!campaign.endMessage().empty()) why += ": " + campaign.endMessage();
   view.finish(campaign.snapshot(), why);

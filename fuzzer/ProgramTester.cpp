@@ -34,6 +34,28 @@ ProgramTester::PendingRun ProgramTester::submitOne(const std::filesystem::path& 
   return {pool_.submit(std::move(job)), dir};
 }
 
+oracles::RunResult ProgramTester::runScript(const std::filesystem::path& script, const TestSettings& settings) {
+  Job job = makeJob(script, RunMode::Eager, settings);
+  job.id = job.id.substr(0, job.id.find('-')) + "-script";
+  job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
+  job.kind = "script";
+  job.repeat = 1;
+  job.plugins.clear();  // a script is self-contained
+  return pool_.submit(std::move(job)).get();
+}
+
+oracles::RunResult ProgramTester::bisect(const std::filesystem::path& program, const TestSettings& settings,
+                                         const nlohmann::json& spec) {
+  Job job = makeJob(program, RunMode::Compiled, settings);
+  job.id = job.id.substr(0, job.id.find('-')) + "-bisect";
+  job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
+  job.kind = "bisect";
+  job.repeat = 1;
+  job.compile.backend = "inductor";  // the bisector walks eager, aot_eager, ... up to Inductor itself
+  job.bisect = spec.is_null() ? nlohmann::json::object() : spec;
+  return pool_.submit(std::move(job)).get();
+}
+
 ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
   auto began = std::chrono::steady_clock::now();
   // The compiled job is the slow one: submit it first so it starts first.

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzzer/WorkerPool.h"
 #include "oracles/Comparator.h"
 #include "oracles/Verdict.h"
@@ -47,6 +49,17 @@ class ProgramTester {
     std::filesystem::path jobDir;
   };
   PendingRun submitOne(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
+
+  /// Runs a plain Python script (a repro.py) in a fresh interpreter inside a worker child, in its job
+  /// directory, under settings.limits. The result's exitCode, stdoutTail and stderrTail say what it did
+  /// (status Signal when the script was killed by a signal).
+  oracles::RunResult runScript(const std::filesystem::path& script, const TestSettings& settings);
+
+  /// Runs torch._inductor.compiler_bisector on `program` under settings.compile with backend Inductor.
+  /// spec: {"check": "crash" | "numeric", "leaves": [...], "tolerances": {...}}. The result's `bisect`
+  /// holds {"available", "found", "backend", "subsystem", "bisect_number", "debug_info"}.
+  oracles::RunResult bisect(const std::filesystem::path& program, const TestSettings& settings,
+                            const nlohmann::json& spec);
 
  private:
   Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);

@@ -18,6 +18,7 @@ std::string encodeJob(const Job& job) {
   nlohmann::json j{
       {"type", "job"},
       {"id", job.id},
+      {"kind", job.kind},
       {"program", job.program.string()},
       {"mode", toString(job.mode)},
       {"seed", job.seed},
@@ -28,7 +29,8 @@ std::string encodeJob(const Job& job) {
       {"threads", job.threads},
       {"backward", job.backward},
   };
-  if (job.mode == RunMode::Compiled) j["compile"] = job.compile.toJson();
+  if (job.mode == RunMode::Compiled || job.kind == "bisect") j["compile"] = job.compile.toJson();
+  if (!job.bisect.is_null()) j["bisect"] = job.bisect;
   nlohmann::json plugins = nlohmann::json::array();
   for (const auto& p : job.plugins) plugins.push_back(p.string());
   j["plugins"] = plugins;

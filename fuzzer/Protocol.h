@@ -22,10 +22,12 @@ struct Limits {
   int64_t memoryMb = 4096;  ///< 0: unlimited
 };
 
-/// One program run in one mode.
+/// One job for a worker: a program run in one mode (kind "program"), a plain Python script run in a
+/// fresh interpreter (kind "script": a repro.py), or a compiler bisection of a program (kind "bisect").
 struct Job {
   std::string id;
-  std::filesystem::path program;  ///< absolute path of the program file
+  std::string kind = "program";   ///< "program", "script" or "bisect"
+  std::filesystem::path program;  ///< absolute path of the program file (the script, for "script")
   RunMode mode = RunMode::Eager;
   uint64_t seed = 0;
   std::string device = "cpu";
@@ -36,6 +38,8 @@ struct Job {
   std::vector<std::filesystem::path> plugins;  ///< trusted Python files run before compiling
   int threads = 0;                 ///< torch intra-op threads in the child; 0: torch's default
   bool backward = false;           ///< also compare gradients (inputs and parameters) after each forward
+  /// "bisect" jobs: {"check": "crash" | "numeric", "leaves": [int], "tolerances": {dtype: tol}}; else null.
+  nlohmann::json bisect;
 };
 
 /// The zygote's first message, after `import torch`.

@@ -41,4 +41,17 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir) {
   return spec;
 }
 
+CompileConfig compileConfigFrom(const Options& o) {
+  CompileConfig c;
+  c.backend = o.backend;
+  c.mode = o.mode == "default" ? "" : o.mode;
+  if (o.dynamic == "true") c.dynamic = true;
+  else if (o.dynamic == "false") c.dynamic = false;
+  else if (o.dynamic != "auto") throw std::invalid_argument("--dynamic takes auto, true or false, not " + o.dynamic);
+  c.fullgraph = o.fullgraph;
+  for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
+  return c;
+}
+
+
 }  // namespace tcfuzz

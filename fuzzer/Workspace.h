@@ -27,4 +27,8 @@ class ScratchDir {
 /// the bubblewrap sandbox is asked for and cannot run here.
 WorkerSpec workerSpecFrom(const Options& options, const std::filesystem::path& workDir);
 
+/// The compile flags of the command line (--backend, --mode, --dynamic, --fullgraph, --inductor-config);
+/// std::invalid_argument for a bad --dynamic or override.
+CompileConfig compileConfigFrom(const Options& options);
+
 }  // namespace tcfuzz

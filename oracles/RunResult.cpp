@@ -117,6 +117,8 @@ RunResult runResultFromJson(const nlohmann::json& j) {
   r.signalName = stringField(j, "signal_name");
   if (auto it = j.find("exit_code"); it != j.end() && it->is_number_integer()) r.exitCode = it->get<int>();
   r.stderrTail = stringField(j, "stderr_tail");
+  r.stdoutTail = stringField(j, "stdout_tail");
+  if (auto it = j.find("bisect"); it != j.end() && it->is_object()) r.bisect = *it;
   if (auto it = j.find("times"); it != j.end() && it->is_object()) {
     const auto& t = *it;
     r.times = PhaseTimes{numberField(t, "fork_s"), numberField(t, "setup_s"), numberField(t, "compile_s"),
@@ -157,11 +159,20 @@ nlohmann::json toJson(const RunResult& r) {
                      {"round_trip_s", r.times.roundTrip}}}};
   if (r.times.backward > 0) j["times"]["backward_s"] = r.times.backward;
   if (!r.backwardNote.empty()) j["backward"] = r.backwardNote;
+  // Tails only: a report quotes the end of a traceback, where the root cause is.
+  auto tailOf = [](const std::string& text, size_t limit) {
+    return text.size() <= limit ? text : "..." + text.substr(text.size() - limit);
+  };
   if (r.exception)
     j["exception"] = {{"type", r.exception->type},
                       {"qualified_type", r.exception->qualifiedType},
-                      {"message", r.exception->message}};
+                      {"message", r.exception->message},
+                      {"traceback", tailOf(r.exception->traceback, 6000)}};
+  if (!r.stderrTail.empty() && r.status != RunStatus::Ok) j["stderr_tail"] = tailOf(r.stderrTail, 3000);
   if (r.status == RunStatus::Signal) j["signal"] = r.signalName;
+  if (r.exitCode) j["exit_code"] = *r.exitCode;
+  if (!r.stdoutTail.empty()) j["stdout_tail"] = r.stdoutTail;
+  if (!r.bisect.is_null()) j["bisect"] = r.bisect;
   if (r.compileFacts)
     j["compile_facts"] = {{"graph_count", r.compileFacts->graphCount},
                           {"graph_breaks", r.compileFacts->graphBreaks},

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 namespace tcfuzz::oracles {
 
@@ -73,6 +73,9 @@ struct RunResult {
   std::string signalName;
   std::optional<int> exitCode;
   std::string stderrTail;
+  std::string stdoutTail;  ///< "script" jobs: the script's stdout; "bisect" jobs: what the bisector printed
+  nlohmann::json bisect;   ///< "bisect" jobs: {"available", "found", "backend", "subsystem", "bisect_number",
+                           ///< "debug_info"}; null for other jobs
   PhaseTimes times;
   std::optional<OutputSet> outputs;
   std::vector<OutputSet> repeatOutputs;  ///< further runs of the same job (nondeterminism check)

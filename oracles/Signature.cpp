@@ -29,18 +29,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::vector<std::string_view> splitLines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    lines.push_back(line);
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-  return lines;
-}
 
 std::string shortTypeName(std::string_view qualified) {
   size_t dot = qualified.rfind('.');
@@ -608,6 +596,34 @@ nlohmann::json toJson(const Signature& s) {
                         {"message", s.normalizedMessage},
                         {"frames", s.frames},
                         {"ops", s.ops}};
+}
+
+std::vector<std::string_view> splitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return lines;
+}
+
+Signature signatureFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("a signature must be a JSON object");
+  Signature s;
+  s.symptom = j.value("symptom", "");
+  s.kind = j.value("kind", "");
+  s.failingMode = j.value("failing_mode", "");
+  s.phase = j.value("phase", "");
+  s.exceptionType = j.value("exception_type", "");
+  s.normalizedMessage = j.value("message", "");
+  s.frames = j.value("frames", std::vector<std::string>{});
+  s.ops = j.value("ops", std::vector<std::string>{});
+  if (s.symptom.empty()) throw std::invalid_argument("a signature needs a symptom");
+  return s;
 }
 
 std::string normalizeMessage(std::string_view message) {

@@ -94,10 +94,17 @@ struct Signature {
 /// {"id", "key", "symptom", "kind", "failing_mode", "phase", "exception_type", "message", "frames", "ops"}.
 nlohmann::json toJson(const Signature& signature);
 
+/// The inverse of toJson (id and key are recomputed, not read); std::invalid_argument when `j` is
+/// not an object or has no symptom.
+Signature signatureFromJson(const nlohmann::json& j);
+
 /// The signature of a judged program. programOps: the program's operator names (any order, with
 /// repeats); used only for numeric divergences. Never throws on odd inputs (a verdict that does
 /// not match the runs falls back to whichever run failed, then to the symptom alone).
 Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const std::vector<std::string>& programOps);
+
+/// Lines of a text; a trailing newline does not start another line, a '\r' before '\n' is dropped.
+std::vector<std::string_view> splitLines(std::string_view text);
 
 /// The normalized head of an exception message (rules above).
 std::string normalizeMessage(std::string_view message);

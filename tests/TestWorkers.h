@@ -1,6 +1,8 @@
 #pragma once
 // Shared set-up for tests that start real worker zygotes with the venv's torch.
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,34 @@ inline CliRun runCli(const std::vector<std::string>& args) {
   namespace bp = boost::process;
   bp::ipstream out;
   bp::child c(TCFUZZ_BINARY, bp::args(args), bp::std_out > out, bp::std_err > bp::null);
+  std::string all, line;
+  while (std::getline(out, line)) all += line + "\n";
+  c.wait();
+  return {c.exit_code(), all};
+}
+
+/// "bwrap" where bubblewrap works on this machine, else "none" (for --sandbox).
+inline std::string sandboxArg() { return probeBubblewrap().empty() ? "bwrap" : "none"; }
+
+/// The whole content of a text file ("" when unreadable).
+inline std::string readText(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A finished run of the tcfuzz binary: its exit code and stdout and stderr together.
+struct Finished {
+  int exitCode;
+  std::string output;
+};
+
+/// Runs the tcfuzz binary under test with `args`, collecting stdout and stderr together.
+inline Finished runTcfuzz(const std::vector<std::string>& args) {
+  namespace bp = boost::process;
+  bp::ipstream out;
+  bp::child c(TCFUZZ_BINARY, bp::args(args), (bp::std_out & bp::std_err) > out);
   std::string all, line;
   while (std::getline(out, line)) all += line + "\n";
   c.wait();

@@ -29,35 +29,16 @@ namespace fs = std::filesystem;
 namespace bp = boost::process;
 using test_support::TempDir;
 using test_support::sourcePath;
-
-std::string sandboxArg() { return probeBubblewrap().empty() ? "bwrap" : "none"; }
-
-std::string readText(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test_support::Finished;
+using test_support::readText;
+using test_support::sandboxArg;
+Finished runFuzz(const std::vector<std::string>& args) { return test_support::runTcfuzz(args); }
 
 /// A fuzz command line: the common flags, then `extra`.
 std::vector<std::string> fuzzArgs(std::vector<std::string> extra) {
   std::vector<std::string> args{"fuzz", "--sandbox", sandboxArg(), "--status", "log", "-j", "2", "--timeout", "120"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
-}
-
-struct Finished {
-  int exitCode;
-  std::string output;  ///< stdout and stderr together
-};
-
-Finished runFuzz(const std::vector<std::string>& args) {
-  bp::ipstream out;
-  bp::child c(TCFUZZ_BINARY, bp::args(args), (bp::std_out & bp::std_err) > out);
-  std::string all, line;
-  while (std::getline(out, line)) all += line + "\n";
-  c.wait();
-  return {c.exit_code(), all};
 }
 
 int64_t countRows(const fs::path& db, const std::string& sql) {

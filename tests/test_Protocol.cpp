@@ -186,6 +186,67 @@ TEST(Protocol, DecodesEachFailureStatus) {
   EXPECT_EQ(oom.status, oracles::RunStatus::OutOfMemory);
 }
 
+TEST(Protocol, EncodesTheJobKindAndTheBisectSpec) {
+  Job program;
+  program.id = "p";
+  auto pj = nlohmann::json::parse(encodeJob(program));
+  EXPECT_EQ(pj["kind"], "program");  // the default
+  EXPECT_FALSE(pj.contains("bisect"));
+
+  Job script;
+  script.id = "000003-script";
+  script.kind = "script";
+  script.program = "/w/crashes/abc/repro.py";
+  auto sj = nlohmann::json::parse(encodeJob(script));
+  EXPECT_EQ(sj["kind"], "script");
+  EXPECT_EQ(sj["program"], "/w/crashes/abc/repro.py");
+  EXPECT_FALSE(sj.contains("bisect"));
+
+  Job bisect;
+  bisect.id = "000004-bisect";
+  bisect.kind = "bisect";
+  bisect.mode = RunMode::Eager;  // a bisect job carries its compile configuration whatever the mode
+  bisect.compile.addInductorOverride("cpp_wrapper=true");
+  bisect.bisect = {{"check", "numeric"}, {"leaves", {0, 2}}, {"tolerances", {{"float16", 1e-3}}}};
+  auto bj = nlohmann::json::parse(encodeJob(bisect));
+  EXPECT_EQ(bj["kind"], "bisect");
+  EXPECT_EQ(bj["bisect"]["check"], "numeric");
+  EXPECT_EQ(bj["bisect"]["leaves"], nlohmann::json({0, 2}));
+  EXPECT_EQ(bj["bisect"]["tolerances"]["float16"], 1e-3);
+  EXPECT_EQ(bj["compile"]["inductor_config"]["cpp_wrapper"], true);
+}
+
+TEST(Protocol, DecodesScriptAndBisectResults) {
+  auto script = std::get<oracles::RunResult>(decodeMessage(
+      R"({"type":"result","id":"s","status":"ok","phase":"done","exit_code":1,
+          "stdout_tail":"leaf 0: fail\ntcfuzz-verdict: numeric-divergence\n","stderr_tail":"E1122 RMSE"})"));
+  EXPECT_TRUE(script.ok());
+  ASSERT_TRUE(script.exitCode);
+  EXPECT_EQ(*script.exitCode, 1);
+  EXPECT_EQ(script.stdoutTail, "leaf 0: fail\ntcfuzz-verdict: numeric-divergence\n");
+  EXPECT_EQ(script.stderrTail, "E1122 RMSE");
+  EXPECT_TRUE(script.bisect.is_null());
+  nlohmann::json sv = oracles::toJson(script);
+  EXPECT_EQ(sv["exit_code"], 1);
+  EXPECT_EQ(sv["stdout_tail"], script.stdoutTail);
+  EXPECT_FALSE(sv.contains("bisect"));
+
+  auto bisect = std::get<oracles::RunResult>(decodeMessage(
+      R"({"type":"result","id":"b","status":"ok","phase":"done","stdout_tail":"Moving to the next system: inductor",
+          "bisect":{"available":true,"found":true,"backend":"inductor","subsystem":"lowerings",
+                    "bisect_number":7,"debug_info":"relu"}})"));
+  EXPECT_EQ(bisect.bisect["found"], true);
+  EXPECT_EQ(bisect.bisect["subsystem"], "lowerings");
+  EXPECT_EQ(bisect.bisect["bisect_number"], 7);
+  EXPECT_EQ(bisect.stdoutTail, "Moving to the next system: inductor");
+  EXPECT_EQ(oracles::toJson(bisect)["bisect"]["backend"], "inductor");
+
+  auto plain = std::get<oracles::RunResult>(decodeMessage(R"({"type":"result","id":"p","status":"ok","phase":"done"})"));
+  EXPECT_TRUE(plain.stdoutTail.empty());
+  EXPECT_TRUE(plain.bisect.is_null());
+  EXPECT_FALSE(oracles::toJson(plain).contains("stdout_tail"));
+}
+
 TEST(Protocol, RejectsMalformedLines) {
   EXPECT_THROW(decodeMessage("not json"), ProtocolError);
   EXPECT_THROW(decodeMessage("[1,2]"), ProtocolError);

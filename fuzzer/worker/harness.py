@@ -45,6 +45,9 @@ PHASE_FILE = "phase"
 RESULT_FILE = "result.json"
 STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
+SCRIPT_STDOUT_FILE = "script_stdout.txt"
+SCRIPT_STDERR_FILE = "script_stderr.txt"
+SCRIPT_TAIL_CHARS = 8000
 OOM_MARKERS = ("can't allocate memory", "out of memory", "DefaultCPUAllocator", "std::bad_alloc")
 
 
@@ -156,6 +159,70 @@ class ChildRun:
         return torch.compile(model, **kwargs)
 
     # -- the run -------------------------------------------------------------------------------
+    def build(self, ns, mode):
+        """The seeded model and inputs for `mode` (fp64: widened to float64), on the job's device."""
+        device = self.job.get("device", "cpu")
+        self.seed_everything()
+        model = ns["make_model"]() if "make_model" in ns else ns["Model"]()
+        model.eval()
+        inputs = ns["make_inputs"](int(self.job["seed"]))
+        if not isinstance(inputs, (list, tuple)):
+            inputs = (inputs,)
+        if mode == "fp64":
+            model = model.to(torch.float64)
+            inputs = pytree.tree_map(_widen_tensor, list(inputs))
+        if device != "cpu":
+            model = model.to(device)
+            inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, list(inputs))
+        return model, inputs
+
+    @staticmethod
+    def grad_targets(model, inputs):
+        """Floating inputs become leaves that require grad; parameters already do.
+
+        Returns (inputs, wrt, wrt_names): wrt is the inputs' grad leaves, then the parameters by name."""
+        inputs = pytree.tree_map(_grad_leaf, list(inputs))
+        wrt, wrt_names = [], []
+        for i, leaf in enumerate(pytree.tree_leaves(inputs)):
+            if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                wrt.append(leaf)
+                wrt_names.append(f"grad(input {i})")
+        named = getattr(model, "named_parameters", None)
+        for name, p in sorted(named() if named else [], key=lambda item: item[0]):
+            if p.requires_grad:
+                wrt.append(p)
+                wrt_names.append(f"grad(param {name})")
+        return inputs, wrt, wrt_names
+
+    def call(self, fn, inputs, mode, wrt, wrt_names):
+        """One seeded forward call (and backward, for backward jobs): (cloned outputs, grads or None)."""
+        backward = bool(self.job.get("backward", False))
+        self.mark("run")
+        self.seed_everything()
+        # The program gets a clone of each grad leaf: an in-place op on an input is then legal
+        # (as it is without backward), and the gradient still flows back to the leaf.
+        args = [_clone_if_grad(t) for t in inputs] if backward else inputs
+        if mode == "fp64":
+            with Fp64Casts():
+                prev = torch.get_default_dtype()
+                torch.set_default_dtype(torch.float64)
+                try:
+                    out = fn(*args)
+                finally:
+                    torch.set_default_dtype(prev)
+        else:
+            out = fn(*args)
+        # Under CUDA graphs the output buffers are reused by the next replay: clone at once.
+        outputs = pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, out)
+        grads = None
+        if backward:
+            # Outside Fp64Casts: the seeded grad_outputs must be the same float32 values in every mode.
+            self.mark("backward")
+            t_bw = time.monotonic()
+            grads = self.gradients(out, wrt, wrt_names)
+            self.times["backward_s"] = self.times.get("backward_s", 0.0) + time.monotonic() - t_bw
+        return outputs, grads
+
     def run(self):
         job = self.job
         mode = job["mode"]
@@ -167,18 +234,7 @@ class ChildRun:
             self.mark("config")
             self.apply_compile_config()
         self.mark("setup")
-        self.seed_everything()
-        model = ns["make_model"]() if "make_model" in ns else ns["Model"]()
-        model.eval()
-        inputs = ns["make_inputs"](int(job["seed"]))
-        if not isinstance(inputs, (list, tuple)):
-            inputs = (inputs,)
-        if mode == "fp64":
-            model = model.to(torch.float64)
-            inputs = pytree.tree_map(_widen_tensor, list(inputs))
-        if device != "cpu":
-            model = model.to(device)
-            inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, list(inputs))
+        model, inputs = self.build(ns, mode)
         fn = self.compiled(model) if mode == "compiled" else model
         self.times["setup_s"] = time.monotonic() - t0
 
@@ -186,46 +242,16 @@ class ChildRun:
         backward = bool(job.get("backward", False))
         wrt, wrt_names = [], []
         if backward:
-            # Floating inputs become leaves that require grad; parameters already do.
-            inputs = pytree.tree_map(_grad_leaf, list(inputs))
-            for i, leaf in enumerate(pytree.tree_leaves(inputs)):
-                if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-                    wrt.append(leaf)
-                    wrt_names.append(f"grad(input {i})")
-            named = getattr(model, "named_parameters", None)
-            for name, p in sorted(named() if named else [], key=lambda item: item[0]):
-                if p.requires_grad:
-                    wrt.append(p)
-                    wrt_names.append(f"grad(param {name})")
+            inputs, wrt, wrt_names = self.grad_targets(model, inputs)
         outputs, grads = [], []
         self.times["backward_s"] = 0.0
         t_run = time.monotonic()
         torch.set_grad_enabled(backward)
         for _ in range(repeat):
-            self.mark("run")
-            self.seed_everything()
-            # The program gets a clone of each grad leaf: an in-place op on an input is then legal
-            # (as it is without backward), and the gradient still flows back to the leaf.
-            args = [_clone_if_grad(t) for t in inputs] if backward else inputs
-            if mode == "fp64":
-                with Fp64Casts():
-                    prev = torch.get_default_dtype()
-                    torch.set_default_dtype(torch.float64)
-                    try:
-                        out = fn(*args)
-                    finally:
-                        torch.set_default_dtype(prev)
-            else:
-                out = fn(*args)
-            # Under CUDA graphs the output buffers are reused by the next replay: clone at once.
-            outputs.append(pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, out))
+            out, g = self.call(fn, inputs, mode, wrt, wrt_names)
+            outputs.append(out)
             if backward:
-                # Outside Fp64Casts: the seeded grad_outputs must be the same float32 values in every mode.
-                self.mark("backward")
-                t_bw = time.monotonic()
-                grads.append(self.gradients(out, wrt, wrt_names))
-                self.times["backward_s"] += time.monotonic() - t_bw
-            del out
+                grads.append(g)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         self.times["run_s"] = time.monotonic() - t_run
@@ -244,6 +270,85 @@ class ChildRun:
         if mode == "compiled":
             result["compile_facts"] = compile_facts()
         return result
+
+    # -- "script" jobs: a plain Python script (a repro.py) in a fresh interpreter -----------------
+    def run_script(self):
+        """Runs job["program"] with this Python in the job directory, inside this child's process group
+        and under its address-space limit (inherited): the zygote's timeout kills it with the group."""
+        import subprocess
+        self.mark("run")
+        t0 = time.monotonic()
+        out_path = os.path.join(self.dir, SCRIPT_STDOUT_FILE)
+        err_path = os.path.join(self.dir, SCRIPT_STDERR_FILE)
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.run([sys.executable, self.job["program"]], cwd=self.dir, stdin=subprocess.DEVNULL,
+                                  stdout=out, stderr=err)
+        self.times["run_s"] = time.monotonic() - t0
+        tails = {"stdout_tail": tail(out_path, SCRIPT_TAIL_CHARS), "stderr_tail": tail(err_path, SCRIPT_TAIL_CHARS),
+                 "times": self.times}
+        if proc.returncode < 0:
+            sig = -proc.returncode
+            name = signal.Signals(sig).name if sig in signal.valid_signals() else f"SIG{sig}"
+            return {"status": "signal", "phase": "run", "signal": sig, "signal_name": name, **tails}
+        return {"status": "ok", "phase": "done", "exit_code": proc.returncode, **tails}
+
+    # -- "bisect" jobs: torch._inductor.compiler_bisector on the program ------------------------
+    def leaves(self, ns, mode):
+        """One run in `mode`: the flattened outputs, then the gradients (as the saved outputs are ordered)."""
+        model, inputs = self.build(ns, mode)
+        fn = self.compiled(model) if mode == "compiled" else model
+        wrt, wrt_names = [], []
+        backward = bool(self.job.get("backward", False))
+        if backward:
+            inputs, wrt, wrt_names = self.grad_targets(model, inputs)
+        torch.set_grad_enabled(backward)
+        out, grads = self.call(fn, inputs, mode, wrt, wrt_names)
+        return pytree.tree_leaves(out) + [g for _, g in grads or []]
+
+    def bisect(self):
+        """CompilerBisector.do_bisect over Inductor: which backend, subsystem and application first fails
+        (check "crash": the compiled run raises; "numeric": it diverges from eager, arbitrated by fp64)."""
+        try:
+            from torch._inductor.compiler_bisector import CompilerBisector
+        except ImportError:
+            return {"status": "ok", "phase": "done", "bisect": {"available": False}, "times": self.times}
+        spec = self.job.get("bisect") or {}
+        check = spec.get("check", "crash")
+        self.job["compile"] = dict(self.job.get("compile") or {}, backend="inductor")  # the bisector drives the backend
+        self.mark("load")
+        ns = self.load_program()
+        self.mark("config")
+        self.apply_compile_config()
+        self.mark("setup")
+        eager = fp64 = None
+        if check == "numeric":
+            eager = self.leaves(ns, "eager")
+            try:
+                fp64 = self.leaves(ns, "fp64")
+            except Exception:  # noqa: BLE001  (no fp64 reference: compared without it)
+                traceback.print_exc()
+
+        def compiles_correctly():
+            torch._dynamo.reset()
+            try:
+                compiled = self.leaves(ns, "compiled")
+            except Exception:  # noqa: BLE001  (a failing compiled run is the "bad" outcome)
+                traceback.print_exc()
+                return False
+            if check == "crash":
+                return True
+            return leaves_agree(eager, compiled, fp64, spec.get("leaves") or [], spec.get("tolerances") or {})
+
+        t0 = time.monotonic()
+        found = CompilerBisector.do_bisect(compiles_correctly)
+        self.times["run_s"] = time.monotonic() - t0
+        sys.stdout.flush()
+        info = {"available": True, "found": found is not None}
+        if found is not None:
+            info.update(backend=found.backend, subsystem=found.subsystem, bisect_number=found.bisect_number,
+                        debug_info=found.debug_info)
+        return {"status": "ok", "phase": "done", "bisect": info, "times": self.times,
+                "stdout_tail": tail(os.path.join(self.dir, STDOUT_FILE), SCRIPT_TAIL_CHARS)}
 
     def gradients(self, out, wrt, wrt_names):
         """d(outputs)/d(inputs, parameters) with seeded grad_outputs: [(name, tensor or None)], or None if skipped.
@@ -356,6 +461,49 @@ class Fp64Casts(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+DEFAULT_TOLERANCES = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-3, "bfloat16": 1e-2}
+
+
+def leaves_agree(eager, compiled, fp64, leaves, tolerances):
+    """The numeric check of a bisect job, as the oracle makes it (oracles/Comparator.cpp): per leaf
+    (all floating ones when `leaves` is empty), torch._dynamo.utils.same(eager, compiled, fp64) on
+    the elements where eager is finite, after NaN/Inf placement, dtype and shape checks."""
+    from torch._dynamo.utils import same
+    if len(eager) != len(compiled):
+        return False
+    if fp64 is not None and len(fp64) != len(eager):
+        fp64 = None
+    tolerances = dict(DEFAULT_TOLERANCES, **tolerances)
+    indices = leaves or [i for i, t in enumerate(eager) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    for i in indices:
+        if i >= len(eager):
+            continue
+        e, c, r = eager[i], compiled[i], fp64[i] if fp64 is not None else None
+        if not isinstance(e, torch.Tensor) or not isinstance(c, torch.Tensor):
+            if repr(e) != repr(c):
+                return False
+            continue
+        e, c = e.detach().cpu(), c.detach().cpu()
+        if e.dtype != c.dtype or e.shape != c.shape:
+            return False
+        if not e.is_floating_point():
+            if not torch.equal(e, c):
+                return False
+            continue
+        r = r.detach().cpu().double() if isinstance(r, torch.Tensor) and r.shape == e.shape else None
+        if not all(torch.equal(f(e), f(c)) for f in (torch.isnan, torch.isposinf, torch.isneginf)):
+            return False
+        finite = torch.isfinite(e)
+        tol = tolerances.get(str(e.dtype).replace("torch.", ""), tolerances["float32"])
+        if r is None:
+            if not torch.allclose(e[finite].double(), c[finite].double(), atol=tol * 100, rtol=tol * 100):
+                return False
+        elif not same(e[finite], c[finite], fp64_ref=r[finite], tol=tol, equal_nan=True):
+            print(f"bisect: leaf {i} diverges")
+            return False
+    return True
+
+
 def compile_facts():
     from torch._dynamo.utils import counters
     stats = counters.get("stats", {})
@@ -428,8 +576,16 @@ def child_main(job, done_fd):
         torch.set_num_threads(threads)
     run = ChildRun(job)
     code = 0
+    kind = job.get("kind", "program")
     try:
-        result = run.run()
+        if kind == "script":
+            result = run.run_script()
+        elif kind == "bisect":
+            result = run.bisect()
+        elif kind == "program":
+            result = run.run()
+        else:
+            raise ValueError(f"unknown job kind {kind!r}")
     except BaseException as exc:  # noqa: BLE001  (everything the program raises is a result)
         status = "oom" if is_oom(exc) else "exception"
         result = {"status": status, "phase": run.phase, "exception": exception_record(exc), "times": run.times}

@@ -1,0 +1,77 @@
+#pragma once
+// One triaged bug: everything the report folder crashes/<signature id>/ and the index are written
+// from. Filled by the triage (fuzzer/Triage), written by oracles/ReportWriter.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "oracles/Signature.h"
+
+namespace tcfuzz::oracles {
+
+/// One row of the ablation table: the minimized program under one variant of its configuration.
+struct AblationRow {
+  std::string variant;        ///< "backend=eager", "backend=aot_eager_decomp_partition", "without cpp_wrapper", ...
+  nlohmann::json config;      ///< the non-default compile options of this variant (CompileConfig::nonDefault)
+  std::string verdict;        ///< "agree", "crash-mismatch", "numeric-divergence", ... or "error"
+  bool reproduces = false;    ///< the bug's signature (numeric: the divergence) shows up under this variant
+  std::string summary;        ///< one line of evidence: "compiled raised RuntimeError: ...", "rmse ratio 41.2"
+};
+
+/// What torch._inductor.compiler_bisector said (when the installed torch has it).
+struct BisectOutcome {
+  bool ran = false;           ///< false: not applicable (not an Inductor bug) or not available
+  std::string backend;        ///< first backend that fails: "eager", "aot_eager", "aot_eager_decomp_partition", "inductor"
+  std::string subsystem;      ///< e.g. "lowerings", "post_grad_passes"; "" when not narrowed down
+  int64_t bisectNumber = -1;  ///< the culprit application within the subsystem, -1 when none
+  std::string debugInfo;      ///< the bisector's description of that application
+  std::string note;           ///< why it did not run, or what went wrong
+};
+
+/// The minimized case as it is reproduced: program, configuration and the observed runs.
+struct ReproCase {
+  std::string programPy;      ///< the emitted program (defines Model and make_inputs(seed))
+  nlohmann::json programIr;   ///< its IR (Graph::toJson)
+  int nodes = 0;              ///< node count of the IR
+  nlohmann::json compile;     ///< CompileConfig::toJson: backend, mode, dynamic, fullgraph, inductor_config
+  bool backward = false;
+  uint64_t seed = 0;
+  int threads = 0;            ///< torch intra-op threads (0: torch's default)
+  std::string device = "cpu";
+  std::vector<std::string> plugins;  ///< trusted plugin files (a test's planted backend): inlined into repro.py
+  std::string verdict;        ///< the expected verdict: "crash-mismatch", "status-mismatch", "numeric-divergence"
+  std::vector<int> divergingLeaves;  ///< numeric: the flattened output leaves that diverged (outputs, then grads)
+  nlohmann::json observed;    ///< toJson(ProgramTestResult) of the minimized program's test
+};
+
+/// A deduplicated, minimized bug.
+struct BugReport {
+  std::string id;             ///< the folder name: the representative signature's id
+  Signature signature;        ///< of the minimized program (numeric: the minimized op multiset)
+  std::string title;          ///< one line, GitHub-issue style
+  std::string severity;       ///< "crash", "hang", "wrong-result", "accepts-invalid" (status-mismatch)
+  std::string component;      ///< what the ablation blames: "dynamo", "aot_autograd", "inductor", "backend X", ...
+  int64_t hits = 0;           ///< raw findings in the group
+  double firstSeen = 0, lastSeen = 0;  ///< unix time
+  std::vector<std::string> rawSignatureIds;  ///< exact signatures merged into this bug
+  std::vector<int64_t> findingIds;           ///< rows of findings.sqlite
+  std::string mergedBy;       ///< "exact", or the near-duplicate rules that merged groups ("frames", "message", "frames+message")
+  nlohmann::json originalConfig;             ///< the first witness's non-default compile options
+  int originalNodes = 0;
+  std::string originalProgramPy;             ///< the witness that was minimized, before minimization
+  ReproCase repro;                           ///< the minimized case
+  bool minimized = false;     ///< false: minimization failed or was skipped; repro holds the original
+  int minimizeCandidates = 0; ///< candidates the minimizer tested
+  std::vector<AblationRow> ablation;
+  BisectOutcome bisect;
+  std::optional<bool> reproVerified;  ///< repro.py run in the sandbox printed the expected verdict
+  std::string reproOutput;    ///< the tail of what repro.py printed when verified
+  std::string torchVersion, torchGit;
+  std::string collectEnv;     ///< python -m torch.utils.collect_env, as printed
+  std::string campaign;       ///< the campaign directory it came from
+};
+
+}  // namespace tcfuzz::oracles

@@ -1,0 +1,768 @@
+#include "oracles/ReportWriter.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "oracles/ReproWriter.h"
+
+namespace tcfuzz::oracles {
+namespace {
+
+using nlohmann::json;
+
+// Bounds on what a report quotes, so that one pathological message cannot blow up an issue
+// (GitHub caps an issue body at 65536 characters).
+constexpr size_t kMessageLimit = 2000;     // an exception message
+constexpr size_t kTracebackLimit = 4000;   // the tail of a traceback or stderr
+constexpr size_t kTracebackLines = 40;
+constexpr size_t kOutputLimit = 4000;      // the tail of repro.py's output
+constexpr size_t kCollectEnvLimit = 12000;
+constexpr size_t kProgramLimit = 20000;    // the original program (report.md only; original.py has it all)
+constexpr size_t kCellLimit = 300;         // a table cell
+constexpr size_t kInlineLimit = 240;       // a message quoted inside a sentence
+
+// The folder's files, in the order they are written; meta.json last (its presence marks a complete folder).
+constexpr const char* kReproFile = "repro.py";
+constexpr const char* kReportFile = "report.md";
+constexpr const char* kProgramFile = "program.json";
+constexpr const char* kOriginalFile = "original.py";
+constexpr const char* kMetaFile = "meta.json";
+
+// --- Text helpers ------------------------------------------------------------------------------
+
+/// The largest prefix of at most `limit` bytes that does not split a UTF-8 sequence.
+size_t utf8Prefix(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return text.size();
+  size_t n = limit;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+/// At most `limit` bytes of the head of `text`, with a note when it was cut.
+std::string headBounded(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  size_t n = utf8Prefix(text, limit);
+  return fmt::format("{}\n[... cut by tcfuzz: {} of {} bytes shown]", text.substr(0, n), n, text.size());
+}
+
+/// At most `maxLines` lines and `limit` bytes of the tail of `text`, with a note when it was cut.
+std::string tailBounded(std::string_view text, size_t limit, size_t maxLines = SIZE_MAX) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  size_t start = 0;
+  if (maxLines != SIZE_MAX) {
+    size_t lines = 0;
+    for (size_t i = text.size(); i > 0; --i)
+      if (text[i - 1] == '\n' && ++lines == maxLines) {
+        start = i;
+        break;
+      }
+  }
+  if (text.size() - start > limit) {
+    start = text.size() - limit;
+    while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
+  }
+  if (start == 0) return std::string(text);
+  return fmt::format("[... cut by tcfuzz: last {} of {} bytes shown]\n{}", text.size() - start, text.size(),
+                     text.substr(start));
+}
+
+/// One line: whitespace runs (newlines included) collapse to a space; at most `limit` bytes, "..." when cut.
+std::string oneLine(std::string_view text, size_t limit) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  if (out.size() > limit) {
+    out.resize(utf8Prefix(out, limit));
+    out += "...";
+  }
+  return out;
+}
+
+size_t longestRun(std::string_view text, char c) {
+  size_t best = 0, run = 0;
+  for (char x : text) {
+    run = x == c ? run + 1 : 0;
+    best = std::max(best, run);
+  }
+  return best;
+}
+
+/// A fenced code block that no backtick run inside `text` can close early.
+std::string codeBlock(std::string_view text, std::string_view lang = "") {
+  std::string fence(std::max<size_t>(3, longestRun(text, '`') + 1), '`');
+  std::string out = fence + std::string(lang) + "\n" + std::string(text);
+  if (out.back() != '\n') out += '\n';
+  return out + fence + "\n";
+}
+
+/// An inline code span for one line of text (bounded), safe against backticks inside it.
+std::string code(std::string_view text, size_t limit = kInlineLimit) {
+  std::string body = oneLine(text, limit);
+  if (body.empty()) return "``";
+  std::string ticks(longestRun(body, '`') + 1, '`');
+  bool pad = body.front() == '`' || body.back() == '`';
+  return ticks + (pad ? " " : "") + body + (pad ? " " : "") + ticks;
+}
+
+/// A GitHub table cell: one bounded line, '|' escaped (GFM applies this escape inside code spans too).
+std::string cell(std::string_view text, bool asCode = false) {
+  std::string line = asCode && !text.empty() ? code(text, kCellLimit) : oneLine(text, kCellLimit);
+  std::string out;
+  for (char c : line) {
+    if (c == '|') out += '\\';
+    if (!asCode && c == '<') {
+      out += "&lt;";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string htmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  return out;
+}
+
+/// ISO 8601 UTC ("2024-05-01T12:00:00Z"); "" for an unset time (<= 0 or not finite).
+std::string isoTime(double unixSeconds) {
+  if (!(unixSeconds > 0) || !std::isfinite(unixSeconds)) return "";
+  std::time_t t = static_cast<std::time_t>(unixSeconds);
+  std::tm tm{};
+  if (!gmtime_r(&t, &tm)) return "";
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string isoOrUnknown(double unixSeconds) {
+  std::string iso = isoTime(unixSeconds);
+  return iso.empty() ? "unknown" : iso;
+}
+
+std::string number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.4g}", v);
+}
+
+std::string verifiedText(const std::optional<bool>& verified) {
+  if (!verified) return "not checked";
+  return *verified ? "yes" : "no";
+}
+
+// --- Guarded JSON access (observed results come from other processes and may lack anything) -------
+
+const json* child(const json& j, std::string_view key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string text(const json* j, std::string_view key) {
+  if (!j) return "";
+  const json* v = child(*j, key);
+  if (!v) return "";
+  return v->is_string() ? v->get<std::string>() : v->dump();
+}
+
+std::optional<double> real(const json* j, std::string_view key) {
+  const json* v = j ? child(*j, key) : nullptr;
+  if (!v || !v->is_number()) return std::nullopt;
+  return v->get<double>();
+}
+
+/// A JSON value as Python source: True/False/None, strings quoted.
+std::string pythonLiteral(const json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  return v.dump();
+}
+
+// --- Report pieces -------------------------------------------------------------------------------
+
+/// The verdict the report is about: the repro's expected verdict, else the signature's symptom.
+std::string verdictOf(const BugReport& bug) {
+  return bug.repro.verdict.empty() ? bug.signature.symptom : bug.repro.verdict;
+}
+
+/// "`torch.compile(backend="inductor", dynamic=True)` with the Inductor options `cpp_wrapper=True`".
+std::string describeCompile(const ReproCase& repro) {
+  const json& c = repro.compile;
+  std::string args;
+  auto add = [&](const std::string& arg) { args += (args.empty() ? "" : ", ") + arg; };
+  std::string backend = text(&c, "backend");
+  add(fmt::format("backend=\"{}\"", backend.empty() ? "inductor" : backend));
+  if (const json* mode = child(c, "mode"); mode && !(mode->is_string() && mode->get<std::string>() == "default"))
+    add("mode=" + pythonLiteral(*mode));
+  if (const json* dynamic = child(c, "dynamic")) add("dynamic=" + pythonLiteral(*dynamic));
+  if (const json* fullgraph = child(c, "fullgraph"); fullgraph && fullgraph->is_boolean() && fullgraph->get<bool>())
+    add("fullgraph=True");
+  std::string out = code("torch.compile(" + args + ")");
+  if (const json* options = child(c, "inductor_config"); options && options->is_object() && !options->empty()) {
+    std::vector<std::string> items;
+    for (const auto& [k, v] : options->items()) items.push_back(code(k + "=" + pythonLiteral(v)));
+    out += fmt::format(" with the Inductor option{} {}", items.size() == 1 ? "" : "s", fmt::join(items, ", "));
+  }
+  return out;
+}
+
+/// The run that misbehaved in the observed test, and its exception object (either may be null).
+struct FailingRun {
+  std::string mode;
+  const json* run = nullptr;
+  const json* exception = nullptr;
+};
+
+FailingRun failingRun(const BugReport& bug) {
+  const json& observed = bug.repro.observed;
+  std::string preferred = bug.signature.failingMode;
+  if (preferred.empty()) preferred = bug.repro.verdict == "status-mismatch" ? "eager" : "compiled";
+  FailingRun f{preferred, child(observed, preferred), nullptr};
+  if (f.run) f.exception = child(*f.run, "exception");
+  if (f.exception) return f;
+  for (const char* mode : {"compiled", "eager", "fp64"})
+    if (const json* run = child(observed, mode))
+      if (const json* exception = child(*run, "exception")) return {mode, run, exception};
+  return f;
+}
+
+/// The observed output leaves that diverged: those listed in repro.divergingLeaves, else those that failed.
+std::vector<const json*> divergingLeaves(const BugReport& bug) {
+  std::vector<const json*> out;
+  const json* outputs = child(bug.repro.observed, "outputs");
+  if (!outputs || !outputs->is_array()) return out;
+  for (const auto& leaf : *outputs) {
+    if (!leaf.is_object()) continue;
+    bool listed = false;
+    if (const json* index = child(leaf, "leaf"); index && index->is_number_integer())
+      listed = std::find(bug.repro.divergingLeaves.begin(), bug.repro.divergingLeaves.end(), index->get<int>()) !=
+               bug.repro.divergingLeaves.end();
+    const json* passed = child(leaf, "passed");
+    bool failed = passed && passed->is_boolean() && !passed->get<bool>();
+    if (bug.repro.divergingLeaves.empty() ? failed : listed) out.push_back(&leaf);
+  }
+  return out;
+}
+
+/// rmse(compiled, fp64) / rmse(eager, fp64) of a leaf; nullopt when either is missing.
+std::optional<double> rmseRatio(const json& leaf) {
+  auto eager = real(&leaf, "rmse_eager_fp64"), compiled = real(&leaf, "rmse_compiled_fp64");
+  if (!eager || !compiled) return std::nullopt;
+  if (*eager == 0) return *compiled == 0 ? 1.0 : INFINITY;
+  return *compiled / *eager;
+}
+
+std::string symptomSentence(const BugReport& bug) {
+  const Signature& sig = bug.signature;
+  std::string verdict = verdictOf(bug);
+  FailingRun failing = failingRun(bug);
+  std::string phase = sig.phase.empty() ? text(failing.run, "phase") : sig.phase;
+  std::string during = phase.empty() ? "" : fmt::format(" during {}", phase);
+  std::string type = sig.exceptionType.empty() ? text(failing.exception, "type") : sig.exceptionType;
+  std::string message = text(failing.exception, "message");
+  if (message.empty()) message = sig.normalizedMessage;
+  std::string_view head = message;  // the first non-empty line: the full message is under "Error logs"
+  while (!head.empty() && (head.front() == '\n' || head.front() == ' ')) head.remove_prefix(1);
+  head = head.substr(0, head.find('\n'));
+  std::string quoted = head.empty() ? "" : fmt::format(" ({})", code(head));
+
+  if (verdict == "numeric-divergence") {
+    auto leaves = divergingLeaves(bug);
+    const json* worst = nullptr;
+    double worstRatio = -1;
+    for (const json* leaf : leaves)
+      if (auto r = rmseRatio(*leaf); r && *r > worstRatio) worstRatio = *r, worst = leaf;
+    std::string s =
+        "The compiled program returns results that are further from a float64 reference than eager mode's "
+        "results are (the criterion of `torch._dynamo.utils.same` with `fp64_ref`)";
+    if (worst)
+      s += fmt::format(": on {} diverging output leaf{}, the worst ({}) has rmse(compiled, fp64) = {} against "
+                       "rmse(eager, fp64) = {}, {}x",
+                       leaves.size(), leaves.size() == 1 ? "" : "s", code(text(worst, "name")),
+                       number(*real(worst, "rmse_compiled_fp64")), number(*real(worst, "rmse_eager_fp64")),
+                       number(worstRatio));
+    return s + ".";
+  }
+  if (verdict == "status-mismatch") {
+    return fmt::format("Eager mode raises {}{}{}, but the compiled program runs without error: torch.compile "
+                       "accepts a program that eager mode rejects.",
+                       type.empty() ? "an exception" : code(type), during, quoted);
+  }
+  std::string who = failing.mode == "compiled" ? "The compiled program" : fmt::format("The {} run", failing.mode);
+  std::string other = failing.mode == "compiled" ? "while eager mode runs the same program without error"
+                                                 : "while the compiled run does not";
+  if (sig.kind == "timeout") return fmt::format("{} does not finish within the time limit{}, {}.", who, during, other);
+  if (sig.kind == "oom") return fmt::format("{} runs out of memory{}, {}.", who, during, other);
+  if (sig.kind.rfind("signal", 0) == 0)
+    return fmt::format("{} is killed by {}{}, {}.", who, sig.kind.substr(std::min<size_t>(7, sig.kind.size())),
+                       during, other);
+  if (sig.kind.rfind("exit", 0) == 0)
+    return fmt::format("{}'s worker process exits on its own ({}){}, {}.", who, sig.kind, during, other);
+  if (!type.empty() || verdict == "crash-mismatch")
+    return fmt::format("{} raises {}{}{}, {}.", who, type.empty() ? "an exception" : code(type), during, quoted,
+                       other);
+  return fmt::format("tcfuzz's verdict on this program is {}.", code(verdict));
+}
+
+std::string ablationSentence(const BugReport& bug) {
+  std::vector<std::string> yes, no;
+  for (const auto& row : bug.ablation)
+    if (row.verdict != "error") (row.reproduces ? yes : no).push_back(code(row.variant));
+  std::string s = bug.component.empty() ? "The ablation did not name a component"
+                                        : fmt::format("The ablation blames **{}**", bug.component);
+  if (!yes.empty() || !no.empty()) {
+    s += ": the bug reproduces under ";
+    s += yes.empty() ? "none of the variants" : fmt::format("{}", fmt::join(yes, ", "));
+    if (!no.empty()) s += fmt::format(" and not under {}", fmt::join(no, ", "));
+  }
+  return s + " (see [Ablation](#ablation)).";
+}
+
+void renderDescribe(std::string& md, const BugReport& bug, const std::string& reproPy) {
+  const ReproCase& r = bug.repro;
+  md += "### 🐛 Describe the bug\n\n";
+  md += symptomSentence(bug);
+  md += fmt::format(" Configuration: {}", describeCompile(r));
+  if (r.backward) md += ", with a backward pass (gradients are compared as well)";
+  md += fmt::format(", on {}", r.device.empty() ? "cpu" : r.device);
+  if (r.threads > 0) md += fmt::format(" with {} intra-op thread{}", r.threads, r.threads == 1 ? "" : "s");
+  md += ". ";
+  md += ablationSentence(bug);
+  md += "\n\n";
+  if (bug.minimized)
+    md += fmt::format("Minimized repro ({} node{}, from {} in the program tcfuzz generated):\n\n", r.nodes,
+                      r.nodes == 1 ? "" : "s", bug.originalNodes);
+  else
+    md += "Repro (not minimized: the minimizer was skipped or failed, so this is the program as generated):\n\n";
+  md += codeBlock(reproPy, "python");
+  md += fmt::format(
+      "\nRun it with `python repro.py`: it exits with status 1 when the bug reproduces and 0 when it does not, "
+      "and its last line is `{}<verdict>` (expected here: {}).\n\n",
+      kReproVerdictPrefix, code(verdictOf(bug)));
+}
+
+void renderNumericTable(std::string& md, const BugReport& bug) {
+  auto leaves = divergingLeaves(bug);
+  if (leaves.empty()) {
+    md += "No per-leaf figures were recorded for the diverging outputs.\n\n";
+    return;
+  }
+  md += "Diverging output leaves (rmse against the float64 eager reference):\n\n";
+  md += "| leaf | name | dtype | shape | max abs diff | rmse(eager, fp64) | rmse(compiled, fp64) | ratio |\n";
+  md += "|---:|---|---|---|---:|---:|---:|---:|\n";
+  for (const json* leaf : leaves) {
+    auto fmtReal = [&](std::string_view key) {
+      auto v = real(leaf, key);
+      return v ? number(*v) : std::string("n/a");
+    };
+    auto ratio = rmseRatio(*leaf);
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(text(leaf, "leaf")),
+                      cell(text(leaf, "name"), true), cell(text(leaf, "dtype")), cell(text(leaf, "shape")),
+                      fmtReal("max_abs_diff"), fmtReal("rmse_eager_fp64"), fmtReal("rmse_compiled_fp64"),
+                      ratio ? number(*ratio) + "x" : std::string("n/a"));
+  }
+  md += "\n";
+  std::vector<std::string> notes;
+  for (const json* leaf : leaves)
+    if (std::string note = text(leaf, "note"); !note.empty())
+      notes.push_back(fmt::format("- leaf {}: {}", text(leaf, "leaf"), oneLine(note, kCellLimit)));
+  if (!notes.empty()) md += fmt::format("{}\n\n", fmt::join(notes, "\n"));
+}
+
+void renderErrorLogs(std::string& md, const BugReport& bug) {
+  const json& observed = bug.repro.observed;
+  md += "### Error logs\n\n";
+  std::string runs;
+  for (const char* mode : {"eager", "compiled", "fp64"})
+    if (const json* run = child(observed, mode)) {
+      std::string summary = text(run, "summary");
+      if (summary.empty()) summary = text(run, "status");
+      runs += fmt::format("{:<8} : {}\n", mode, oneLine(summary, kMessageLimit));
+    }
+  if (!runs.empty() || !text(&observed, "reason").empty()) {
+    md += "The three runs of the minimized program as tcfuzz observed them (eager, compiled, float64 eager):\n\n";
+    if (std::string reason = text(&observed, "reason"); !reason.empty())
+      runs += fmt::format("verdict  : {}: {}\n", text(&observed, "verdict"), oneLine(reason, kMessageLimit));
+    md += codeBlock(runs) + "\n";
+  } else {
+    md += "The observed runs were not recorded.\n\n";
+  }
+
+  if (verdictOf(bug) == "numeric-divergence") {
+    renderNumericTable(md, bug);
+  } else {
+    FailingRun failing = failingRun(bug);
+    if (failing.exception) {
+      std::string type = text(failing.exception, "qualified_type");
+      if (type.empty()) type = text(failing.exception, "type");
+      md += fmt::format("The {} run raised:\n\n", failing.mode);
+      md += codeBlock(headBounded(fmt::format("{}: {}", type, text(failing.exception, "message")), kMessageLimit));
+      md += "\n";
+      if (std::string tb = text(failing.exception, "traceback"); !tb.empty())
+        md += "Traceback (tail):\n\n" + codeBlock(tailBounded(tb, kTracebackLimit, kTracebackLines)) + "\n";
+    } else if (!bug.signature.exceptionType.empty()) {
+      md += fmt::format("Exception (from the signature; the observed run did not record it): {}: {}\n\n",
+                        code(bug.signature.exceptionType), code(bug.signature.normalizedMessage, kMessageLimit));
+    }
+    if (std::string tail = text(failing.run, "stderr_tail"); !tail.empty())
+      md += "stderr (tail):\n\n" + codeBlock(tailBounded(tail, kTracebackLimit, kTracebackLines)) + "\n";
+  }
+
+  md += "Output of `python repro.py`:\n\n";
+  md += codeBlock(bug.reproOutput.empty() ? std::string("(not captured)")
+                                          : tailBounded(bug.reproOutput, kOutputLimit));
+  md += "\n";
+  if (!bug.reproVerified)
+    md += "repro.py was not checked in a clean process.\n\n";
+  else if (*bug.reproVerified)
+    md += "repro.py was verified in a clean process: it printed the expected verdict.\n\n";
+  else
+    md += "repro.py was run in a clean process and did **not** print the expected verdict there.\n\n";
+}
+
+void renderAblation(std::string& md, const BugReport& bug) {
+  md += "### Ablation\n\n";
+  if (bug.ablation.empty()) {
+    md += "No ablation was run.\n\n";
+  } else {
+    md += "The minimized program under variants of its configuration:\n\n";
+    md += "| variant | verdict | reproduces | evidence |\n|---|---|---|---|\n";
+    for (const auto& row : bug.ablation)
+      md += fmt::format("| {} | {} | {} | {} |\n", cell(row.variant, true), cell(row.verdict),
+                        row.reproduces ? "yes" : "no", cell(row.summary, true));
+    md += "\n";
+  }
+  if (!bug.component.empty()) md += fmt::format("Component at fault: **{}**.\n\n", oneLine(bug.component, kCellLimit));
+  const BisectOutcome& b = bug.bisect;
+  if (b.ran) {
+    md += "`torch._inductor.compiler_bisector`:\n\n";
+    md += fmt::format("- first failing backend: {}\n", b.backend.empty() ? "(none found)" : code(b.backend));
+    md += fmt::format("- subsystem: {}\n", b.subsystem.empty() ? "(not narrowed down)" : code(b.subsystem));
+    if (b.bisectNumber >= 0) md += fmt::format("- bisect number: {}\n", b.bisectNumber);
+    if (!b.debugInfo.empty()) md += fmt::format("- debug info: {}\n", code(b.debugInfo, kMessageLimit));
+    if (!b.note.empty()) md += fmt::format("- note: {}\n", oneLine(b.note, kMessageLimit));
+    md += "\n";
+  } else {
+    md += fmt::format("`torch._inductor.compiler_bisector` was not run{}.\n\n",
+                      b.note.empty() ? "" : ": " + oneLine(b.note, kMessageLimit));
+  }
+}
+
+void renderVersions(std::string& md, const BugReport& bug) {
+  md += "### Versions\n\n";
+  md += fmt::format("torch {}", bug.torchVersion.empty() ? "(version unknown)" : code(bug.torchVersion));
+  if (!bug.torchGit.empty()) md += fmt::format(" (git {})", code(bug.torchGit));
+  md += "\n\n";
+  if (bug.collectEnv.empty())
+    md += "collect_env not captured.\n\n";
+  else
+    md += codeBlock(headBounded(bug.collectEnv, kCollectEnvLimit)) + "\n";
+}
+
+std::string listOrNone(const std::vector<std::string>& items) {
+  if (items.empty()) return "(none)";
+  std::vector<std::string> coded;
+  for (const auto& i : items) coded.push_back(code(i));
+  return fmt::format("{}", fmt::join(coded, ", "));
+}
+
+void renderFacts(std::string& md, const BugReport& bug) {
+  const Signature& s = bug.signature;
+  md += "<details><summary>tcfuzz triage facts</summary>\n\n";
+  md += fmt::format("- signature: {}\n", code(s.id()));
+  auto field = [&](std::string_view name, const std::string& value) {
+    if (!value.empty()) md += fmt::format("  - {}: {}\n", name, code(value, kMessageLimit));
+  };
+  field("symptom", s.symptom);
+  field("kind", s.kind);
+  field("failing mode", s.failingMode);
+  field("phase", s.phase);
+  field("exception type", s.exceptionType);
+  field("normalized message", s.normalizedMessage);
+  if (!s.frames.empty()) md += fmt::format("  - frames: {}\n", listOrNone(s.frames));
+  if (!s.ops.empty()) md += fmt::format("  - ops: {}\n", listOrNone(s.ops));
+  md += fmt::format("- severity: {}; component: {}\n", bug.severity.empty() ? "(unset)" : bug.severity,
+                    bug.component.empty() ? "(unknown)" : oneLine(bug.component, kCellLimit));
+  md += fmt::format("- hits: {}\n", bug.hits);
+  md += fmt::format("- first seen: {}; last seen: {}\n", isoOrUnknown(bug.firstSeen), isoOrUnknown(bug.lastSeen));
+  md += fmt::format("- raw signatures merged: {}{}\n", listOrNone(bug.rawSignatureIds),
+                    bug.mergedBy.empty() ? "" : fmt::format(" (merged by {})", code(bug.mergedBy)));
+  if (!bug.findingIds.empty()) md += fmt::format("- findings.sqlite rows: {}\n", fmt::join(bug.findingIds, ", "));
+  if (bug.minimized)
+    md += fmt::format("- size: {} nodes originally, {} after minimization ({} candidates tested)\n", bug.originalNodes,
+                      bug.repro.nodes, bug.minimizeCandidates);
+  else
+    md += fmt::format("- size: {} nodes (not minimized; {} candidates tested)\n", bug.repro.nodes,
+                      bug.minimizeCandidates);
+  md += fmt::format("- original config: {}\n",
+                    code(bug.originalConfig.is_null() ? std::string("{}") : bug.originalConfig.dump(), kMessageLimit));
+  md += fmt::format("- minimized config: {} (backward: {})\n",
+                    code(bug.repro.compile.is_null() ? std::string("{}") : bug.repro.compile.dump(), kMessageLimit),
+                    bug.repro.backward ? "yes" : "no");
+  md += fmt::format("- seed: {}; device: {}; threads: {}\n", bug.repro.seed, bug.repro.device,
+                    bug.repro.threads > 0 ? std::to_string(bug.repro.threads) : "default");
+  if (!bug.campaign.empty()) md += fmt::format("- campaign: {}\n", code(bug.campaign, kMessageLimit));
+  md += "\n";
+  if (!bug.originalProgramPy.empty()) {
+    md += "<details><summary>original program (before minimization)</summary>\n\n";
+    md += codeBlock(headBounded(bug.originalProgramPy, kProgramLimit), "python");
+    md += "\n</details>\n\n";
+  }
+  md += "</details>\n";
+}
+
+// --- Files ------------------------------------------------------------------------------------------
+
+[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path, int err) {
+  throw std::runtime_error(fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(err)));
+}
+
+/// Writes `content` to `path` through a temporary file in the same directory and a rename, so that
+/// readers see the old file or the new one, never a part. Throws std::runtime_error naming the path.
+void writeAtomically(const std::filesystem::path& path, std::string_view content) {
+  std::filesystem::path tmp = path;
+  tmp.replace_filename(fmt::format(".{}.tmp-{}-{}", path.filename().string(), ::getpid(),
+                                   std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create", tmp, errno);
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      fail("write", tmp, err);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    fail("write", tmp, err);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    fail("rename a temporary file to", path, err);
+  }
+}
+
+void removeIfPresent(const std::filesystem::path& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail("remove", path, errno);
+}
+
+void makeDirectory(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  if (!std::filesystem::is_directory(dir, ec)) fail("create directory", dir, ENOTDIR);
+}
+
+json timeJson(double unixSeconds) {
+  std::string iso = isoTime(unixSeconds);
+  return iso.empty() ? json() : json(iso);
+}
+
+std::string sizeText(const BugReport& bug) {
+  return bug.minimized ? fmt::format("{} (from {})", bug.repro.nodes, bug.originalNodes)
+                       : fmt::format("{} (not minimized)", bug.repro.nodes);
+}
+
+}  // namespace
+
+int severityRank(const std::string& severity) {
+  if (severity == "crash") return 0;
+  if (severity == "hang") return 1;
+  if (severity == "wrong-result") return 2;
+  if (severity == "accepts-invalid") return 3;
+  return 4;
+}
+
+std::string renderReportMarkdown(const BugReport& bug, const std::string& reproPy) {
+  std::string md = fmt::format("# {}\n\n", oneLine(bug.title.empty() ? bug.id : bug.title, 256));
+  renderDescribe(md, bug, reproPy);
+  renderErrorLogs(md, bug);
+  renderAblation(md, bug);
+  renderVersions(md, bug);
+  renderFacts(md, bug);
+  return md;
+}
+
+nlohmann::json reportMeta(const BugReport& bug) {
+  json ablation = json::array();
+  for (const auto& row : bug.ablation)
+    ablation.push_back({{"variant", row.variant},
+                        {"config", row.config},
+                        {"verdict", row.verdict},
+                        {"reproduces", row.reproduces},
+                        {"summary", row.summary}});
+  const BisectOutcome& b = bug.bisect;
+  json minimizedConfig = bug.repro.compile.is_object() ? bug.repro.compile : json::object();
+  minimizedConfig["backward"] = bug.repro.backward;
+  return json{
+      {"schema_version", 1},
+      {"id", bug.id},
+      {"title", bug.title},
+      {"severity", bug.severity},
+      {"severity_rank", severityRank(bug.severity)},
+      {"component", bug.component},
+      {"verdict", bug.repro.verdict},
+      {"signature", toJson(bug.signature)},
+      {"hits", bug.hits},
+      {"first_seen", timeJson(bug.firstSeen)},
+      {"first_seen_unix", bug.firstSeen},
+      {"last_seen", timeJson(bug.lastSeen)},
+      {"last_seen_unix", bug.lastSeen},
+      {"raw_signature_ids", bug.rawSignatureIds},
+      {"merged_by", bug.mergedBy},
+      {"finding_ids", bug.findingIds},
+      {"config", {{"original", bug.originalConfig.is_null() ? json::object() : bug.originalConfig},
+                  {"minimized", minimizedConfig}}},
+      {"sizes", {{"original_nodes", bug.originalNodes}, {"minimized_nodes", bug.repro.nodes}}},
+      {"minimized", bug.minimized},
+      {"minimize_candidates", bug.minimizeCandidates},
+      {"repro",
+       {{"seed", bug.repro.seed},
+        {"device", bug.repro.device},
+        {"threads", bug.repro.threads},
+        {"backward", bug.repro.backward},
+        {"plugins", bug.repro.plugins},
+        {"diverging_leaves", bug.repro.divergingLeaves},
+        {"verified", bug.reproVerified ? json(*bug.reproVerified) : json()}}},
+      {"ablation", ablation},
+      {"bisect",
+       {{"ran", b.ran},
+        {"backend", b.backend},
+        {"subsystem", b.subsystem},
+        {"bisect_number", b.bisectNumber},
+        {"debug_info", b.debugInfo},
+        {"note", b.note}}},
+      {"torch", {{"version", bug.torchVersion}, {"git", bug.torchGit}}},
+      {"campaign", bug.campaign},
+  };
+}
+
+void writeReportFolder(const BugReport& bug, const std::string& reproPy, const std::filesystem::path& dir) {
+  makeDirectory(dir);
+  // A rewrite drops meta.json first: until the new one lands, the folder reads as incomplete rather
+  // than as complete with files from two versions.
+  removeIfPresent(dir / kMetaFile);
+  writeAtomically(dir / kReproFile, reproPy);
+  writeAtomically(dir / kReportFile, renderReportMarkdown(bug, reproPy));
+  writeAtomically(dir / kProgramFile, bug.repro.programIr.dump(2) + "\n");
+  if (bug.originalProgramPy.empty())
+    removeIfPresent(dir / kOriginalFile);  // stale from an earlier triage that had one
+  else
+    writeAtomically(dir / kOriginalFile, bug.originalProgramPy);
+  writeAtomically(dir / kMetaFile, reportMeta(bug).dump(2) + "\n");
+}
+
+void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
+                const std::filesystem::path& root) {
+  std::vector<const BugReport*> sorted;
+  int64_t rawFindings = 0;
+  for (const auto& bug : bugs) {
+    sorted.push_back(&bug);
+    rawFindings += bug.hits;
+  }
+  std::stable_sort(sorted.begin(), sorted.end(), [](const BugReport* a, const BugReport* b) {
+    int ra = severityRank(a->severity), rb = severityRank(b->severity);
+    if (ra != rb) return ra < rb;
+    if (a->hits != b->hits) return a->hits > b->hits;
+    if (a->firstSeen != b->firstSeen) return a->firstSeen < b->firstSeen;
+    return a->id < b->id;
+  });
+  std::string countLine = fmt::format("{} unique bug{} from {} raw finding{}", sorted.size(),
+                                      sorted.size() == 1 ? "" : "s", rawFindings, rawFindings == 1 ? "" : "s");
+
+  std::string md = "# tcfuzz findings\n\n";
+  for (const auto& [key, value] : campaignStats) md += fmt::format("- {}: {}\n", cell(key), cell(value));
+  if (!campaignStats.empty()) md += "\n";
+  md += countLine + ".\n\n";
+  md += "| rank | id | title | severity | component | hits | first seen | last seen | nodes (original) | verified |\n";
+  md += "|---:|---|---|---|---|---:|---|---|---|---|\n";
+  int rank = 0;
+  for (const BugReport* bug : sorted)
+    md += fmt::format("| {} | [{}](crashes/{}/report.md) | {} | {} | {} | {} | {} | {} | {} | {} |\n", ++rank,
+                      cell(bug->id), bug->id, cell(bug->title), cell(bug->severity), cell(bug->component), bug->hits,
+                      isoOrUnknown(bug->firstSeen), isoOrUnknown(bug->lastSeen), sizeText(*bug),
+                      verifiedText(bug->reproVerified));
+
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>tcfuzz findings</title>\n"
+      "<style>\n"
+      "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
+      "table{border-collapse:collapse}\n"
+      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\n"
+      "th{background:#f0f0f0}\n"
+      "td.num{text-align:right}\n"
+      "dl.stats{display:grid;grid-template-columns:max-content auto;gap:2px 1em}\n"
+      "dl.stats dt{font-weight:bold}\n"
+      "dl.stats dd{margin:0}\n"
+      ".sev-crash{color:#b00}.sev-hang{color:#a60}.sev-wrong-result{color:#06a}\n"
+      "code{font-size:90%}\n"
+      "</style>\n</head>\n<body>\n<h1>tcfuzz findings</h1>\n";
+  if (!campaignStats.empty()) {
+    html += "<dl class=\"stats\">\n";
+    for (const auto& [key, value] : campaignStats)
+      html += fmt::format("<dt>{}</dt><dd>{}</dd>\n", htmlEscape(key), htmlEscape(value));
+    html += "</dl>\n";
+  }
+  html += fmt::format("<p>{}.</p>\n", htmlEscape(countLine));
+  html += "<table>\n<thead><tr><th>rank</th><th>id</th><th>title</th><th>severity</th><th>component</th>"
+          "<th>hits</th><th>first seen</th><th>last seen</th><th>nodes (original)</th><th>verified</th></tr></thead>\n"
+          "<tbody>\n";
+  rank = 0;
+  for (const BugReport* bug : sorted)
+    html += fmt::format(
+        "<tr><td class=\"num\">{}</td><td><a href=\"crashes/{}/report.md\"><code>{}</code></a></td><td>{}</td>"
+        "<td class=\"sev-{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td></tr>\n",
+        ++rank, htmlEscape(bug->id), htmlEscape(bug->id), htmlEscape(oneLine(bug->title, kCellLimit)),
+        htmlEscape(bug->severity), htmlEscape(bug->severity), htmlEscape(bug->component), bug->hits,
+        htmlEscape(isoOrUnknown(bug->firstSeen)), htmlEscape(isoOrUnknown(bug->lastSeen)),
+        htmlEscape(sizeText(*bug)), htmlEscape(verifiedText(bug->reproVerified)));
+  html += "</tbody>\n</table>\n</body>\n</html>\n";
+
+  makeDirectory(root);
+  writeAtomically(root / "index.md", md);
+  writeAtomically(root / "index.html", html);
+}
+
+}  // namespace tcfuzz::oracles

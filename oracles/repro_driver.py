@@ -1,0 +1,267 @@
+# --------------------------------------------------------------------------------------------------
+# The driver: runs the program above in eager, float64 eager and torch.compile the way tcfuzz's
+# worker did (fuzzer/worker/harness.py), then compares eager and compiled with
+# torch._dynamo.utils.same against the float64 reference.
+# (Template: oracles/repro_driver.py in tcfuzz; CASE is filled in when repro.py is written.)
+# --------------------------------------------------------------------------------------------------
+import faulthandler
+import json
+import random
+import sys
+import traceback
+
+import torch
+import torch._dynamo.utils
+import torch._inductor.config
+import torch.utils._pytree as pytree
+
+CASE = json.loads(r'''TCFUZZ_CASE_JSON''')
+
+
+def seed_everything(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+
+
+def widen_dtype(dtype):
+    if isinstance(dtype, torch.dtype) and dtype.is_complex:
+        return torch.complex128
+    if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+        return torch.float64
+    return dtype
+
+
+def widen_tensor(t):
+    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+        return t.to(widen_dtype(t.dtype))
+    return t
+
+
+class Fp64Casts(torch.overrides.TorchFunctionMode):
+    """The float64 reference: explicit floating casts inside forward become float64 casts."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.Tensor.half, torch.Tensor.float, torch.Tensor.bfloat16):
+            return args[0].double(**kwargs)
+        if "dtype" in kwargs:
+            kwargs["dtype"] = widen_dtype(kwargs["dtype"])
+        if func in (torch.Tensor.to, torch.Tensor.type):
+            args = tuple(widen_dtype(a) for a in args)
+        return func(*args, **kwargs)
+
+
+def apply_compile_config(cfg):
+    torch._inductor.config.fallback_random = True  # compiled random ops draw what eager draws
+    torch._inductor.config.compile_threads = 1
+    for key, value in cfg.get("inductor_config", {}).items():
+        *path, name = key.split(".")
+        target = torch._inductor.config
+        for part in path:
+            target = getattr(target, part, None)
+        if not hasattr(target, name):
+            print(f"this torch has no Inductor config option {key!r}: cannot reproduce")
+            sys.exit(2)
+        setattr(target, name, value)
+
+
+def build(mode):
+    """The seeded model and inputs; in fp64 mode both are widened to float64."""
+    seed_everything(CASE["seed"])
+    model = make_model() if "make_model" in globals() else Model()  # noqa: F821 (defined above)
+    model.eval()
+    inputs = make_inputs(CASE["seed"])  # noqa: F821 (defined above)
+    if not isinstance(inputs, (list, tuple)):
+        inputs = (inputs,)
+    inputs = list(inputs)
+    if mode == "fp64":
+        model = model.to(torch.float64)
+        inputs = pytree.tree_map(widen_tensor, inputs)
+    if CASE["device"] != "cpu":
+        model = model.to(CASE["device"])
+        inputs = pytree.tree_map(lambda t: t.to(CASE["device"]) if isinstance(t, torch.Tensor) else t, inputs)
+    return model, inputs
+
+
+def gradients(out, wrt):
+    """d(outputs)/d(inputs, parameters); output leaf k gets grad_output randn seeded with seed + k."""
+    diff_outputs, grad_outputs = [], []
+    for k, leaf in enumerate(pytree.tree_leaves(out)):
+        if isinstance(leaf, torch.Tensor) and leaf.requires_grad and (leaf.is_floating_point() or leaf.is_complex()):
+            generator = torch.Generator().manual_seed(CASE["seed"] + k)
+            g = torch.randn(tuple(leaf.shape), generator=generator, dtype=torch.float32)
+            diff_outputs.append(leaf)
+            grad_outputs.append(g.to(dtype=leaf.dtype, device=leaf.device))
+    if not diff_outputs or not wrt:
+        return []
+    return list(torch.autograd.grad(diff_outputs, wrt, grad_outputs, allow_unused=True))
+
+
+def run(mode):
+    """One run ("eager", "fp64" or "compiled"): the flattened outputs, then the gradients, and their names."""
+    model, inputs = build(mode)
+    fn = model
+    if mode == "compiled":
+        cfg = CASE["compile"]
+        kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
+        if cfg.get("mode"):
+            kwargs["mode"] = cfg["mode"]
+        if cfg.get("dynamic") is not None:
+            kwargs["dynamic"] = bool(cfg["dynamic"])
+        fn = torch.compile(model, **kwargs)
+    wrt, wrt_names = [], []
+    if CASE["backward"]:
+        # Floating inputs become leaves that require grad; the program gets clones of them.
+        inputs = pytree.tree_map(
+            lambda t: t.detach().requires_grad_(True)
+            if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+            else t,
+            inputs,
+        )
+        for i, t in enumerate(pytree.tree_leaves(inputs)):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                wrt.append(t)
+                wrt_names.append(f"grad(input {i})")
+        for name, p in sorted(model.named_parameters(), key=lambda item: item[0]):
+            if p.requires_grad:
+                wrt.append(p)
+                wrt_names.append(f"grad(param {name})")
+    torch.set_grad_enabled(CASE["backward"])
+    seed_everything(CASE["seed"])
+    args = [t.clone() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs]
+    if mode == "fp64":
+        with Fp64Casts():
+            default_dtype = torch.get_default_dtype()
+            torch.set_default_dtype(torch.float64)
+            try:
+                out = fn(*args)
+            finally:
+                torch.set_default_dtype(default_dtype)
+    else:
+        out = fn(*args)
+    leaves = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
+    names = [f"output {i}" for i in range(len(leaves))]
+    if CASE["backward"]:
+        grads = gradients(out, wrt)
+        leaves += grads
+        names += wrt_names[: len(grads)]
+    leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    return leaves, names
+
+
+def run_and_report(mode):
+    """((leaves, names), None) when the run succeeds, (None, the exception) when it raises."""
+    try:
+        leaves, names = run(mode)
+    except Exception as exc:
+        print(f"{mode}: raised {type(exc).__name__}")
+        traceback.print_exc(file=sys.stdout)
+        return None, exc
+    print(f"{mode}: ok, {len(leaves)} leaves")
+    return (leaves, names), None
+
+
+def as_real_tensor(leaf):
+    if isinstance(leaf, torch.SymInt):
+        leaf = int(leaf)
+    if isinstance(leaf, (bool, int, float)):
+        leaf = torch.tensor(leaf)
+    if isinstance(leaf, torch.Tensor) and leaf.is_complex():
+        leaf = torch.view_as_real(leaf.resolve_conj())
+    return leaf
+
+
+def same_non_finite(a, b):
+    return all(torch.equal(f(a), f(b)) for f in (torch.isnan, torch.isposinf, torch.isneginf))
+
+
+def compare_leaf(eager, compiled, fp64):
+    """'pass', 'fail' or 'unstable' (eager has NaN/Inf where fp64 does not: not judged), and a note."""
+    eager, compiled, fp64 = as_real_tensor(eager), as_real_tensor(compiled), as_real_tensor(fp64)
+    if not isinstance(eager, torch.Tensor) or not isinstance(compiled, torch.Tensor):
+        return ("pass", "") if repr(eager) == repr(compiled) else ("fail", f"{eager!r} != {compiled!r}")
+    if eager.dtype != compiled.dtype or eager.shape != compiled.shape:
+        return "fail", f"eager {eager.dtype}{list(eager.shape)} vs compiled {compiled.dtype}{list(compiled.shape)}"
+    if not isinstance(fp64, torch.Tensor) or fp64.shape != eager.shape:
+        fp64 = None
+    if not eager.is_floating_point():
+        if torch.equal(eager, compiled):
+            return "pass", ""
+        if fp64 is not None and not fp64.is_floating_point() and (compiled != fp64).sum() <= (eager != fp64).sum():
+            return "pass", "integers differ, but compiled is no further from fp64 than eager"
+        return "fail", f"{eager.dtype} values differ"
+    tol = CASE["tolerances"].get(str(eager.dtype).replace("torch.", ""), CASE["tolerances"]["float32"])
+    if fp64 is not None and fp64.is_floating_point() and not same_non_finite(eager.double(), fp64.double()):
+        return "unstable", "eager and fp64 disagree on NaN/Inf placement"
+    if not same_non_finite(eager.double(), compiled.double()):
+        return "fail", "NaN/Inf placement differs between eager and compiled"
+    finite = torch.isfinite(eager)
+    e, c = eager[finite], compiled[finite]
+    max_abs = (e.double() - c.double()).abs().max().item() if e.numel() else 0.0
+    if fp64 is None or not fp64.is_floating_point():
+        ok = torch.allclose(e.double(), c.double(), atol=tol * 100, rtol=tol * 100)
+        return ("pass" if ok else "fail"), f"max abs diff {max_abs:.6g}, no fp64 reference (tol {tol * 100:g})"
+    r = fp64[finite].double()
+    rmse_eager = torch._dynamo.utils.rmse(r, e.double()).item() if e.numel() else 0.0
+    rmse_compiled = torch._dynamo.utils.rmse(r, c.double()).item() if e.numel() else 0.0
+    ok = torch._dynamo.utils.same(e, c, fp64_ref=r, tol=tol, equal_nan=True)
+    note = f"max abs diff {max_abs:.6g}, rmse(eager, fp64) {rmse_eager:.6g}, rmse(compiled, fp64) {rmse_compiled:.6g}"
+    return ("pass" if ok else "fail"), note
+
+
+def compare(eager, compiled, fp64):
+    """The numeric verdict for two runs that both succeeded: 'agree', 'numeric-divergence' or 'invalid-program'."""
+    (eager, names), (compiled, _) = eager, compiled
+    fp64 = fp64[0] if fp64 is not None else None
+    if len(eager) != len(compiled):
+        print(f"output structure differs: eager has {len(eager)} leaves, compiled {len(compiled)}")
+        return "numeric-divergence"
+    if fp64 is not None and len(fp64) != len(eager):
+        fp64 = None
+    leaves = CASE["diverging_leaves"] or [
+        i for i, t in enumerate(eager) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+    ]
+    outcomes = []
+    for i in leaves:
+        if i >= len(eager):
+            print(f"  leaf {i}: absent (the output has {len(eager)} leaves)")
+            continue
+        outcome, note = compare_leaf(eager[i], compiled[i], fp64[i] if fp64 is not None else None)
+        print(f"  leaf {i} ({names[i]}): {outcome}; {note}")
+        outcomes.append(outcome)
+    if "unstable" in outcomes:
+        return "invalid-program"
+    return "numeric-divergence" if "fail" in outcomes else "agree"
+
+
+def main():
+    faulthandler.enable()  # a crash in compiled code prints the Python stack, then kills the process
+    sys.stdout.reconfigure(line_buffering=True)  # what was printed before such a crash is kept
+    if CASE["threads"] > 0:
+        torch.set_num_threads(CASE["threads"])
+    print(f"torch {torch.__version__} ({torch.version.git_version}); torch.compile {json.dumps(CASE['compile'])}")
+    eager, eager_error = run_and_report("eager")
+    fp64, _ = run_and_report("fp64")
+    apply_compile_config(CASE["compile"])
+    compiled, compiled_error = run_and_report("compiled")
+    if eager_error is not None and compiled_error is None:
+        verdict = "status-mismatch"  # compiled accepts a program that eager rejects
+    elif eager_error is None and compiled_error is not None:
+        verdict = "crash-mismatch"
+    elif eager_error is not None:
+        verdict = "invalid-program"  # both fail
+    else:
+        verdict = compare(eager, compiled, fp64)
+    print(f"expected: {CASE['verdict']}")
+    print(f"tcfuzz-verdict: {verdict}")
+    sys.exit(1 if verdict == CASE["verdict"] else 0)
+
+
+if __name__ == "__main__":
+    main()

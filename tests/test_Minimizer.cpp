@@ -1,0 +1,182 @@
+// The minimizer's passes on real generated programs, with a test oracle in C++ (no torch): the
+// end-to-end minimization through real workers is in test_Triage.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fuzzer/CompileConfig.h"
+#include "generators/Generator.h"
+#include "generators/GraphRepair.h"
+#include "oracles/Minimizer.h"
+
+using namespace tcfuzz;
+using oracles::MinimizeCase;
+using oracles::Minimizer;
+using oracles::MinimizerPolicy;
+
+namespace {
+
+bool hasOp(const gen::Graph& g, const std::string& op) {
+  return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const gen::Node& n) { return n.op == op; });
+}
+
+/// A generated program of at least `minNodes` nodes that contains `op` (seeded search).
+gen::Graph programWith(const gen::OpCatalog& catalog, const std::string& op, int minNodes) {
+  gen::GenPolicy policy;
+  policy.minNodes = minNodes;
+  policy.maxNodes = minNodes + 4;
+  policy.opWeights[op] = 8;
+  gen::Generator generator(catalog, policy, 1234);
+  for (uint64_t index = 0; index < 200; ++index) {
+    gen::Graph g = generator.generate(index);
+    // The op must reach an output: a dead node is no bug (Dynamo drops it, and so does the minimizer).
+    if (hasOp(oracles::eliminateDeadNodes(g), op) && static_cast<int>(g.nodes.size()) >= minNodes) return g;
+  }
+  throw std::runtime_error("no generated program with " + op);
+}
+
+class MinimizerTest : public ::testing::Test {
+ protected:
+  gen::OpCatalog catalog_ = gen::makeDefaultCatalog();
+};
+
+}  // namespace
+
+TEST_F(MinimizerTest, ReducesATwentyNodeProgramToTheOneOpTheBugNeeds) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 20);
+  ASSERT_GE(g.nodes.size(), 20u);
+  MinimizeCase start{g, CompileConfig{}.toJson(), false, ""};
+  int calls = 0;
+  std::vector<std::string> invalid;
+  oracles::CandidateTest test = [&](const std::vector<MinimizeCase>& batch) {
+    ++calls;
+    EXPECT_LE(batch.size(), 2u);
+    std::vector<bool> out;
+    for (const auto& c : batch) {
+      if (auto problem = gen::firstInvalidNode(catalog_, c.graph); !problem.empty()) invalid.push_back(problem);
+      out.push_back(hasOp(c.graph, "sigmoid"));
+    }
+    return out;
+  };
+  oracles::MinimizeResult r = Minimizer(catalog_, MinimizerPolicy{}).minimize(start, test);
+  EXPECT_TRUE(invalid.empty()) << invalid.front();
+  EXPECT_TRUE(hasOp(r.best.graph, "sigmoid"));
+  EXPECT_LE(r.best.graph.nodes.size(), 3u) << fmt::format("{}", fmt::join(oracles::opsOf(r.best.graph), ", "));
+  EXPECT_EQ(r.best.graph.outputs.size(), 1u);
+  EXPECT_GT(r.acceptedByPass["remove-nodes"], 0);
+  EXPECT_FALSE(r.budgetExhausted);
+  EXPECT_LT(r.candidatesTested, 150);
+  EXPECT_GT(calls, 0);
+}
+
+TEST_F(MinimizerTest, KeepsOnlyTheConfigOptionsTheBugNeeds) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 6);
+  CompileConfig c;
+  c.dynamic = true;
+  c.fullgraph = true;
+  c.inductorConfig = {{"cpp_wrapper", true}, {"freezing", true}};
+  MinimizeCase start{g, c.toJson(), true, ""};
+  EXPECT_EQ(oracles::configOptionNames(start).size(), 5u);
+  MinimizerPolicy policy;
+  policy.passes = {"drop-config"};
+  // The planted condition: dynamic shapes and freezing.
+  auto r = Minimizer(catalog_, policy).minimize(start, [](const std::vector<MinimizeCase>& batch) {
+    std::vector<bool> out;
+    for (const auto& m : batch)
+      out.push_back(m.compile["dynamic"] == true && m.compile["inductor_config"].contains("freezing"));
+    return out;
+  });
+  EXPECT_EQ(r.best.compile["dynamic"], true);
+  EXPECT_EQ(r.best.compile["inductor_config"], (nlohmann::json{{"freezing", true}}));
+  EXPECT_EQ(r.best.compile["fullgraph"], false);
+  EXPECT_FALSE(r.best.backward);
+  EXPECT_EQ(r.best.graph.contentHash(), g.contentHash());  // only the configuration changed
+}
+
+TEST_F(MinimizerTest, PassOrderIsDataAndOnlyListedPassesRun) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 8);
+  ASSERT_GT(g.outputs.size(), 0u);
+  MinimizerPolicy policy = MinimizerPolicy::fromJson({{"passes", {"drop-outputs"}}, {"batch", 3}});
+  std::set<std::string> passesSeen;
+  auto r = Minimizer(catalog_, policy).minimize({g, CompileConfig{}.toJson(), false, ""},
+                                                 [&](const std::vector<MinimizeCase>& batch) {
+                                                   EXPECT_LE(batch.size(), 3u);
+                                                   for (const auto& m : batch) passesSeen.insert(m.pass);
+                                                   return std::vector<bool>(batch.size(), true);
+                                                 });
+  EXPECT_EQ(r.best.graph.outputs.size(), 1u);
+  if (g.outputs.size() > 1) EXPECT_EQ(passesSeen, (std::set<std::string>{"drop-outputs"}));
+  EXPECT_THROW(MinimizerPolicy::fromJson({{"passes", {"remove-nodes", "shuffle"}}}), std::invalid_argument);
+  EXPECT_THROW(MinimizerPolicy::fromJson({{"batch", 0}}), std::invalid_argument);
+  EXPECT_THROW(MinimizerPolicy::fromJson({{"order", 1}}), std::invalid_argument);
+  EXPECT_EQ(MinimizerPolicy::fromJson(MinimizerPolicy{}.toJson()).passes, Minimizer::passNames());
+}
+
+TEST_F(MinimizerTest, AKnownBugsOpsAreTriedFirstAndEndTheSearch) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 12);
+  MinimizerPolicy policy;
+  policy.opHints = {{"cumsum"}, {"sigmoid"}};
+  std::vector<std::string> firstBatchPasses;
+  auto r = Minimizer(catalog_, policy).minimize({g, CompileConfig{}.toJson(), false, ""},
+                                                 [&](const std::vector<MinimizeCase>& batch) {
+                                                   if (firstBatchPasses.empty())
+                                                     for (const auto& m : batch) firstBatchPasses.push_back(m.pass);
+                                                   std::vector<bool> out;
+                                                   for (const auto& m : batch) out.push_back(hasOp(m.graph, "sigmoid"));
+                                                   return out;
+                                                 });
+  ASSERT_FALSE(firstBatchPasses.empty());
+  EXPECT_EQ(firstBatchPasses.front(), "hinted-ops");
+  EXPECT_EQ(r.acceptedByPass["hinted-ops"], 1);
+  EXPECT_EQ(r.accepted, 1);  // stopOnHint: the case is the known bug
+  EXPECT_EQ(oracles::opsOf(r.best.graph), std::vector<std::string>{"sigmoid"});
+}
+
+TEST_F(MinimizerTest, ShrinksShapesAndResetsAttributesWhenTheBugAllows) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 3);
+  MinimizeCase start{g, CompileConfig{}.toJson(), false, ""};
+  auto before = oracles::sizeOf(start, catalog_);
+  MinimizerPolicy policy;
+  policy.passes = {"shrink-shapes", "shrink-ranks", "reset-attrs"};
+  policy.maxCandidates = 400;
+  auto r = Minimizer(catalog_, policy).minimize(start, [&](const std::vector<MinimizeCase>& batch) {
+    std::vector<bool> out;
+    for (const auto& m : batch) out.push_back(hasOp(m.graph, "sigmoid"));
+    return out;
+  });
+  auto after = oracles::sizeOf(r.best, catalog_);
+  EXPECT_LT(after, before);
+  EXPECT_LE(after.elements, before.elements);
+  EXPECT_TRUE(gen::firstInvalidNode(catalog_, r.best.graph).empty());
+}
+
+TEST_F(MinimizerTest, NothingIsAcceptedWhenTheBugNeverReproduces) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 10);
+  MinimizerPolicy policy;
+  policy.maxCandidates = 40;
+  auto r = Minimizer(catalog_, policy).minimize({g, CompileConfig{}.toJson(), false, ""},
+                                                 [](const std::vector<MinimizeCase>& batch) {
+                                                   return std::vector<bool>(batch.size(), false);
+                                                 });
+  EXPECT_EQ(r.accepted, 0);
+  EXPECT_EQ(r.best.graph.contentHash(), g.contentHash());
+  EXPECT_LE(r.candidatesTested, 40);
+}
+
+TEST(MinimizerHelpers, DeadNodesGoAndLiveOnesStay) {
+  gen::Graph g;
+  int x = g.addValue({{2, 3}});
+  g.inputs.push_back({x, "x0", {}});
+  int a = g.addValue({{2, 3}}), b = g.addValue({{2, 3}}), c = g.addValue({{2, 3}});
+  g.nodes.push_back({"relu", {x}, {a}, nlohmann::json::object()});
+  g.nodes.push_back({"sigmoid", {x}, {b}, nlohmann::json::object()});  // read by nothing
+  g.nodes.push_back({"tanh", {a}, {c}, nlohmann::json::object()});
+  g.outputs = {c};
+  gen::Graph live = oracles::eliminateDeadNodes(g);
+  EXPECT_EQ(oracles::opsOf(live), (std::vector<std::string>{"relu", "tanh"}));
+  EXPECT_EQ(live.values.size(), 3u);
+}

@@ -1,0 +1,521 @@
+// Report folders and the campaign index: report.md's sections (pt2 issue template), meta.json,
+// the files a folder holds after a write and a rewrite, and the ordering and escaping of the index.
+// BugReports are built by hand with the shapes ProgramTester's toJson produces; no workers.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "oracles/ReportWriter.h"
+
+using namespace tcfuzz::oracles;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kMay1Noon = 1714564800;  // 2024-05-01T12:00:00Z
+
+const char* kReproPy = R"(# repro.py: tcfuzz finding (minimized)
+import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.sigmoid(x).cumsum(0)
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(3, 4, generator=g),)
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+)";
+
+json okRun() {
+  return {{"status", "ok"},
+          {"phase", "done"},
+          {"summary", "ok"},
+          {"job_dir", "/tmp/tcfuzz/jobs/000001-eager"},
+          {"times", {{"fork_s", 0.01}, {"setup_s", 0.2}, {"compile_s", 0.0}, {"run_s", 0.01}}}};
+}
+
+BugReport crashBug() {
+  BugReport bug;
+  Signature& s = bug.signature;
+  s.symptom = "crash-mismatch";
+  s.kind = "exception";
+  s.failingMode = "compiled";
+  s.phase = "compile";
+  s.exceptionType = "InductorError(CppCompileError)";
+  s.normalizedMessage = "C++ compile error Command: g++ <path> -shared -fPIC -O3 -o <path>";
+  s.frames = {"torch/_inductor/cpp_builder.py:build", "torch/_inductor/codecache.py:load_async",
+              "torch/_inductor/graph.py:compile_to_module"};
+  bug.id = s.id();
+  bug.title = "[inductor] CppCompileError for cumsum(sigmoid(x)) with cpp_wrapper=True";
+  bug.severity = "crash";
+  bug.component = "inductor";
+  bug.hits = 17;
+  bug.firstSeen = kMay1Noon;
+  bug.lastSeen = kMay1Noon + 3600;
+  bug.rawSignatureIds = {bug.id, "00ff00ff00ff00ff"};
+  bug.findingIds = {3, 9, 41};
+  bug.mergedBy = "frames";
+  bug.originalConfig = {{"inductor_config", {{"cpp_wrapper", true}, {"freezing", true}}}};
+  bug.originalNodes = 23;
+  bug.originalProgramPy = "# original program\nclass Model(torch.nn.Module):\n    pass  # 23 nodes\n";
+  bug.minimized = true;
+  bug.minimizeCandidates = 57;
+  ReproCase& r = bug.repro;
+  r.programPy = kReproPy;
+  r.programIr = {{"inputs", {{{"shape", {3, 4}}, {"dtype", "float32"}}}},
+                 {"nodes", {{{"op", "sigmoid"}}, {{"op", "cumsum"}, {"attrs", {{"dim", 0}}}}}}};
+  r.nodes = 2;
+  r.compile = {{"backend", "inductor"},
+               {"mode", nullptr},
+               {"dynamic", true},
+               {"fullgraph", false},
+               {"inductor_config", {{"cpp_wrapper", true}}}};
+  r.backward = true;
+  r.seed = 1234;
+  r.verdict = "crash-mismatch";
+  const std::string message =
+      "CppCompileError: C++ compile error\n\nCommand:\ng++ /tmp/torchinductor_u/ab/cab12.cpp -shared -fPIC -O3 "
+      "-o /tmp/torchinductor_u/ab/cab12.so\n\nOutput:\n/tmp/torchinductor_u/ab/cab12.cpp:41:17: error: 'tmp3' "
+      "was not declared in this scope\n   41 |     auto tmp4 = tmp3 | tmp2;\n";
+  r.observed = {{"program", "/tmp/tcfuzz/min/program.py"},
+                {"verdict", "crash-mismatch"},
+                {"reason", "compiled raised InductorError during compile; eager ran"},
+                {"eager", okRun()},
+                {"fp64", okRun()},
+                {"compiled",
+                 {{"status", "exception"},
+                  {"phase", "compile"},
+                  {"summary", "exception InductorError: CppCompileError: C++ compile error (phase compile)"},
+                  {"exception",
+                   {{"type", "InductorError"},
+                    {"qualified_type", "torch._inductor.exc.InductorError"},
+                    {"message", message}}}}},
+                {"wall_s", 4.2},
+                {"compare_s", 0.01}};
+  bug.ablation = {
+      {"backend=eager", {{"backend", "eager"}}, "agree", false, "compiled ran"},
+      {"backend=aot_eager", {{"backend", "aot_eager"}}, "agree", false, "compiled ran"},
+      {"backend=aot_eager_decomp_partition", {{"backend", "aot_eager_decomp_partition"}}, "agree", false,
+       "compiled ran"},
+      {"backend=inductor", r.compile, "crash-mismatch", true,
+       "compiled raised InductorError: error: 'tmp3' | tmp2 not declared"},
+      {"without cpp_wrapper", {{"dynamic", true}}, "agree", false, "compiled ran"},
+  };
+  bug.bisect.ran = true;
+  bug.bisect.backend = "inductor";
+  bug.bisect.subsystem = "lowerings";
+  bug.bisect.bisectNumber = 3;
+  bug.bisect.debugInfo = "aten.cumsum.default";
+  bug.reproVerified = true;
+  bug.reproOutput = "eager: ok\ncompiled: InductorError: CppCompileError: C++ compile error\ntcfuzz-verdict: "
+                    "crash-mismatch\n";
+  bug.torchVersion = "2.11.0+cpu";
+  bug.torchGit = "0123456789abcdef0123456789abcdef01234567";
+  bug.collectEnv = "PyTorch version: 2.11.0+cpu\nIs debug build: False\nOS: Debian GNU/Linux 12 (bookworm) (x86_64)\n"
+                   "GCC version: (Debian 12.2.0-14) 12.2.0\n";
+  bug.campaign = "/data/campaigns/nightly-0501";
+  return bug;
+}
+
+json leaf(int index, const std::string& name, double maxAbs, double rmseEager, double rmseCompiled, bool passed) {
+  return {{"leaf", index},
+          {"role", index == 0 ? "output" : "grad"},
+          {"name", name},
+          {"dtype", "float32"},
+          {"compiled_dtype", "float32"},
+          {"shape", {8, 16}},
+          {"compiled_shape", {8, 16}},
+          {"dtype_match", true},
+          {"shape_match", true},
+          {"nan_inf_match", true},
+          {"fp64_stable", true},
+          {"fp64_used", true},
+          {"max_abs_diff", maxAbs},
+          {"rmse_eager_fp64", rmseEager},
+          {"rmse_compiled_fp64", rmseCompiled},
+          {"tolerance", 1e-4},
+          {"multiplier", 2.0},
+          {"passed", passed},
+          {"note", passed ? "allclose" : "rmse(compiled) > 2 * rmse(eager) + tol/10"}};
+}
+
+BugReport numericBug() {
+  BugReport bug;
+  bug.signature.symptom = "numeric-divergence";
+  bug.signature.kind = "numeric";
+  bug.signature.ops = {"addmm", "log_softmax", "var_mean"};
+  bug.id = bug.signature.id();
+  bug.title = "[inductor] var_mean after addmm is less accurate than eager under max-autotune";
+  bug.severity = "wrong-result";
+  bug.component = "inductor";
+  bug.hits = 4;
+  bug.firstSeen = kMay1Noon;
+  bug.lastSeen = kMay1Noon;
+  bug.rawSignatureIds = {bug.id};
+  bug.mergedBy = "exact";
+  bug.originalNodes = 11;
+  bug.minimized = true;
+  bug.repro.nodes = 3;
+  bug.repro.verdict = "numeric-divergence";
+  bug.repro.compile = {{"backend", "inductor"}, {"mode", "max-autotune"}, {"fullgraph", true}};
+  bug.repro.divergingLeaves = {1};
+  bug.repro.observed = {{"verdict", "numeric-divergence"},
+                        {"reason", "leaf 1: compiled further from fp64 than eager"},
+                        {"eager", okRun()},
+                        {"compiled", okRun()},
+                        {"fp64", okRun()},
+                        {"outputs",
+                         {leaf(0, "output 0", 1e-7, 2e-8, 3e-8, true),
+                          leaf(1, "grad(param linear.weight)", 3.5e-3, 1.2e-7, 4.9e-5, false)}}};
+  bug.ablation = {{"backend=aot_eager_decomp_partition", {{"backend", "aot_eager_decomp_partition"}}, "agree", false,
+                   "rmse ratio 1.0"},
+                  {"backend=inductor", bug.repro.compile, "numeric-divergence", true, "rmse ratio 408.3"}};
+  bug.bisect.note = "not available in this torch";
+  return bug;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::set<std::string> filesIn(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+/// A fresh directory per test under the GoogleTest temp dir.
+fs::path freshDir(const std::string& name) {
+  fs::path dir = fs::path(testing::TempDir()) / fmt::format("tcfuzz-report-{}-{}", name, ::getpid());
+  fs::remove_all(dir);
+  return dir;
+}
+
+/// The line of `text` that contains `needle` ("" when none).
+std::string lineWith(const std::string& text, const std::string& needle) {
+  size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  size_t begin = text.rfind('\n', at);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return text.substr(begin, text.find('\n', at) - begin);
+}
+
+}  // namespace
+
+TEST(ReportWriter, CrashReportHasTemplateSectionsInOrder) {
+  BugReport bug = crashBug();
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  std::vector<std::string> headings = {"# " + bug.title + "\n",
+                                       "\n### 🐛 Describe the bug\n",
+                                       "\n### Error logs\n",
+                                       "\n### Ablation\n",
+                                       "\n### Versions\n",
+                                       "\n<details><summary>tcfuzz triage facts</summary>"};
+  EXPECT_EQ(md.find(headings[0]), 0u);
+  size_t previous = 0;
+  for (const auto& h : headings) {
+    size_t at = md.find(h);
+    ASSERT_NE(at, std::string::npos) << h;
+    EXPECT_GE(at, previous) << h;
+    previous = at;
+  }
+}
+
+TEST(ReportWriter, CrashReportDescribesSymptomConfigurationAndRepro) {
+  BugReport bug = crashBug();
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  size_t describe = md.find("### 🐛 Describe the bug"), logs = md.find("### Error logs");
+  std::string section = md.substr(describe, logs - describe);
+  EXPECT_NE(section.find("The compiled program raises `InductorError(CppCompileError)` during compile"),
+            std::string::npos);
+  EXPECT_NE(section.find("while eager mode runs the same program without error"), std::string::npos);
+  EXPECT_NE(section.find("`torch.compile(backend=\"inductor\", dynamic=True)` with the Inductor option "
+                         "`cpp_wrapper=True`"),
+            std::string::npos);
+  EXPECT_NE(section.find("with a backward pass"), std::string::npos);
+  EXPECT_NE(section.find("The ablation blames **inductor**"), std::string::npos);
+  EXPECT_NE(section.find("Minimized repro (2 nodes, from 23"), std::string::npos);
+  EXPECT_NE(section.find(std::string("```python\n") + kReproPy + "```\n"), std::string::npos);
+  EXPECT_NE(section.find("`python repro.py`"), std::string::npos);
+  EXPECT_NE(section.find("exits with status 1 when the bug reproduces"), std::string::npos);
+}
+
+TEST(ReportWriter, CrashReportQuotesTheExceptionAndReproOutput) {
+  BugReport bug = crashBug();
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  size_t logs = md.find("### Error logs"), ablation = md.find("### Ablation");
+  std::string section = md.substr(logs, ablation - logs);
+  EXPECT_NE(section.find("compiled : exception InductorError: CppCompileError"), std::string::npos);
+  EXPECT_NE(section.find("eager    : ok"), std::string::npos);
+  EXPECT_NE(section.find("torch._inductor.exc.InductorError: CppCompileError: C++ compile error"), std::string::npos);
+  EXPECT_NE(section.find("error: 'tmp3' was not declared in this scope"), std::string::npos);
+  EXPECT_NE(section.find("```\neager: ok\ncompiled: InductorError"), std::string::npos);
+  EXPECT_NE(section.find("tcfuzz-verdict: crash-mismatch"), std::string::npos);
+  EXPECT_NE(section.find("repro.py was verified in a clean process"), std::string::npos);
+  // A message inside a code block is quoted as it is: no table escaping there.
+  EXPECT_NE(section.find("auto tmp4 = tmp3 | tmp2;"), std::string::npos);
+}
+
+TEST(ReportWriter, AblationTableRowsEscapePipes) {
+  BugReport bug = crashBug();
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  size_t ablation = md.find("### Ablation"), versions = md.find("### Versions");
+  std::string section = md.substr(ablation, versions - ablation);
+  EXPECT_NE(section.find("| variant | verdict | reproduces | evidence |"), std::string::npos);
+  EXPECT_EQ(lineWith(section, "`backend=eager`"), "| `backend=eager` | agree | no | `compiled ran` |");
+  EXPECT_EQ(lineWith(section, "`backend=inductor`"),
+            "| `backend=inductor` | crash-mismatch | yes | "
+            "`compiled raised InductorError: error: 'tmp3' \\| tmp2 not declared` |");
+  EXPECT_NE(section.find("| `without cpp_wrapper` | agree | no |"), std::string::npos);
+  // Every table row has exactly 5 unescaped pipes (4 cells).
+  std::istringstream lines(section);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '|') continue;
+    int pipes = 0;
+    for (size_t i = 0; i < line.size(); ++i) pipes += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    EXPECT_EQ(pipes, 5) << line;
+  }
+  EXPECT_NE(section.find("first failing backend: `inductor`"), std::string::npos);
+  EXPECT_NE(section.find("subsystem: `lowerings`"), std::string::npos);
+  EXPECT_NE(section.find("bisect number: 3"), std::string::npos);
+  EXPECT_NE(section.find("debug info: `aten.cumsum.default`"), std::string::npos);
+}
+
+TEST(ReportWriter, VersionsHoldTorchAndCollectEnv) {
+  BugReport bug = crashBug();
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  size_t versions = md.find("### Versions"), facts = md.find("<details><summary>tcfuzz triage facts");
+  std::string section = md.substr(versions, facts - versions);
+  EXPECT_NE(section.find("torch `2.11.0+cpu` (git `0123456789abcdef0123456789abcdef01234567`)"), std::string::npos);
+  EXPECT_NE(section.find("```\n" + bug.collectEnv + "```\n"), std::string::npos);
+
+  bug.collectEnv.clear();
+  md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_NE(md.find("### Versions\n\ntorch `2.11.0+cpu`"), std::string::npos);
+  EXPECT_NE(md.find("collect_env not captured"), std::string::npos);
+}
+
+TEST(ReportWriter, TriageFactsListSignatureHitsAndOriginalProgram) {
+  BugReport bug = crashBug();
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  std::string facts = md.substr(md.find("<details><summary>tcfuzz triage facts</summary>"));
+  EXPECT_NE(facts.find("- signature: `" + bug.signature.id() + "`"), std::string::npos);
+  EXPECT_NE(facts.find("exception type: `InductorError(CppCompileError)`"), std::string::npos);
+  EXPECT_NE(facts.find("frames: `torch/_inductor/cpp_builder.py:build`"), std::string::npos);
+  EXPECT_NE(facts.find("- hits: 17"), std::string::npos);
+  EXPECT_NE(facts.find("first seen: 2024-05-01T12:00:00Z; last seen: 2024-05-01T13:00:00Z"), std::string::npos);
+  EXPECT_NE(facts.find("`00ff00ff00ff00ff` (merged by `frames`)"), std::string::npos);
+  EXPECT_NE(facts.find("23 nodes originally, 2 after minimization (57 candidates tested)"), std::string::npos);
+  EXPECT_NE(facts.find("campaign: `/data/campaigns/nightly-0501`"), std::string::npos);
+  EXPECT_NE(facts.find("<details><summary>original program (before minimization)</summary>\n\n```python\n" +
+                       bug.originalProgramPy + "```"),
+            std::string::npos);
+  EXPECT_EQ(md.substr(md.size() - 11), "</details>\n");
+}
+
+TEST(ReportWriter, NumericReportTablesDivergingLeaves) {
+  BugReport bug = numericBug();
+  std::string md = renderReportMarkdown(bug, "print('repro')\n");
+  EXPECT_NE(md.find("further from a float64 reference than eager mode's"), std::string::npos);
+  EXPECT_NE(md.find("`torch.compile(backend=\"inductor\", mode=\"max-autotune\", fullgraph=True)`"),
+            std::string::npos);
+  EXPECT_NE(md.find("| leaf | name | dtype | shape | max abs diff | rmse(eager, fp64) | rmse(compiled, fp64) | ratio |"),
+            std::string::npos);
+  EXPECT_EQ(lineWith(md, "`grad(param linear.weight)` |"),
+            "| 1 | `grad(param linear.weight)` | float32 | [8,16] | 0.0035 | 1.2e-07 | 4.9e-05 | 408.3x |");
+  EXPECT_EQ(md.find("| 0 | `output 0`"), std::string::npos) << "a leaf that passed is not listed";
+  EXPECT_NE(md.find("compiler_bisector` was not run: not available in this torch"), std::string::npos);
+  EXPECT_NE(md.find("repro.py was not checked in a clean process"), std::string::npos);
+  EXPECT_NE(md.find("ops: `addmm`, `log_softmax`, `var_mean`"), std::string::npos);
+}
+
+TEST(ReportWriter, StatusMismatchAndTimeoutAreDescribed) {
+  BugReport accepts = crashBug();
+  accepts.severity = "accepts-invalid";
+  accepts.repro.verdict = accepts.signature.symptom = "status-mismatch";
+  accepts.signature.failingMode = "eager";
+  accepts.signature.phase = "run";
+  accepts.signature.exceptionType = "RuntimeError";
+  accepts.repro.observed = {{"eager",
+                             {{"status", "exception"},
+                              {"phase", "run"},
+                              {"exception",
+                               {{"type", "RuntimeError"},
+                                {"qualified_type", "RuntimeError"},
+                                {"message", "index 7 is out of bounds for dimension 0 with size 4\nmore"}}}}},
+                            {"compiled", okRun()}};
+  std::string md = renderReportMarkdown(accepts, kReproPy);
+  EXPECT_NE(md.find("Eager mode raises `RuntimeError` during run (`index 7 is out of bounds for dimension 0 with "
+                    "size 4`), but the compiled program runs without error"),
+            std::string::npos);
+  EXPECT_NE(md.find("The eager run raised:\n\n```\nRuntimeError: index 7 is out of bounds"), std::string::npos);
+
+  BugReport hang = crashBug();
+  hang.severity = "hang";
+  hang.signature.kind = "timeout";
+  hang.signature.phase = "run";
+  md = renderReportMarkdown(hang, kReproPy);
+  EXPECT_NE(md.find("The compiled program does not finish within the time limit during run, while eager mode runs "
+                    "the same program without error."),
+            std::string::npos);
+}
+
+TEST(ReportWriter, LongMessagesAreCutWithANote) {
+  BugReport bug = crashBug();
+  bug.repro.observed["compiled"]["exception"]["message"] = std::string(10000, 'x');
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_EQ(md.find(std::string(2100, 'x')), std::string::npos);
+  EXPECT_NE(md.find("[... cut by tcfuzz:"), std::string::npos);
+}
+
+TEST(ReportWriter, MissingObservedFieldsDoNotThrow) {
+  BugReport bug = crashBug();
+  bug.repro.observed = json::array({1, 2});
+  EXPECT_NO_THROW(renderReportMarkdown(bug, kReproPy));
+  bug.repro.observed = {{"compiled", {{"exception", "not an object"}, {"status", 3}}}, {"outputs", {{"leaf", "x"}}}};
+  EXPECT_NO_THROW(renderReportMarkdown(bug, kReproPy));
+  BugReport numeric = numericBug();
+  numeric.repro.observed = {{"outputs", {{{"leaf", 1}, {"rmse_eager_fp64", nullptr}}, 7}}};
+  std::string md;
+  EXPECT_NO_THROW(md = renderReportMarkdown(numeric, kReproPy));
+  EXPECT_NE(md.find("| n/a | n/a | n/a | n/a |"), std::string::npos);
+  EXPECT_NO_THROW(renderReportMarkdown(BugReport{}, ""));
+}
+
+TEST(ReportWriter, MetaHasTimesSizesConfigsAndSignature) {
+  BugReport bug = crashBug();
+  json meta = reportMeta(bug);
+  EXPECT_EQ(meta["id"], bug.id);
+  EXPECT_EQ(meta["hits"], 17);
+  EXPECT_EQ(meta["first_seen"], "2024-05-01T12:00:00Z");
+  EXPECT_EQ(meta["last_seen"], "2024-05-01T13:00:00Z");
+  EXPECT_DOUBLE_EQ(meta["first_seen_unix"].get<double>(), kMay1Noon);
+  EXPECT_EQ(meta["sizes"], json({{"original_nodes", 23}, {"minimized_nodes", 2}}));
+  EXPECT_EQ(meta["verdict"], "crash-mismatch");
+  EXPECT_EQ(meta["severity"], "crash");
+  EXPECT_EQ(meta["component"], "inductor");
+  EXPECT_EQ(meta["signature"], toJson(bug.signature));
+  EXPECT_EQ(meta["config"]["original"], bug.originalConfig);
+  EXPECT_EQ(meta["config"]["minimized"]["backward"], true);
+  EXPECT_EQ(meta["config"]["minimized"]["inductor_config"]["cpp_wrapper"], true);
+  EXPECT_EQ(meta["raw_signature_ids"], json({bug.id, "00ff00ff00ff00ff"}));
+  EXPECT_EQ(meta["finding_ids"], json({3, 9, 41}));
+  EXPECT_EQ(meta["repro"]["verified"], true);
+  EXPECT_EQ(meta["ablation"].size(), 5u);
+  EXPECT_EQ(meta["ablation"][3]["reproduces"], true);
+  EXPECT_EQ(meta["bisect"]["bisect_number"], 3);
+  EXPECT_EQ(meta["torch"]["version"], "2.11.0+cpu");
+
+  bug.reproVerified.reset();
+  bug.firstSeen = 0;
+  meta = reportMeta(bug);
+  EXPECT_TRUE(meta["repro"]["verified"].is_null());
+  EXPECT_TRUE(meta["first_seen"].is_null());
+}
+
+TEST(ReportWriter, FolderHoldsExactlyItsFilesAndRewritesIdempotently) {
+  fs::path dir = freshDir("folder") / "crashes" / "abc";
+  BugReport bug = crashBug();
+  writeReportFolder(bug, kReproPy, dir);
+  EXPECT_EQ(filesIn(dir), (std::set<std::string>{"repro.py", "report.md", "program.json", "original.py", "meta.json"}));
+  EXPECT_EQ(slurp(dir / "repro.py"), kReproPy);
+  EXPECT_EQ(slurp(dir / "report.md"), renderReportMarkdown(bug, kReproPy));
+  EXPECT_EQ(slurp(dir / "program.json"), bug.repro.programIr.dump(2) + "\n");
+  EXPECT_EQ(slurp(dir / "original.py"), bug.originalProgramPy);
+  json meta = json::parse(slurp(dir / "meta.json"));
+  EXPECT_EQ(meta, reportMeta(bug));
+
+  std::map<std::string, std::string> before;
+  for (const auto& name : filesIn(dir)) before[name] = slurp(dir / name);
+  writeReportFolder(bug, kReproPy, dir);
+  std::map<std::string, std::string> after;
+  for (const auto& name : filesIn(dir)) after[name] = slurp(dir / name);
+  EXPECT_EQ(before, after);
+
+  // A later triage without an original program drops the stale original.py, and only that.
+  std::ofstream(dir / "notes.txt") << "mine\n";
+  bug.originalProgramPy.clear();
+  bug.hits = 18;
+  writeReportFolder(bug, kReproPy, dir);
+  EXPECT_EQ(filesIn(dir), (std::set<std::string>{"repro.py", "report.md", "program.json", "meta.json", "notes.txt"}));
+  EXPECT_EQ(json::parse(slurp(dir / "meta.json"))["hits"], 18);
+  fs::remove_all(dir.parent_path().parent_path());
+}
+
+TEST(ReportWriter, FolderWriteFailureNamesThePath) {
+  fs::path root = freshDir("fail");
+  fs::create_directories(root);
+  std::ofstream(root / "file") << "x";
+  try {
+    writeReportFolder(crashBug(), kReproPy, root / "file" / "abc");
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find((root / "file").string()), std::string::npos) << e.what();
+  }
+  fs::remove_all(root);
+}
+
+TEST(ReportWriter, SeverityRanks) {
+  EXPECT_EQ(severityRank("crash"), 0);
+  EXPECT_EQ(severityRank("hang"), 1);
+  EXPECT_EQ(severityRank("wrong-result"), 2);
+  EXPECT_EQ(severityRank("accepts-invalid"), 3);
+  EXPECT_EQ(severityRank("other"), 4);
+  EXPECT_EQ(severityRank(""), 4);
+}
+
+TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
+  BugReport crashFew = crashBug(), crashMany = crashBug(), wrong = numericBug(), hang = crashBug();
+  crashFew.id = "c0000000000000f1";
+  crashFew.hits = 2;
+  crashMany.id = "c0000000000000f2";
+  crashMany.hits = 9;
+  crashMany.title = "<script>alert(1)</script> in relu | sigmoid";
+  hang.id = "b0000000000000a1";
+  hang.severity = "hang";
+  hang.hits = 1;
+  wrong.hits = 50;
+  fs::path root = freshDir("index");
+  writeIndex({wrong, crashFew, hang, crashMany}, {{"run_time", "3600"}, {"execs_done", "12000"}}, root);
+  EXPECT_EQ(filesIn(root), (std::set<std::string>{"index.md", "index.html"}));
+
+  std::string md = slurp(root / "index.md");
+  size_t a = md.find("[c0000000000000f2](crashes/c0000000000000f2/report.md)");
+  size_t b = md.find("[c0000000000000f1](crashes/c0000000000000f1/report.md)");
+  size_t c = md.find("[b0000000000000a1](crashes/b0000000000000a1/report.md)");
+  size_t d = md.find("[" + wrong.id + "](crashes/" + wrong.id + "/report.md)");
+  ASSERT_NE(d, std::string::npos);
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_LT(c, d);
+  EXPECT_NE(md.find("4 unique bugs from 62 raw findings"), std::string::npos);
+  EXPECT_NE(md.find("&lt;script>alert(1)&lt;/script> in relu \\| sigmoid"), std::string::npos);
+  EXPECT_TRUE(lineWith(md, "c0000000000000f2").rfind("| 1 |", 0) == 0);
+  EXPECT_NE(lineWith(md, "c0000000000000f2").find("| 2024-05-01T12:00:00Z | 2024-05-01T13:00:00Z | 2 (from 23) | yes |"),
+            std::string::npos);
+
+  std::string html = slurp(root / "index.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; in relu | sigmoid"), std::string::npos);
+  EXPECT_NE(html.find("<dt>execs_done</dt><dd>12000</dd>"), std::string::npos);
+  EXPECT_NE(html.find("4 unique bugs from 62 raw findings"), std::string::npos);
+  EXPECT_LT(html.find("crashes/c0000000000000f2/report.md"), html.find("crashes/c0000000000000f1/report.md"));
+  EXPECT_LT(html.find("crashes/b0000000000000a1/report.md"), html.find("crashes/" + wrong.id + "/report.md"));
+  EXPECT_EQ(html.find("http"), std::string::npos) << "nothing is fetched from anywhere";
+  fs::remove_all(root);
+}
