@@ -695,17 +695,17 @@ std::vector<oracles::BugReport> Triage::writeReports() {
 
 TriageSummary Triage::run(const std::atomic<bool>* stop) {
   TriageSummary summary;
-  std::vector<std::string> todo = pending();
-  for (size_t i = 0; i < todo.size(); ++i) {
+  std::vector<std::string> waiting = pending();
+  for (size_t i = 0; i < waiting.size(); ++i) {
     if (stop && *stop) {
-      summary.pending = static_cast<int>(todo.size() - i);
+      summary.pending = static_cast<int>(waiting.size() - i);
       break;
     }
     TriageRecord row;
     try {
-      row = triageSignature(todo[i]);
+      row = triageSignature(waiting[i]);
     } catch (const JobCancelled&) {
-      summary.pending = static_cast<int>(todo.size() - i);
+      summary.pending = static_cast<int>(waiting.size() - i);
       break;
     }
     if (row.status == "done" || row.status == "duplicate") summary.triaged++;

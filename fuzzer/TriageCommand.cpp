@@ -106,8 +106,8 @@ int triageCommand(const Options& o, const std::string& campaignDir) {
 
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   Triage reports(catalog, settings, root, store, nullptr, logLine);
-  std::vector<std::string> todo = reports.pending();
-  if (todo.empty()) {
+  std::vector<std::string> waiting = reports.pending();
+  if (waiting.empty()) {
     auto bugs = reports.writeReports();
     TriageSummary s;
     s.bugs = static_cast<int>(bugs.size());
@@ -116,7 +116,7 @@ int triageCommand(const Options& o, const std::string& campaignDir) {
     printSummary(s, root);
     return kExitOk;
   }
-  logLine(fmt::format("{} signature(s) to triage with {} workers", todo.size(), workers));
+  logLine(fmt::format("{} signature(s) to triage with {} workers", waiting.size(), workers));
   WorkerPool pool(workerSpecFrom(o, output.workDir()), static_cast<size_t>(workers));
   ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
   Triage triage(catalog, settings, root, store, &tester, logLine);
