@@ -105,7 +105,8 @@ Campaign::Campaign(const gen::OpCatalog& catalog, CampaignPolicy policy, Campaig
       tester_(tester),
       view_(view),
       emitter_(catalog),
-      mutator_(catalog, policy_.generation) {
+      mutator_(catalog, policy_.generation),
+      queueSampler_(settings_.seed ^ 0x71756575652d6c6cULL) {
   totals_ = store_.totals();
   nextIndex_ = totals_.maxProgramIndex + 1;
 }
@@ -168,6 +169,12 @@ std::vector<std::string> Campaign::restore() {
   return problems;
 }
 
+std::optional<gen::Graph> Campaign::sampleQueueProgram() {
+  std::lock_guard lock(mutex_);
+  if (queue_.empty()) return std::nullopt;
+  return queue_[static_cast<size_t>(queueSampler_.uniform(0, static_cast<int64_t>(queue_.size()) - 1))].graph;
+}
+
 void Campaign::stop() {
   if (stopping_.exchange(true)) return;
   pool_.cancel();
@@ -186,7 +193,7 @@ void Campaign::fail(CampaignEnd end, const std::string& message) {
 
 std::string Campaign::queueName(const Candidate& c) const {
   std::string op = c.origin == "grammar" ? "grammar" : c.origin.substr(c.origin.find(':') + 1);
-  std::string src = c.parentIndex >= 0 ? fmt::format("{:06d}", c.parentIndex) : "gen";
+  std::string src = c.parentIndex >= 0 ? fmt::format("{:06d}", c.parentIndex) : c.llm ? "llm" : "gen";
   if (!c.donor.empty() && indexFromName(c.donor) >= 0) src += fmt::format("+{:06d}", indexFromName(c.donor));
   return fmt::format("id:{:06d},src:{},op:{}", c.index, src, op);
 }
@@ -196,9 +203,16 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
   Candidate c;
   c.index = index;
   bool made = false;
+  if (llm_) {
+    if (auto proposal = llm_->take()) {
+      c.graph = proposal->graph;
+      c.origin = "llm:" + proposal->strategy;
+      c.llm = std::move(proposal);
+    }
+  }
   {
     std::lock_guard lock(mutex_);
-    if (!queue_.empty() && rng.chance(policy_.mutationShare)) {
+    if (!c.llm && !queue_.empty() && rng.chance(policy_.mutationShare)) {
       std::vector<double> weights;
       for (const auto& e : queue_) weights.push_back(1.0 / (1.0 + e.picked));
       QueueEntry& parent = queue_[rng.weighted(weights)];
@@ -217,14 +231,15 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
       }
     }
   }
-  if (!made) c.graph = generator.generate(static_cast<uint64_t>(index));
+  if (!made && !c.llm) c.graph = generator.generate(static_cast<uint64_t>(index));
   std::string hash = c.graph.contentHash();
   std::lock_guard lock(mutex_);
   if (!testedHashes_.insert(hash).second) {
     duplicates_++;
+    if (c.llm) llm_->feedback(*c.llm, false, 0, 0, false);
     return std::nullopt;
   }
-  (made ? mutated_ : generated_)++;
+  (c.llm ? llmProposed_ : made ? mutated_ : generated_)++;
   return c;
 }
 
@@ -344,6 +359,7 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     }
     if (queued) queue_.push_back({queued->name, c.graph, c.index, 0});
   }
+  if (c.llm) llm_->feedback(*c.llm, true, pr.newFeatures, static_cast<int>(findings.size()), !newSignatures.empty());
   if (queued) output_.writeQueueEntry(queued->name, c.graph, py);
   for (const auto& f : findings) {
     if (std::find(newSignatures.begin(), newSignatures.end(), f.signatureId) == newSignatures.end()) continue;
@@ -450,6 +466,14 @@ void Campaign::writeStats() {
   kv.emplace_back("queue_size", std::to_string(s.queue));
   kv.emplace_back("features", std::to_string(s.features));
   kv.emplace_back("torch_share", fmt::format("{:.3f}", s.torchShare));
+  {
+    std::lock_guard lock(mutex_);
+    kv.emplace_back("llm_programs", std::to_string(llmProposed_));
+  }
+  if (llm_)
+    for (auto& line : llm_->statsLines()) kv.push_back(std::move(line));
+  else
+    kv.emplace_back("llm_state", "off");
   output_.writeStats(kv);
 }
 

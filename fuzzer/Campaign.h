@@ -18,6 +18,7 @@
 #include "fuzzer/CompileMatrix.h"
 #include "fuzzer/FeatureSet.h"
 #include "fuzzer/FindingStore.h"
+#include "fuzzer/LlmProposer.h"
 #include "fuzzer/ProgramTester.h"
 #include "fuzzer/StatusView.h"
 #include "generators/Generator.h"
@@ -75,6 +76,11 @@ class Campaign {
   /// The message for the last end (the disk-full or failure reason).
   const std::string& endMessage() const { return endMessage_; }
   CampaignSnapshot snapshot() const;
+  /// Takes LLM proposals from `llm` (nullptr: grammar and mutation only) whenever one is ready, and
+  /// credits each with what testing it gave. Call before run().
+  void setLlm(LlmProposer* llm) { llm_ = llm; }
+  /// A queue program drawn uniformly (the LLM's mutation strategies); nullopt while the queue is empty.
+  std::optional<gen::Graph> sampleQueueProgram();
 
  private:
   struct QueueEntry {
@@ -87,9 +93,10 @@ class Campaign {
   struct Candidate {
     int64_t index = 0;
     gen::Graph graph;
-    std::string origin = "grammar";  ///< or "mutation:<mutator>"
+    std::string origin = "grammar";  ///< or "mutation:<mutator>", "llm:<strategy>"
     std::string parent, donor;       ///< queue entry names
     int64_t parentIndex = -1;
+    std::optional<LlmProposal> llm;  ///< set for LLM proposals
   };
 
   void lane(int laneIndex);
@@ -108,6 +115,7 @@ class Campaign {
   ProgramTester& tester_;
   StatusView& view_;
   gen::PythonEmitter emitter_;
+  LlmProposer* llm_ = nullptr;
 
   mutable std::mutex mutex_;  // guards everything below
   gen::Mutator mutator_;
@@ -118,7 +126,8 @@ class Campaign {
   StoreTotals totals_;         ///< all sessions, kept current
   int64_t nextIndex_ = 0;
   int64_t started_ = 0;        ///< programs started this session
-  int64_t sessionDone_ = 0, generated_ = 0, mutated_ = 0, duplicates_ = 0, errors_ = 0;
+  int64_t sessionDone_ = 0, generated_ = 0, mutated_ = 0, llmProposed_ = 0, duplicates_ = 0, errors_ = 0;
+  gen::Rng queueSampler_{0};  ///< draws for sampleQueueProgram
   double sessionTorchSeconds_ = 0;
   double lastNewSignatureAt_ = 0;  ///< unix time
   std::chrono::steady_clock::time_point began_;

@@ -19,6 +19,7 @@
 #include "fuzzer/CampaignOutput.h"
 #include "fuzzer/FindingStore.h"
 #include "fuzzer/StatusView.h"
+#include "fuzzer/LlmProposer.h"
 #include "fuzzer/StopSignals.h"
 #include "fuzzer/Triage.h"
 #include "fuzzer/TriageCommand.h"
@@ -138,6 +139,43 @@ std::string endText(CampaignEnd end) {
   return "?";
 }
 
+/// The LLM settings of a session (not part of the campaign's identity: a resumed session may change them).
+LlmSettings llmSettingsFrom(const Options& o, const std::set<std::string>& given) {
+  LlmSettings ls;
+  ls.mode = o.llm;
+  if (!o.llmUrl.empty()) {
+    if (given.count("--llm") && o.llm != "remote")
+      throw std::invalid_argument(fmt::format("--llm-url points at an endpoint, but --llm is {}", o.llm));
+    ls.mode = "remote";
+  }
+  if (ls.mode != "local" && ls.mode != "remote" && ls.mode != "off")
+    throw std::invalid_argument("--llm takes local, remote or off, not " + o.llm);
+  if (ls.mode == "remote") {
+    if (o.llmUrl.empty()) throw std::invalid_argument("--llm remote needs --llm-url URL and --llm-model NAME");
+    if (o.llmModel.empty()) throw std::invalid_argument("--llm-url needs --llm-model NAME (the model the endpoint serves)");
+    if (!o.llmUrl.starts_with("http://") && !o.llmUrl.starts_with("https://"))
+      throw std::invalid_argument("--llm-url must start with http:// or https://, not " + o.llmUrl);
+  }
+  if (o.llmGrammar != "auto" && o.llmGrammar != "on" && o.llmGrammar != "off")
+    throw std::invalid_argument("--llm-grammar takes auto, on or off, not " + o.llmGrammar);
+  if (o.llmRequests < 1 || o.llmRequests > 64) throw std::invalid_argument("--llm-requests must lie in [1, 64]");
+  if (o.llmTimeout <= 0) throw std::invalid_argument("--llm-timeout must be > 0");
+  std::string url = o.llmUrl;
+  while (url.ends_with("/")) url.pop_back();
+  ls.endpoint.baseUrl = url;
+  ls.endpoint.model = o.llmModel;
+  ls.endpoint.apiKeyEnv = o.llmApiKeyEnv;
+  ls.endpoint.requestTimeoutSeconds = o.llmTimeout;
+  ls.endpoint.maxConcurrent = o.llmRequests;
+  ls.grammar = o.llmGrammar;
+  ls.requestsInFlight = o.llmRequests;
+  ls.queueCapacity = std::max(2, 2 * o.llmRequests);
+  ls.server.python = o.python;
+  ls.server.threads = std::max(1, o.llmThreads);
+  ls.promptsFile = o.llmPrompts;
+  return ls;
+}
+
 }  // namespace
 
 int fuzzCommand(const Options& o, const std::set<std::string>& given, const std::vector<std::string>& argv) {
@@ -150,6 +188,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   if (o.maxPrograms < 0) throw std::invalid_argument("--max-programs must be >= 0");
   if (o.status != "auto" && o.status != "screen" && o.status != "log")
     throw std::invalid_argument("--status takes auto, screen or log, not " + o.status);
+  LlmSettings llmSettings = llmSettingsFrom(o, given);
 
   // Before any thread exists: SIGINT and SIGTERM become a stop request.
   std::atomic<Campaign*> live{nullptr};
@@ -224,6 +263,20 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   live = &campaign;
   if (stopRequested) campaign.stop();
 
+  // LLM proposals come from background threads; the lanes take one whenever it is ready.
+  llmSettings.server.logFile = output.workDir() / "llm-server.log";
+  TestSettings liftSettings = settings.test;
+  liftSettings.limits.timeoutSeconds = std::min(60.0, id.timeout);
+  liftSettings.threads = 1;
+  std::unique_ptr<LlmProposer> llm;
+  if (llmSettings.mode != "off") {
+    llm = std::make_unique<LlmProposer>(catalog, id.policy.generation.caps, llmSettings, tester, liftSettings,
+                                        output.workDir() / "llm", id.seed, view);
+    llm->setQueueSource([&campaign] { return campaign.sampleQueueProgram(); });
+    llm->start();
+    campaign.setLlm(llm.get());
+  }
+
   // New signatures are triaged in the background, through the same pool: the lanes keep their
   // jobs queued, so the workers never wait for triage (its own store connection; SQLite's WAL
   // lets both write).
@@ -254,6 +307,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   }
   CampaignEnd end = campaign.run();
   live = nullptr;
+  if (llm) llm->stop();
   if (triager.joinable()) {
     triageStop = true;
     pool.cancel();  // the campaign is over: abandon the triage job in flight (it is redone on the next triage)

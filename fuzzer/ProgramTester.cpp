@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "generators/DType.h"
+
 namespace tcfuzz {
 
 ProgramTester::ProgramTester(WorkerPool& pool, oracles::Comparator comparator, std::filesystem::path jobsRoot)
@@ -53,6 +55,24 @@ oracles::RunResult ProgramTester::bisect(const std::filesystem::path& program, c
   job.repeat = 1;
   job.compile.backend = "inductor";  // the bisector walks eager, aot_eager, ... up to Inductor itself
   job.bisect = spec.is_null() ? nlohmann::json::object() : spec;
+  return pool_.submit(std::move(job)).get();
+}
+
+oracles::RunResult ProgramTester::lift(const std::filesystem::path& program, const TestSettings& settings,
+                                       const nlohmann::json& table) {
+  Job job = makeJob(program, RunMode::Eager, settings);
+  job.id = job.id.substr(0, job.id.find('-')) + "-lift";
+  job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
+  job.kind = "lift";
+  job.repeat = 1;
+  job.backward = false;
+  job.plugins.clear();  // plugins serve compilation; a lift runs the program in eager only
+  nlohmann::json dtypes = nlohmann::json::array();
+  for (int d = 0; d < gen::kDTypeCount; ++d) dtypes.push_back(gen::dtypeName(static_cast<gen::DType>(d)));
+  job.lift = {{"table", table.is_null() ? nlohmann::json::array() : table},
+              {"dtypes", dtypes},
+              {"max_rank", 6},
+              {"max_elements", int64_t{1} << 20}};
   return pool_.submit(std::move(job)).get();
 }
 

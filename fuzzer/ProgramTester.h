@@ -61,6 +61,14 @@ class ProgramTester {
   oracles::RunResult bisect(const std::filesystem::path& program, const TestSettings& settings,
                             const nlohmann::json& spec);
 
+  /// Lifts an untrusted Python program into an IR proposal: the worker checks its AST against an
+  /// allowlist (a refused program never runs), runs it once in eager under settings' seed, limits and
+  /// threads, and maps each traced torch call through `table` (gen::liftTable). The result's `lift`
+  /// holds {"proposal", "calls", "mapped", "unmapped"} or {"rejected": reason}; a forward that raises
+  /// gives the usual exception result.
+  oracles::RunResult lift(const std::filesystem::path& program, const TestSettings& settings,
+                          const nlohmann::json& table);
+
  private:
   Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
 

@@ -31,6 +31,7 @@ std::string encodeJob(const Job& job) {
   };
   if (job.mode == RunMode::Compiled || job.kind == "bisect") j["compile"] = job.compile.toJson();
   if (!job.bisect.is_null()) j["bisect"] = job.bisect;
+  if (!job.lift.is_null()) j["lift"] = job.lift;
   nlohmann::json plugins = nlohmann::json::array();
   for (const auto& p : job.plugins) plugins.push_back(p.string());
   j["plugins"] = plugins;

@@ -23,10 +23,11 @@ struct Limits {
 };
 
 /// One job for a worker: a program run in one mode (kind "program"), a plain Python script run in a
-/// fresh interpreter (kind "script": a repro.py), or a compiler bisection of a program (kind "bisect").
+/// fresh interpreter (kind "script": a repro.py), a compiler bisection of a program (kind "bisect"), or
+/// an untrusted program checked, run once in eager and traced into an IR proposal (kind "lift").
 struct Job {
   std::string id;
-  std::string kind = "program";   ///< "program", "script" or "bisect"
+  std::string kind = "program";   ///< "program", "script", "bisect" or "lift"
   std::filesystem::path program;  ///< absolute path of the program file (the script, for "script")
   RunMode mode = RunMode::Eager;
   uint64_t seed = 0;
@@ -40,6 +41,9 @@ struct Job {
   bool backward = false;           ///< also compare gradients (inputs and parameters) after each forward
   /// "bisect" jobs: {"check": "crash" | "numeric", "leaves": [int], "tolerances": {dtype: tol}}; else null.
   nlohmann::json bisect;
+  /// "lift" jobs: {"table": liftTable(catalog), "dtypes": [supported dtype names], "max_rank": int,
+  /// "max_elements": int}; else null.
+  nlohmann::json lift;
 };
 
 /// The zygote's first message, after `import torch`.

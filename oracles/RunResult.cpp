@@ -119,6 +119,7 @@ RunResult runResultFromJson(const nlohmann::json& j) {
   r.stderrTail = stringField(j, "stderr_tail");
   r.stdoutTail = stringField(j, "stdout_tail");
   if (auto it = j.find("bisect"); it != j.end() && it->is_object()) r.bisect = *it;
+  if (auto it = j.find("lift"); it != j.end() && it->is_object()) r.lift = *it;
   if (auto it = j.find("times"); it != j.end() && it->is_object()) {
     const auto& t = *it;
     r.times = PhaseTimes{numberField(t, "fork_s"), numberField(t, "setup_s"), numberField(t, "compile_s"),
@@ -173,6 +174,7 @@ nlohmann::json toJson(const RunResult& r) {
   if (r.exitCode) j["exit_code"] = *r.exitCode;
   if (!r.stdoutTail.empty()) j["stdout_tail"] = r.stdoutTail;
   if (!r.bisect.is_null()) j["bisect"] = r.bisect;
+  if (!r.lift.is_null()) j["lift"] = r.lift;
   if (r.compileFacts)
     j["compile_facts"] = {{"graph_count", r.compileFacts->graphCount},
                           {"graph_breaks", r.compileFacts->graphBreaks},

@@ -76,6 +76,9 @@ struct RunResult {
   std::string stdoutTail;  ///< "script" jobs: the script's stdout; "bisect" jobs: what the bisector printed
   nlohmann::json bisect;   ///< "bisect" jobs: {"available", "found", "backend", "subsystem", "bisect_number",
                            ///< "debug_info"}; null for other jobs
+  /// "lift" jobs: {"proposal": {"inputs", "nodes", "outputs"}, "calls", "mapped", "unmapped"}, or
+  /// {"rejected": reason} when the program was refused (nothing of it ran for an AST rejection); null otherwise
+  nlohmann::json lift;
   PhaseTimes times;
   std::optional<OutputSet> outputs;
   std::vector<OutputSet> repeatOutputs;  ///< further runs of the same job (nondeterminism check)

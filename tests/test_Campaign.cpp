@@ -36,7 +36,7 @@ Finished runFuzz(const std::vector<std::string>& args) { return test_support::ru
 
 /// A fuzz command line: the common flags, then `extra`.
 std::vector<std::string> fuzzArgs(std::vector<std::string> extra) {
-  std::vector<std::string> args{"fuzz", "--sandbox", sandboxArg(), "--status", "log", "-j", "2", "--timeout", "120"};
+  std::vector<std::string> args{"fuzz", "--sandbox", sandboxArg(), "--status", "log", "-j", "2", "--timeout", "120", "--llm", "off"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }

@@ -247,6 +247,40 @@ TEST(Protocol, DecodesScriptAndBisectResults) {
   EXPECT_FALSE(oracles::toJson(plain).contains("stdout_tail"));
 }
 
+TEST(Protocol, CarriesTheLiftTableAndTheLiftedProposal) {
+  Job job;
+  job.id = "000005-lift";
+  job.kind = "lift";
+  job.program = "/w/llm/p.py";
+  job.lift = {{"table", nlohmann::json::array({{{"op", "relu"}, {"callee", "F.relu"}, {"args", nlohmann::json::array({{{"input", 0}}})},
+                                      {"kwargs", nlohmann::json::object()}}})},
+              {"dtypes", {"float32", "int64"}},
+              {"max_rank", 6},
+              {"max_elements", 1 << 20}};
+  auto j = nlohmann::json::parse(encodeJob(job));
+  EXPECT_EQ(j["kind"], "lift");
+  EXPECT_EQ(j["lift"], job.lift);
+  EXPECT_FALSE(j.contains("compile"));  // an eager run
+  Job plain;
+  EXPECT_FALSE(nlohmann::json::parse(encodeJob(plain)).contains("lift"));
+
+  auto lifted = std::get<oracles::RunResult>(decodeMessage(
+      R"({"type":"result","id":"l","status":"ok","phase":"done",
+          "lift":{"proposal":{"inputs":[{"name":"x0","shape":[4,8],"dtype":"float32","parameter":false}],
+                              "nodes":[{"out":"v0","op":"relu","args":["x0"],"attrs":{}}],"outputs":["v0"]},
+                  "calls":2,"mapped":1,"unmapped":{"torch.Tensor.__getitem__":1}}})"));
+  EXPECT_EQ(lifted.lift["proposal"]["nodes"][0]["op"], "relu");
+  EXPECT_EQ(lifted.lift["unmapped"]["torch.Tensor.__getitem__"], 1);
+  EXPECT_EQ(oracles::toJson(lifted)["lift"], lifted.lift);
+
+  auto rejected = std::get<oracles::RunResult>(decodeMessage(
+      R"({"type":"result","id":"r","status":"ok","phase":"done","lift":{"rejected":"import of os"}})"));
+  EXPECT_EQ(rejected.lift, nlohmann::json::parse(R"({"rejected":"import of os"})"));
+  auto plainResult = std::get<oracles::RunResult>(decodeMessage(R"({"type":"result","id":"p","status":"ok"})"));
+  EXPECT_TRUE(plainResult.lift.is_null());
+  EXPECT_FALSE(oracles::toJson(plainResult).contains("lift"));
+}
+
 TEST(Protocol, RejectsMalformedLines) {
   EXPECT_THROW(decodeMessage("not json"), ProtocolError);
   EXPECT_THROW(decodeMessage("[1,2]"), ProtocolError);

@@ -143,7 +143,7 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
   };
   Finished fuzz = runTcfuzz(with({"fuzz", "-o", out.string(), "--seed", "5", "--policy", policyFile.string(), "--plugin",
                                   sourcePath("tests/fixtures/planted_backends.py").string(), "--max-programs", "220",
-                                  "--status", "log", "--no-triage"}));
+                                  "--status", "log", "--no-triage", "--llm", "off"}));
   ASSERT_EQ(fuzz.exitCode, 0) << fuzz.output;
   int64_t findings = 0;
   std::set<std::string> rawSignatures;

@@ -350,6 +350,46 @@ class ChildRun:
         return {"status": "ok", "phase": "done", "bisect": info, "times": self.times,
                 "stdout_tail": tail(os.path.join(self.dir, STDOUT_FILE), SCRIPT_TAIL_CHARS)}
 
+    # -- "lift" jobs: an untrusted program checked, run once in eager and traced into a proposal --------
+    def lift(self):
+        """Refuses the program unless its AST passes check_program_ast (then nothing of it runs); else
+        runs it once like an eager job under LiftRecorder and lifts the trace through the job's table
+        (generators/PythonLift.h). A forward that raises propagates: the usual exception result."""
+        spec = self.job.get("lift") or {}
+        path = self.job["program"]
+        t0 = time.monotonic()
+        self.mark("load")
+        with open(path) as f:
+            source = f.read()
+        reason = check_program_ast(source)
+        if reason is not None:
+            return {"status": "ok", "phase": "done", "lift": {"rejected": reason}, "times": self.times}
+        table = LiftTable(spec.get("table") or [])
+        namespace = {"__name__": "tcfuzz_program", "__file__": path, "__builtins__": lift_builtins()}
+        exec(compile(source, path, "exec"), namespace)  # the child is the sandbox; the AST passed the allowlist
+        self.mark("setup")
+        self.seed_everything()
+        model = namespace["Model"]()
+        model.eval()
+        inputs = namespace["make_inputs"](int(self.job["seed"]))
+        refused = lift_inputs_problem(inputs)
+        if refused is not None:
+            return {"status": "ok", "phase": "done", "lift": {"rejected": refused}, "times": self.times}
+        self.times["setup_s"] = time.monotonic() - t0
+        self.mark("run")
+        self.seed_everything()
+        recorder = LiftRecorder()
+        t_run = time.monotonic()
+        with torch.no_grad(), recorder:
+            output = model(*inputs)
+        self.times["run_s"] = time.monotonic() - t_run
+        self.mark("lift")
+        try:
+            lifted = Lifter(table, spec).lift(inputs, recorder.calls, output)
+        except LiftRefused as exc:
+            lifted = {"rejected": str(exc)}
+        return {"status": "ok", "phase": "done", "lift": lifted, "times": self.times}
+
     def gradients(self, out, wrt, wrt_names):
         """d(outputs)/d(inputs, parameters) with seeded grad_outputs: [(name, tensor or None)], or None if skipped.
 
@@ -504,6 +544,782 @@ def leaves_agree(eager, compiled, fp64, leaves, tolerances):
     return True
 
 
+# ----------------------------------------------------------------------------------------------
+# "lift" jobs: an untrusted program (an LLM's) is checked against an AST allowlist, run once in eager
+# under LiftRecorder, and its torch calls are mapped onto catalog ops through the lift table that
+# tcfuzz builds from the op catalog (generators/PythonLift.h).
+# ----------------------------------------------------------------------------------------------
+
+LIFT_IMPORTABLE = ("torch", "torch.nn", "torch.nn.functional", "math")
+# Modules an attribute chain may pass through (torch.linalg.vector_norm); any other module is refused.
+LIFT_REACHABLE = LIFT_IMPORTABLE + ("torch.linalg", "torch.special", "torch.fft", "torch.nn.init")
+# Attribute paths refused with everything below them.
+LIFT_DENIED_PATHS = (
+    "torch.load", "torch.save", "torch.hub", "torch.utils", "torch.ops", "torch.classes", "torch._C", "torch.cuda",
+    "torch.backends", "torch.distributed", "torch.multiprocessing", "torch.compile", "torch._dynamo",
+    "torch._inductor", "torch.jit", "torch.library", "torch.from_file",
+)
+# Attribute names refused on any object: file and pickle access, raw memory, frames, str.format's
+# attribute traversal.
+LIFT_DENIED_ATTRIBUTES = frozenset({
+    "load", "save", "hub", "from_file", "format", "format_map", "numpy", "ctypes", "data_ptr", "storage",
+    "untyped_storage", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "f_globals", "f_locals",
+    "f_builtins", "f_back", "tb_frame", "tb_next", "mro",
+})
+# The builtins a lifted program may name; the run gets only these (plus class creation and an import
+# of LIFT_IMPORTABLE).
+LIFT_SAFE_BUILTINS = frozenset({
+    "abs", "all", "any", "bool", "callable", "classmethod", "dict", "divmod", "enumerate", "filter", "float",
+    "frozenset", "int", "isinstance", "issubclass", "len", "list", "map", "max", "min", "pow", "print", "property",
+    "range", "reversed", "round", "set", "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "zip",
+})
+LIFT_MAX_LOOP = 16
+LIFT_REFUSED_NODES = {
+    "While": "while loop", "With": "with statement", "AsyncWith": "async", "AsyncFunctionDef": "async",
+    "AsyncFor": "async", "Await": "async", "Try": "try statement", "TryStar": "try statement",
+    "Raise": "raise statement", "Global": "global statement", "Nonlocal": "nonlocal statement",
+    "Delete": "del statement", "Yield": "yield", "YieldFrom": "yield", "JoinedStr": "f-string",
+    "Match": "match statement",
+}
+LIFT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool")
+
+
+class LiftRefused(Exception):
+    """Why a program is not lifted; the message is the stable reason string."""
+
+
+def _is_dunder(name):
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def check_program_ast(source):
+    """Why the untrusted program `source` must not run, or None when its AST passes the allowlist.
+
+    Pure: it parses the text and reads attributes of the allowed modules statically
+    (inspect.getattr_static); none of the program runs and nothing is imported beyond LIFT_IMPORTABLE.
+    Reasons are short stable strings: "import of os", "call of eval", "dunder attribute __class__",
+    "attribute torch.load", "while loop", "syntax error: <msg> (line N)", "no Model class", ..."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return f"syntax error: {exc.msg} (line {exc.lineno})"
+    except ValueError as exc:  # a null byte in the source
+        return f"syntax error: {exc}"
+    checker = _ProgramChecker(ast)
+    try:
+        checker.visit(tree)
+        checker.check_contract(tree)
+    except LiftRefused as exc:
+        return str(exc)
+    except RecursionError:
+        return "program nested too deeply"
+    return None
+
+
+class _ProgramChecker:
+    """The AST walk behind check_program_ast. Names resolve through Python's scopes (a function does
+    not see its class's names), so a parameter called `input` is the program's, not the builtin."""
+
+    def __init__(self, ast_module):
+        self.ast = ast_module
+        self.scopes = []    # [(kind, names bound there)], kind: module, class, function, comprehension
+        self.imported = {}  # module-scope name -> (dotted path, object) bound by an import
+
+    # -- scopes ----------------------------------------------------------------------------------------
+    def bound_names(self, nodes):
+        """The names a scope body binds (nested functions and classes bind only their own name here)."""
+        ast = self.ast
+        names, stack = set(), list(nodes)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+                continue
+            if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                continue
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                names.add(node.id)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[0])
+            stack.extend(ast.iter_child_nodes(node))
+        return names
+
+    def resolve(self, name):
+        """The kind of scope `name` resolves to here ("builtin" when the program binds it nowhere visible)."""
+        for i in range(len(self.scopes) - 1, -1, -1):
+            kind, names = self.scopes[i]
+            if kind == "class" and i != len(self.scopes) - 1:
+                continue
+            if name in names:
+                return kind
+        return "builtin"
+
+    def in_scope(self, kind, names, nodes):
+        self.scopes.append((kind, names))
+        try:
+            for node in nodes:
+                self.visit(node)
+        finally:
+            self.scopes.pop()
+
+    # -- the walk ----------------------------------------------------------------------------------------
+    def visit(self, node):
+        kind = type(node).__name__
+        if kind in LIFT_REFUSED_NODES:
+            raise LiftRefused(LIFT_REFUSED_NODES[kind])
+        method = getattr(self, "visit_" + kind, None)
+        if method is not None:
+            method(node)
+        else:
+            for child in self.ast.iter_child_nodes(node):
+                self.visit(child)
+
+    def visit_Module(self, node):
+        # Imports first: a function body may use a name that a later import binds.
+        ast = self.ast
+        stack = list(node.body)
+        while stack:
+            statement = stack.pop(0)
+            if isinstance(statement, ast.Import):
+                self.bind_import(statement)
+            elif isinstance(statement, ast.ImportFrom):
+                self.bind_import_from(statement)
+            elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.extend(c for c in ast.iter_child_nodes(statement) if isinstance(c, ast.stmt))
+        self.in_scope("module", self.bound_names(node.body), node.body)
+
+    def import_binding(self, name, path, obj):
+        if _is_dunder(name):
+            raise LiftRefused(f"dunder name {name}")
+        self.imported[name] = (path, obj)
+
+    def visit_Import(self, node):
+        if self.scopes[-1][0] != "module":
+            raise LiftRefused("import inside a function or class")
+
+    visit_ImportFrom = visit_Import
+
+    def bind_import(self, node):
+        import importlib
+        for alias in node.names:
+            if alias.name not in LIFT_IMPORTABLE:
+                raise LiftRefused(f"import of {alias.name}")
+            if alias.asname:
+                self.import_binding(alias.asname, alias.name, importlib.import_module(alias.name))
+            else:
+                root = alias.name.split(".")[0]
+                self.import_binding(root, root, importlib.import_module(root))
+
+    def bind_import_from(self, node):
+        import importlib
+        import inspect
+        if node.level:
+            raise LiftRefused("relative import")
+        if node.module not in LIFT_IMPORTABLE:
+            raise LiftRefused(f"import of {node.module}")
+        module = importlib.import_module(node.module)
+        for alias in node.names:
+            path = f"{node.module}.{alias.name}"
+            if alias.name == "*" or alias.name.startswith("_") or _denied_path(path):
+                raise LiftRefused(f"import of {path}")
+            obj = inspect.getattr_static(module, alias.name, _MISSING)
+            if obj is _MISSING or (_is_module(obj) and obj.__name__ not in LIFT_REACHABLE):
+                raise LiftRefused(f"import of {path}")
+            self.import_binding(alias.asname or alias.name, getattr(obj, "__name__", path) if _is_module(obj) else path,
+                                obj)
+
+    def check_name(self, name):
+        if _is_dunder(name):
+            raise LiftRefused(f"dunder name {name}")
+
+    def visit_Name(self, node):
+        ast = self.ast
+        self.check_name(node.id)
+        where = self.resolve(node.id)
+        if not isinstance(node.ctx, ast.Load):
+            if where == "module" and node.id in self.imported:
+                raise LiftRefused(f"rebinding of {node.id}")
+            return
+        if where == "builtin" and node.id not in LIFT_SAFE_BUILTINS:
+            raise LiftRefused(f"name {node.id}")
+        if where == "module" and node.id in self.imported and _is_module(self.imported[node.id][1]):
+            raise LiftRefused(f"module {self.imported[node.id][0]} used as a value")
+
+    def check_attribute(self, name):
+        if _is_dunder(name) and name != "__init__":
+            raise LiftRefused(f"dunder attribute {name}")
+        if name.startswith("_") and name != "__init__" or name in LIFT_DENIED_ATTRIBUTES:
+            raise LiftRefused(f"attribute {name}")
+
+    def visit_Attribute(self, node):
+        """A whole chain a.b.c at once: from its base outwards, so the first refused step is reported."""
+        import inspect
+        ast = self.ast
+        chain, base = [], node
+        while isinstance(base, ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        chain.reverse()
+        rooted = isinstance(base, ast.Name) and self.resolve(base.id) == "module" and base.id in self.imported
+        if not rooted:
+            self.visit(base)
+            for name in chain:
+                self.check_attribute(name)
+            return
+        path, obj = self.imported[base.id]
+        for name in chain:
+            if not _is_module(obj):  # past the modules: a function or class, checked by name only
+                self.check_attribute(name)
+                continue
+            if _is_dunder(name) and name != "__init__":
+                raise LiftRefused(f"dunder attribute {name}")
+            path = f"{path}.{name}"
+            if name.startswith("_") or name in LIFT_DENIED_ATTRIBUTES or _denied_path(path):
+                raise LiftRefused(f"attribute {path}")
+            obj = inspect.getattr_static(obj, name, _MISSING)
+            if obj is _MISSING or (_is_module(obj) and obj.__name__ not in LIFT_REACHABLE):
+                raise LiftRefused(f"attribute {path}")
+        if _is_module(obj):
+            raise LiftRefused(f"module {path} used as a value")
+
+    def static_value(self, node):
+        """The object a Name or attribute chain rooted at an import names, or None."""
+        import inspect
+        ast = self.ast
+        chain, base = [], node
+        while isinstance(base, ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name) or base.id not in self.imported:
+            return None
+        obj = self.imported[base.id][1]
+        for name in reversed(chain):
+            obj = inspect.getattr_static(obj, name, None)
+        return obj
+
+    def visit_Call(self, node):
+        ast = self.ast
+        func = node.func
+        if isinstance(func, ast.Name) and self.resolve(func.id) == "builtin" and func.id not in LIFT_SAFE_BUILTINS:
+            raise LiftRefused(f"call of {func.id}")
+        self.visit(func)
+        for arg in node.args:
+            self.visit(arg)
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                self.check_name(keyword.arg)
+            self.visit(keyword.value)
+
+    def check_range(self, iterable, what):
+        """Loops run only over range(...) of int literals, at most LIFT_MAX_LOOP iterations."""
+        ast = self.ast
+
+        def literal(e):
+            if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+                value = literal(e.operand)
+                return None if value is None else -value
+            if isinstance(e, ast.Constant) and type(e.value) is int:
+                return e.value
+            return None
+
+        if (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range"
+                and self.resolve("range") == "builtin" and not iterable.keywords and 1 <= len(iterable.args) <= 3):
+            bounds = [literal(a) for a in iterable.args]
+            if None not in bounds and (len(bounds) < 3 or bounds[2] != 0):
+                count = len(range(*bounds))
+                if count > LIFT_MAX_LOOP:
+                    raise LiftRefused(f"{what} of {count} iterations")
+                return
+        raise LiftRefused(f"{what} over a non-literal range")
+
+    def visit_For(self, node):
+        self.check_range(node.iter, "for loop")
+        for child in [node.target, node.iter] + node.body + node.orelse:
+            self.visit(child)
+
+    def visit_comprehension_node(self, node, parts):
+        ast = self.ast
+        for generator in node.generators:
+            if generator.is_async:
+                raise LiftRefused("async")
+            self.check_range(generator.iter, "comprehension")
+        names = set()
+        for generator in node.generators:
+            names |= {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+        nodes = [g.target for g in node.generators] + [c for g in node.generators for c in g.ifs] + parts
+        self.in_scope("comprehension", names, nodes)
+
+    def visit_ListComp(self, node):
+        self.visit_comprehension_node(node, [node.elt])
+
+    visit_SetComp = visit_ListComp
+    visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node):
+        self.visit_comprehension_node(node, [node.key, node.value])
+
+    def arguments(self, args):
+        """Checks parameter names and visits defaults and annotations (they run in the enclosing scope)."""
+        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        for a in every:
+            self.check_name(a.arg)
+            if a.annotation is not None:
+                self.visit(a.annotation)
+        for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
+            self.visit(default)
+        return {a.arg for a in every}
+
+    def visit_FunctionDef(self, node):
+        if _is_dunder(node.name) and node.name != "__init__":
+            raise LiftRefused(f"dunder name {node.name}")
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        params = self.arguments(node.args)
+        if node.returns is not None:
+            self.visit(node.returns)
+        self.in_scope("function", params | self.bound_names(node.body), node.body)
+
+    def visit_Lambda(self, node):
+        self.in_scope("function", self.arguments(node.args), [node.body])
+
+    def visit_ClassDef(self, node):
+        self.check_name(node.name)
+        for child in node.decorator_list + node.bases:
+            self.visit(child)
+        for keyword in node.keywords:
+            raise LiftRefused(f"class keyword {keyword.arg}")
+        self.in_scope("class", self.bound_names(node.body), node.body)
+
+    def check_contract(self, tree):
+        """The program contract of a lifted program: class Model(nn.Module) and def make_inputs(seed)."""
+        ast = self.ast
+        classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        model = classes.get("Model")
+        if model is None:
+            raise LiftRefused("no Model class")
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "make_inputs" for n in tree.body):
+            raise LiftRefused("no make_inputs")
+
+        def is_module_class(cls, seen):
+            for base in cls.bases:
+                value = self.static_value(base)
+                if isinstance(value, type) and issubclass(value, torch.nn.Module):
+                    return True
+                if isinstance(base, ast.Name) and base.id in classes and base.id not in seen:
+                    if is_module_class(classes[base.id], seen | {base.id}):
+                        return True
+            return False
+
+        if not is_module_class(model, {"Model"}):
+            raise LiftRefused("Model is not an nn.Module")
+
+
+_MISSING = object()
+
+
+def _is_module(obj):
+    import types
+    return isinstance(obj, types.ModuleType)
+
+
+def _denied_path(path):
+    return any(path == denied or path.startswith(denied + ".") for denied in LIFT_DENIED_PATHS)
+
+
+def lift_builtins():
+    """The __builtins__ of a lifted program: LIFT_SAFE_BUILTINS, class creation, and an import that
+    admits LIFT_IMPORTABLE only (a second line behind check_program_ast)."""
+    import builtins
+
+    def restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level or name not in LIFT_IMPORTABLE:
+            raise ImportError(f"import of {name} is not allowed in a lifted program")
+        return builtins.__import__(name, globals, locals, fromlist, level)
+
+    allowed = {name: getattr(builtins, name) for name in LIFT_SAFE_BUILTINS if hasattr(builtins, name)}
+    allowed["__build_class__"] = builtins.__build_class__
+    allowed["__import__"] = restricted_import
+    return allowed
+
+
+def lift_inputs_problem(inputs):
+    """Why make_inputs' result cannot be lifted (it must be a tuple or list of tensors), or None."""
+    if not isinstance(inputs, (list, tuple)):
+        return f"make_inputs returned {type(inputs).__name__}"
+    for value in inputs:
+        if not isinstance(value, torch.Tensor):
+            return f"make_inputs returned {type(inputs).__name__} holding {type(value).__name__}"
+    return None
+
+
+class LiftRecorder(TorchFunctionMode):
+    """Records each torch-level call the forward makes: (function, args, kwargs, result). While a
+    handler runs the mode is off, so calls made inside a recorded call are not seen (nn.Linear shows
+    up as one F.linear). Holding every argument and result keeps their id()s unique."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        self.calls.append((func, args, kwargs, result))
+        return result
+
+
+# x * y reaches a TorchFunctionMode as Tensor.mul, not Tensor.__mul__: the table's operator callees
+# also match these methods.
+LIFT_OPERATOR_METHODS = {"__add__": "add", "__radd__": "add", "__sub__": "sub", "__mul__": "mul", "__rmul__": "mul",
+                         "__truediv__": "div", "__pow__": "pow"}
+# Tensor methods that take an int list as varargs: x.view(4, 8) is x.view([4, 8]).
+LIFT_VARARG_METHODS = frozenset({"view", "reshape", "permute", "expand", "repeat", "tile", "flip"})
+
+
+class LiftTable:
+    """The job's lift table (trusted, from tcfuzz) indexed by the function object a traced call names."""
+
+    def __init__(self, entries):
+        import torch.nn.functional as F
+        roots = {"torch": torch, "F": F}
+        self.candidates = {}
+        for entry in entries:
+            for func in self.functions(entry["callee"], roots):
+                bucket = self.candidates.setdefault(func, [])
+                if not any(e is entry for e in bucket):
+                    bucket.append(entry)
+
+    @staticmethod
+    def functions(callee, roots):
+        """The function objects a callee spelling stands for: torch.X also as the method x.X(...)."""
+        parts = callee.split(".")
+        obj = roots.get(parts[0])
+        for part in parts[1:]:
+            obj = getattr(obj, part, None)
+        if obj is None:
+            return []
+        found = [obj]
+        if len(parts) == 2 and parts[0] == "torch" and hasattr(torch.Tensor, parts[1]):
+            found.append(getattr(torch.Tensor, parts[1]))
+        if parts[:2] == ["torch", "Tensor"] and parts[-1] in LIFT_OPERATOR_METHODS:
+            found.append(getattr(torch.Tensor, LIFT_OPERATOR_METHODS[parts[-1]]))
+        unique = []
+        for f in found:
+            if not any(f is u for u in unique):
+                unique.append(f)
+        return unique
+
+    def lookup(self, func):
+        try:
+            return self.candidates.get(func, ())
+        except TypeError:  # an unhashable callable
+            return ()
+
+
+_NO_DEFAULT = object()
+_NO_MATCH = object()
+_SIGNATURES = {}
+
+
+def call_signature(func):
+    """(positional parameter names, None where overloads disagree; defaults by name) of a traced function:
+    from inspect.signature for Python functions, else from the aten schemas of its name (a default
+    counts only where every overload that has the parameter agrees on it)."""
+    try:
+        return _SIGNATURES[func]
+    except (KeyError, TypeError):
+        pass
+    import inspect
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:
+        names = [p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        defaults = {p.name: p.default for p in sig.parameters.values() if p.default is not p.empty}
+        info = (names, defaults)
+    else:
+        name = getattr(func, "__name__", "") or ""
+        try:
+            schemas = torch._C._jit_get_schemas_for_operator("aten::" + name) if name.isidentifier() else []
+        except RuntimeError:
+            schemas = []
+        positional, seen = {}, {}
+        for schema in schemas:
+            index = 0
+            for arg in schema.arguments:
+                if arg.is_out:
+                    continue
+                if not arg.kwarg_only:
+                    positional.setdefault(index, set()).add(arg.name)
+                    index += 1
+                seen.setdefault(arg.name, []).append(arg.default_value if arg.has_default_value() else _NO_DEFAULT)
+        names = [next(iter(s)) if len(s) == 1 else None for _, s in sorted(positional.items())]
+        defaults = {n: vs[0] for n, vs in seen.items()
+                    if vs[0] is not _NO_DEFAULT and all(v is not _NO_DEFAULT and _lift_same(v, vs[0]) for v in vs)}
+        info = (names, defaults)
+    try:
+        _SIGNATURES[func] = info
+    except TypeError:
+        pass
+    return info
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _lift_same(a, b):
+    """Equal as call arguments: bools only equal bools, sequences compare as lists, tensors never."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return False
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_lift_same(x, y) for x, y in zip(a, b))
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001  (an object with an odd __eq__)
+        return False
+
+
+def _lift_ignorable(name, value, defaults):
+    """A call argument the entry does not name may be left unmatched when it changes nothing."""
+    if value is None:
+        return True
+    return name is not None and name in defaults and _lift_same(value, defaults[name])
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def lift_attr_value(value, slot):
+    """A call's argument as the JSON attribute value of an attr slot, or _NO_MATCH when it does not fit."""
+    import math
+    if "choices_index" in slot:
+        choices = slot["choices_index"]
+        return choices.index(value) if isinstance(value, str) and value in choices else _NO_MATCH
+    kind = slot.get("kind")
+    if kind == "int":
+        return int(value) if _is_int(value) else _NO_MATCH
+    if kind == "int_list":
+        if _is_int(value):
+            return [int(value)]
+        if isinstance(value, (list, tuple)) and all(_is_int(v) for v in value):
+            return [int(v) for v in value]
+        return _NO_MATCH
+    if kind == "float":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return value if ok else _NO_MATCH
+    if kind == "bool":
+        return value if isinstance(value, bool) else _NO_MATCH
+    if kind == "dtype":
+        if not isinstance(value, torch.dtype):
+            return _NO_MATCH
+        value = _dtype_name(value)
+    elif kind == "choice":
+        if not isinstance(value, str):
+            return _NO_MATCH
+    else:
+        return _NO_MATCH
+    choices = slot.get("choices")
+    return value if not choices or value in choices else _NO_MATCH
+
+
+def lift_bind(entry, func, args, kwargs):
+    """Matches one traced call against one lift entry: (tensors by input index or "*", attrs, complete),
+    or None. Positional arguments fill the entry's args in order (further ones, and keywords, go by
+    parameter name); an argument the entry does not name must be None or the parameter's default;
+    literals must be equal. An attribute the call leaves out takes the parameter's known default, or
+    stays out of attrs, and then the binding is not complete."""
+    positional, keyword = entry["args"], entry["kwargs"]
+    names, defaults = call_signature(func)
+    args = list(args)
+    n = len(positional)
+    if (n and len(args) > n and getattr(func, "__name__", "") in LIFT_VARARG_METHODS
+            and positional[-1].get("kind") == "int_list" and all(_is_int(a) for a in args[n - 1:])):
+        args = args[:n - 1] + [list(args[n - 1:])]
+    values, params = {}, {}
+    for i, value in enumerate(args):
+        param = names[i] if names and i < len(names) else None
+        if i < n:
+            key = ("arg", i)
+        elif param in keyword:
+            key = ("kw", param)
+        elif _lift_ignorable(param, value, defaults):
+            continue
+        else:
+            return None
+        if key in values:
+            return None
+        values[key] = value
+        if param:
+            params[key] = param
+    attr_positions = {slot["attr"]: i for i, slot in enumerate(positional) if "attr" in slot}
+    for name, value in kwargs.items():
+        if name in keyword:
+            key = ("kw", name)
+        elif name in attr_positions:
+            key = ("arg", attr_positions[name])
+        elif _lift_ignorable(name, value, defaults):
+            continue
+        else:
+            return None
+        if key in values:
+            return None
+        values[key] = value
+        params[key] = name
+    tensors, attrs, complete = {}, {}, True
+    slots = [(("arg", i), slot) for i, slot in enumerate(positional)] + [(("kw", k), s) for k, s in keyword.items()]
+    for key, slot in slots:
+        value = values.get(key)
+        param = params.get(key) or (key[1] if key[0] == "kw" else (names[key[1]] if names and key[1] < len(names)
+                                                                    else None))
+        if "input" in slot:
+            if not isinstance(value, torch.Tensor):
+                return None
+            tensors[slot["input"]] = value
+        elif "inputs" in slot:
+            if not isinstance(value, (list, tuple)) or not value or not all(isinstance(t, torch.Tensor) for t in value):
+                return None
+            tensors["*"] = list(value)
+        elif "literal" in slot:
+            if key not in values:
+                value = defaults.get(param, _NO_DEFAULT) if param else _NO_DEFAULT
+            if not _lift_same(value, slot["literal"]):
+                return None
+        else:
+            if value is None:
+                value = defaults.get(param or slot["attr"])
+            if value is None:
+                complete = complete and bool(slot.get("optional"))
+                continue
+            converted = lift_attr_value(value, slot)
+            if converted is _NO_MATCH:
+                return None
+            attrs[slot["attr"]] = converted
+    first = tensors.get(0) if 0 in tensors else (tensors.get("*") or [None])[0]
+    rank = entry.get("rank")
+    if first is None or (rank and not rank[0] <= first.dim() <= rank[1]):
+        return None
+    return tensors, attrs, complete
+
+
+def function_name(func):
+    """A readable name of a traced function: torch.Tensor.__getitem__, torch.einsum, F.conv2d, ..."""
+    import torch.nn.functional as F
+    name = getattr(func, "__name__", None)
+    owner = getattr(func, "__self__", None)
+    if name == "__get__" and getattr(owner, "__name__", None):  # a Tensor property (x.T, x.shape)
+        return f"torch.Tensor.{owner.__name__}.__get__"
+    if name:
+        for prefix, space in (("torch.Tensor.", torch.Tensor), ("torch.", torch), ("F.", F),
+                              ("torch.linalg.", torch.linalg), ("torch.special.", torch.special)):
+            if space.__dict__.get(name) is func or (space is torch.Tensor and getattr(space, name, None) is func):
+                return prefix + name
+    module = getattr(func, "__module__", None)
+    qualified = getattr(func, "__qualname__", None) or name or type(func).__name__
+    return f"{module}.{qualified}" if module else qualified
+
+
+def _result_tensors(result):
+    """The tensors a call returned, output 0 first: a tensor, or a tuple or list of tensors (split, a
+    namedtuple such as torch.max's); [] for anything else."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (list, tuple)) and result and all(isinstance(t, torch.Tensor) for t in result):
+        return list(result)
+    return []
+
+
+class Lifter:
+    """Turns a recorded forward into a proposal: forward inputs are x0, x1, ...; mapped calls become
+    nodes v0, v1, ... (further outputs vK.1, vK.2, ...); any other tensor a node reads (a parameter,
+    a buffer, an unmapped call's result) becomes an input p0, p1, ..., tracked by id()."""
+
+    def __init__(self, table, spec):
+        self.table = table
+        self.dtypes = set(spec.get("dtypes") or LIFT_DTYPES)
+        self.max_rank = int(spec.get("max_rank", 6))
+        self.max_elements = int(spec.get("max_elements", 1 << 20))
+        self.names = {}
+        self.inputs = []
+        self.nodes = []
+        self.fresh = 0
+
+    def check(self, t):
+        dtype = _dtype_name(t.dtype)
+        if dtype not in self.dtypes:
+            raise LiftRefused(f"unsupported dtype {dtype}")
+        if t.dim() > self.max_rank or t.numel() > self.max_elements:
+            raise LiftRefused(f"unsupported shape {list(t.shape)}")
+
+    def add_input(self, t, name, parameter):
+        self.check(t)
+        self.names[id(t)] = name
+        self.inputs.append({"name": name, "shape": list(t.shape), "dtype": _dtype_name(t.dtype),
+                            "parameter": parameter})
+        return name
+
+    def name(self, t):
+        if id(t) in self.names:
+            return self.names[id(t)]
+        self.fresh += 1
+        return self.add_input(t, f"p{self.fresh - 1}", isinstance(t, torch.nn.Parameter))
+
+    def match(self, func, args, kwargs):
+        """The first candidate that binds completely, else the first that binds at all: (entry, tensors, attrs)."""
+        fallback = None
+        for entry in self.table.lookup(func):
+            bound = lift_bind(entry, func, args, kwargs)
+            if bound is None:
+                continue
+            tensors, attrs, complete = bound
+            if complete:
+                return entry, tensors, attrs
+            if fallback is None:
+                fallback = (entry, tensors, attrs)
+        return fallback
+
+    def lift(self, inputs, calls, output):
+        for i, t in enumerate(inputs):
+            self.add_input(t, f"x{i}", False)
+        counted, mapped, unmapped = 0, 0, {}
+        for func, args, kwargs, result in calls:
+            outs = _result_tensors(result)
+            if not outs:
+                continue  # x.shape, x.size(0): nothing a node could stand for
+            counted += 1
+            found = self.match(func, args, kwargs)
+            if found is None:
+                name = function_name(func)
+                unmapped[name] = unmapped.get(name, 0) + 1
+                continue
+            entry, tensors, attrs = found
+            mapped += 1
+            reads = tensors["*"] if "*" in tensors else [tensors[k] for k in sorted(tensors)]
+            arg_names = [self.name(t) for t in reads]
+            out = f"v{len(self.nodes)}"
+            for k, t in enumerate(outs):
+                self.check(t)
+                self.names[id(t)] = out if k == 0 else f"{out}.{k}"
+            self.nodes.append({"out": out, "op": entry["op"], "args": arg_names, "attrs": attrs})
+        outputs = []
+        for leaf in pytree.tree_leaves(output):
+            if isinstance(leaf, torch.Tensor):
+                name = self.name(leaf)
+                if name.startswith("v") and name not in outputs:
+                    outputs.append(name)
+        if not outputs and self.nodes:
+            outputs = [self.nodes[-1]["out"]]
+        return {"proposal": {"inputs": self.inputs, "nodes": self.nodes, "outputs": outputs},
+                "calls": counted, "mapped": mapped, "unmapped": unmapped}
+
+
 def compile_facts():
     from torch._dynamo.utils import counters
     stats = counters.get("stats", {})
@@ -582,6 +1398,8 @@ def child_main(job, done_fd):
             result = run.run_script()
         elif kind == "bisect":
             result = run.bisect()
+        elif kind == "lift":
+            result = run.lift()
         elif kind == "program":
             result = run.run()
         else:

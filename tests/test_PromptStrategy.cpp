@@ -1,0 +1,112 @@
+// Prompt strategies as data and the Thompson bandit that picks among them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "generators/OpCatalog.h"
+#include "generators/PromptStrategy.h"
+
+using namespace tcfuzz::gen;
+using nlohmann::json;
+
+namespace {
+
+const OpCatalog& catalog() {
+  static const OpCatalog c = makeDefaultCatalog();
+  return c;
+}
+
+json minimalBook() {
+  return json::parse(R"({
+    "examples": {"json": "{\"inputs\": []}", "python": "class Model: pass"},
+    "strategies": [
+      {"name": "a", "form": "json", "ops": [1, 2], "system": "s", "user": "use {op_names}; e.g. {example_json}"},
+      {"name": "fix", "form": "python", "repair": true, "system": "s", "user": "{program_python} failed: {error}"}
+    ],
+    "targets": [{"name": "t", "kind": "fusion", "trigger": "x", "ops": ["relu", "add"]}]
+  })");
+}
+
+}  // namespace
+
+TEST(PromptStrategy, BuiltInTableLoadsWithEveryFormTargetedAndRepairStrategy) {
+  PromptBook book = PromptBook::builtIn(catalog());
+  ASSERT_GE(book.strategies().size(), 7u);
+  EXPECT_EQ(book.strategy("ops-json").form, "json");
+  EXPECT_EQ(book.strategy("ops-python").form, "python");
+  EXPECT_TRUE(book.strategy("mutate-python").queue);
+  EXPECT_TRUE(book.strategy("target-json").targeted);
+  ASSERT_NE(book.repairStrategy("python"), nullptr);
+  EXPECT_EQ(book.repairStrategy("python")->name, "repair-python");
+  EXPECT_EQ(book.repairStrategy("json"), nullptr);
+  ASSERT_GE(book.targets().size(), 12u);
+  for (const auto& t : book.targets())
+    for (const auto& op : t.ops) EXPECT_NE(catalog().find(op), nullptr) << t.name << " names " << op;
+  // The JSON example in the table is itself a valid program in the proposal form.
+  EXPECT_TRUE(json::parse(book.example("json")).contains("nodes"));
+}
+
+TEST(PromptStrategy, BadTablesAreRejectedNamingTheProblem) {
+  auto expectError = [](json doc, const std::string& fragment) {
+    try {
+      PromptBook::fromJson(doc, catalog());
+      FAIL() << "accepted: " << doc.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  json unknownPlaceholder = minimalBook();
+  unknownPlaceholder["strategies"][0]["user"] = "use {op_nmes}";
+  expectError(unknownPlaceholder, "unknown placeholder {op_nmes}");
+  json badOp = minimalBook();
+  badOp["targets"][0]["ops"] = {"relu", "no_such_op"};
+  expectError(badOp, "\"no_such_op\", which is not a catalog op");
+  json badForm = minimalBook();
+  badForm["strategies"][0]["form"] = "yaml";
+  expectError(badForm, ".form must be");
+  json unknownKey = minimalBook();
+  unknownKey["strategies"][0]["colour"] = "red";
+  expectError(unknownKey, "unknown key 'colour'");
+  json onlyRepair = minimalBook();
+  onlyRepair["strategies"].erase(0);
+  expectError(onlyRepair, "the bandit has nothing to draw");
+  EXPECT_NO_THROW(PromptBook::fromJson(minimalBook(), catalog()));
+}
+
+TEST(PromptStrategy, RenderFillsPlaceholdersAndKeepsJsonBraces) {
+  std::string out = renderPrompt("ops {op_names} example {\"a\": {\"b\": 1}} {error}",
+                                 {{"op_names", "relu, add"}, {"error", "boom"}});
+  EXPECT_EQ(out, "ops relu, add example {\"a\": {\"b\": 1}} boom");
+  EXPECT_THROW(renderPrompt("{target_name}", {}), std::invalid_argument);
+  EXPECT_EQ(renderPrompt("{not_a_placeholder}", {}), "{not_a_placeholder}");
+}
+
+TEST(PromptStrategy, OpCallHintsReadLikePython) {
+  EXPECT_EQ(opCallHint(catalog().at("cumsum")), "torch.cumsum(x, dim)");
+  EXPECT_EQ(opCallHint(catalog().at("mul")), "x * y");
+  EXPECT_EQ(opCallHint(catalog().at("nn_conv2d")), "nn.Conv2d(...)");
+  EXPECT_EQ(opCallHint(catalog().at("add_")), "x.add_(y)");
+  EXPECT_EQ(opCallHint(catalog().at("cat")), "torch.cat([x, y], dim=dim)");
+}
+
+TEST(PromptStrategy, ThompsonBanditConcentratesOnTheArmThatPays) {
+  ThompsonBandit bandit({"poor", "rich", "middling"}, 42);
+  Rng payout(7);
+  const double rate[] = {0.1, 0.8, 0.4};
+  int richPicks = 0;
+  for (int i = 0; i < 600; ++i) {
+    size_t arm = bandit.pick();
+    if (i >= 300 && arm == 1) richPicks++;
+    bandit.reward(arm, payout.chance(rate[arm]) ? 1.0 : 0.0);
+  }
+  // Over the last 300 draws the best arm dominates, and its posterior mean approaches its rate.
+  EXPECT_GT(richPicks, 240);
+  json state = bandit.toJson();
+  EXPECT_NEAR(state["rich"]["mean"].get<double>(), 0.8, 0.08);
+  EXPECT_EQ(state["poor"]["pulls"].get<int64_t>() + state["rich"]["pulls"].get<int64_t>() +
+                state["middling"]["pulls"].get<int64_t>(),
+            600);
+  // Same seed, same choices.
+  ThompsonBandit a({"x", "y"}, 3), b({"x", "y"}, 3);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(a.pick(), b.pick());
+}
