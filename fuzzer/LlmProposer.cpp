@@ -189,7 +189,20 @@ void LlmProposer::sleepFor(double seconds) {
 void LlmProposer::reject(const std::string& strategy, const std::string& reason, const std::string& detail) {
   std::lock_guard lock(mutex_);
   stats_[strategy].rejections[reasonKey(reason)]++;
-  (void)detail;
+  lastRejection_[std::this_thread::get_id()] = detail.empty() ? reason : reason + ": " + detail;
+}
+
+void LlmProposer::logReply(const std::string& strategy, const std::string& target, const std::string& reply,
+                           const std::string& outcome, const std::string& detail) {
+  json line{{"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
+            {"strategy", strategy},
+            {"target", target},
+            {"outcome", outcome},
+            {"detail", detail.substr(0, 500)},
+            {"reply", reply.substr(0, 4000)}};
+  std::lock_guard lock(logMutex_);
+  std::ofstream out(scratch_ / "replies.jsonl", std::ios::app);
+  out << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";  // a full disk only loses this log line
 }
 
 std::optional<LlmProposal> LlmProposer::take() {
@@ -439,6 +452,13 @@ std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int t
   }
   auto p = s.form == "json" ? fromJsonReply(s, response->content, arm, a.target, seed)
                             : fromPythonReply(s, response->content, arm, a.target, seed, rng, thread);
+  std::string rejection;
+  {
+    std::lock_guard lock(mutex_);
+    std::swap(rejection, lastRejection_[std::this_thread::get_id()]);
+  }
+  logReply(s.name, a.target, response->content, p ? "valid" : "rejected",
+           p ? fmt::format("{} nodes{}", p->graph.nodes.size(), p->repairedShape ? ", shape-repaired" : "") : rejection);
   if (p) {
     std::lock_guard lock(mutex_);
     auto& st = stats_[s.name];

@@ -119,6 +119,9 @@ class LlmProposer {
   void onRequestFailure(const LlmError& e);
   void goGrammarOnly(const std::string& why);
   void reject(const std::string& strategy, const std::string& reason, const std::string& detail);
+  /// Appends one reply and what became of it to <scratch>/replies.jsonl (for people reading a campaign).
+  void logReply(const std::string& strategy, const std::string& target, const std::string& reply,
+                const std::string& outcome, const std::string& detail);
   bool grammarEnabled() const;
   void sleepFor(double seconds);
 
@@ -147,7 +150,9 @@ class LlmProposer {
   int consecutiveFailures_ = 0;
   int failedRestarts_ = 0;
   int64_t nextId_ = 0;
+  std::map<std::thread::id, std::string> lastRejection_;  ///< per request thread: the last rejection, for the reply log
   std::mutex restartMutex_;
+  std::mutex logMutex_;
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;
 };

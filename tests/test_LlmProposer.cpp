@@ -140,7 +140,7 @@ TEST(LlmProposer, CampaignSurvivesTheLocalServerBeingKilled) {
   namespace bp = boost::process;
   bp::ipstream output;
   bp::child c(TCFUZZ_BINARY,
-              bp::args({"fuzz", "-o", out.string(), "--seed", "21", "--max-time", "200", "-j", "1", "--status", "log",
+              bp::args({"fuzz", "-o", out.string(), "--seed", "21", "--max-time", "180", "-j", "1", "--status", "log",
                         "--sandbox", sandboxArg(), "--no-triage", "--backend", "aot_eager"}),
               (bp::std_out & bp::std_err) > output);
   std::string transcript;
