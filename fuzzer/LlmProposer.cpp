@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -45,6 +46,27 @@ std::string readText(const fs::path& file) {
 
 }  // namespace
 
+namespace {
+
+/// The code without an `if __name__ == "__main__":` block (a script habit, refused by the allowlist).
+std::string withoutMainBlock(const std::string& code) {
+  std::istringstream in(code);
+  std::string line, out;
+  bool skipping = false;
+  while (std::getline(in, line)) {
+    if (line.starts_with("if __name__")) {
+      skipping = true;
+      continue;
+    }
+    if (skipping && (line.empty() || line[0] == ' ' || line[0] == '\t')) continue;
+    skipping = false;
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string pythonFromReply(const std::string& reply) {
   for (const char* fence : {"```python", "```py", "```"}) {
     size_t start = reply.find(fence);
@@ -52,9 +74,9 @@ std::string pythonFromReply(const std::string& reply) {
     start = reply.find('\n', start);
     if (start == std::string::npos) return "";
     size_t end = reply.find("```", start + 1);
-    return reply.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+    return withoutMainBlock(reply.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1));
   }
-  return reply;
+  return withoutMainBlock(reply);
 }
 
 json LlmStrategyStats::toJson() const {

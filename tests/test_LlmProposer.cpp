@@ -57,6 +57,9 @@ TEST(LlmProposer, PythonFromReplyTakesTheFencedBlock) {
   EXPECT_EQ(pythonFromReply("```\nimport math\n```"), "import math\n");
   EXPECT_EQ(pythonFromReply("import torch\n"), "import torch\n");
   EXPECT_EQ(pythonFromReply("```python\nimport torch\n"), "import torch\n");  // truncated: the rest of the reply
+  // A script's main block is dropped (the allowlist refuses __name__); what follows it stays.
+  EXPECT_EQ(pythonFromReply("import torch\nif __name__ == \"__main__\":\n    print(1)\n\n    m = 2\nx = 3\n"),
+            "import torch\nx = 3\n");
 }
 
 TEST(LlmProposer, LocalServerProposalGoesAllTheWayToAVerdict) {
