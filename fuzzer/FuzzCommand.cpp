@@ -165,7 +165,9 @@ LlmSettings llmSettingsFrom(const Options& o, const std::set<std::string>& given
   ls.endpoint.baseUrl = url;
   ls.endpoint.model = o.llmModel;
   ls.endpoint.apiKeyEnv = o.llmApiKeyEnv;
-  ls.endpoint.requestTimeoutSeconds = o.llmTimeout;
+  // The local server is niced: under a full load of workers a reply can take minutes, and a request
+  // cut short by a timeout is work thrown away. So it gets a longer default than a remote endpoint.
+  ls.endpoint.requestTimeoutSeconds = ls.mode == "local" && !given.count("--llm-timeout") ? 600.0 : o.llmTimeout;
   ls.endpoint.maxConcurrent = o.llmRequests;
   ls.grammar = o.llmGrammar;
   ls.requestsInFlight = o.llmRequests;

@@ -272,7 +272,8 @@ void LlmProposer::onRequestFailure(const LlmError& e) {
     std::lock_guard wait(restartMutex_);
     return;
   }
-  if (server_->running() && client_->reachable(2.0)) return;  // already back (restarted meanwhile)
+  // Alive and answering (a busy niced server answers /models slowly): only slow, not dead.
+  if (server_->running() && client_->reachable(10.0)) return;
   {
     std::lock_guard lock(mutex_);
     state_ = "restarting";
@@ -410,7 +411,7 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
     if (error.size() > 600) error = error.substr(0, 600) + "...";
     if (!repair || round >= settings_.maxRepairs || stopping_) return fail("eager-error", error);
     std::map<std::string, std::string> fills{{"program_python", code}, {"error", error}};
-    for (const auto& k : gen::promptPlaceholders()) fills.emplace(k, "");
+    for (const auto& k : gen::promptFillNames()) fills.emplace(k, "");
     auto response = ask(*repair, fills, "", rng.engine()());
     if (!response) return fail("eager-error", error);
     {
@@ -425,7 +426,7 @@ std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int t
   Arm a = arms_.at(arm);
   const gen::PromptStrategy& s = book_.strategy(a.strategy);
   std::map<std::string, std::string> fills;
-  for (const auto& k : gen::promptPlaceholders()) fills[k] = "";
+  for (const auto& k : gen::promptFillNames()) fills[k] = "";
   fills["example_json"] = book_.example("json");
   fills["example_python"] = book_.example("python");
 

@@ -17,7 +17,7 @@ namespace {
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("LLM prompt strategies: " + what); }
 
 /// The {names} used in `text` (brace groups holding an identifier).
-std::vector<std::string> placeholdersIn(const std::string& text) {
+std::vector<std::string> fillNamesIn(const std::string& text) {
   std::vector<std::string> found;
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '{') continue;
@@ -35,7 +35,7 @@ std::string stringAt(const json& obj, const std::string& key, const std::string&
 
 }  // namespace
 
-const std::vector<std::string>& promptPlaceholders() {
+const std::vector<std::string>& promptFillNames() {
   static const std::vector<std::string> names{"op_names",    "op_calls",    "program_json",   "program_python",
                                               "target_name", "target_kind", "target_trigger", "error",
                                               "example_json", "example_python"};
@@ -43,7 +43,7 @@ const std::vector<std::string>& promptPlaceholders() {
 }
 
 std::string renderPrompt(const std::string& text, const std::map<std::string, std::string>& fills) {
-  const auto& known = promptPlaceholders();
+  const auto& known = promptFillNames();
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '{') {
@@ -53,7 +53,7 @@ std::string renderPrompt(const std::string& text, const std::map<std::string, st
         std::string name = text.substr(i + 1, j - i - 1);
         if (std::find(known.begin(), known.end(), name) != known.end()) {
           auto it = fills.find(name);
-          if (it == fills.end()) throw std::invalid_argument("prompt placeholder {" + name + "} has no value");
+          if (it == fills.end()) throw std::invalid_argument("prompt fill name {" + name + "} has no value");
           out += it->second;
           i = j;
           continue;
@@ -100,7 +100,7 @@ PromptBook PromptBook::fromJson(const json& doc, const OpCatalog& catalog) {
   for (const auto& [k, v] : doc.items())
     if (k != "comment" && k != "examples" && k != "strategies" && k != "targets") bad("unknown key '" + k + "'");
   PromptBook book;
-  const auto& known = promptPlaceholders();
+  const auto& known = promptFillNames();
   if (!doc.contains("examples") || !doc["examples"].is_object()) bad("needs an 'examples' object (json, python)");
   for (const char* form : {"json", "python"}) book.examples_[form] = stringAt(doc["examples"], form, "examples");
   if (!doc.contains("strategies") || !doc["strategies"].is_array() || doc["strategies"].empty())
@@ -122,9 +122,9 @@ PromptBook PromptBook::fromJson(const json& doc, const OpCatalog& catalog) {
     p.system = stringAt(s, "system", where);
     p.user = stringAt(s, "user", where);
     for (const auto& text : {p.system, p.user})
-      for (const auto& ph : placeholdersIn(text))
+      for (const auto& ph : fillNamesIn(text))
         if (std::find(known.begin(), known.end(), ph) == known.end())
-          bad(fmt::format("{} uses the unknown placeholder {{{}}}", where, ph));
+          bad(fmt::format("{} uses the unknown fill name {{{}}}", where, ph));
     if (s.contains("ops")) {
       const json& ops = s["ops"];
       if (!ops.is_array() || ops.size() != 2 || !ops[0].is_number_integer() || !ops[1].is_number_integer() ||

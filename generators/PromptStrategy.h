@@ -17,7 +17,7 @@ namespace tcfuzz::gen {
 struct PromptStrategy {
   std::string name;
   std::string form;             ///< "json" (the proposal form) or "python" (a module to lift)
-  std::string system, user;     ///< templates with {placeholders}
+  std::string system, user;     ///< templates with {fill names}
   int minOps = 0, maxOps = 0;   ///< catalog ops sampled into {op_names} / {op_calls}
   bool targeted = false;        ///< gets an optimization target per request
   bool queue = false;           ///< needs a queue program ({program_json} / {program_python})
@@ -36,7 +36,7 @@ struct OptimizationTarget {
 /// The strategy table, validated against the catalog.
 class PromptBook {
  public:
-  /// Parses and checks a strategies document: known keys, forms, placeholders and target ops (all
+  /// Parses and checks a strategies document: known keys, forms, fill names and target ops (all
   /// must be catalog ops); std::invalid_argument names the first problem.
   static PromptBook fromJson(const nlohmann::json& doc, const OpCatalog& catalog);
   /// The table compiled into the binary.
@@ -56,10 +56,10 @@ class PromptBook {
   std::map<std::string, std::string> examples_;
 };
 
-/// The placeholders a template may use.
-const std::vector<std::string>& promptPlaceholders();
-/// Replaces every {name} of `text` with fills[name]; std::invalid_argument for a placeholder that has
-/// no fill. Braces that do not enclose a placeholder name ({"a": 1} in an example) are kept as they are.
+/// The fill names a template may use.
+const std::vector<std::string>& promptFillNames();
+/// Replaces every {name} of `text` with fills[name]; std::invalid_argument for a fill name that has
+/// no fill. Braces that do not enclose a fill name ({"a": 1} in an example) are kept as they are.
 std::string renderPrompt(const std::string& text, const std::map<std::string, std::string>& fills);
 /// How an op is called in Python, for {op_calls}: "torch.cumsum(x, dim)" from the catalog spelling.
 std::string opCallHint(const OpSpec& op);

@@ -55,9 +55,9 @@ TEST(PromptStrategy, BadTablesAreRejectedNamingTheProblem) {
       EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
     }
   };
-  json unknownPlaceholder = minimalBook();
-  unknownPlaceholder["strategies"][0]["user"] = "use {op_nmes}";
-  expectError(unknownPlaceholder, "unknown placeholder {op_nmes}");
+  json unknownFill = minimalBook();
+  unknownFill["strategies"][0]["user"] = "use {op_nmes}";
+  expectError(unknownFill, "unknown fill name {op_nmes}");
   json badOp = minimalBook();
   badOp["targets"][0]["ops"] = {"relu", "no_such_op"};
   expectError(badOp, "\"no_such_op\", which is not a catalog op");
@@ -73,12 +73,12 @@ TEST(PromptStrategy, BadTablesAreRejectedNamingTheProblem) {
   EXPECT_NO_THROW(PromptBook::fromJson(minimalBook(), catalog()));
 }
 
-TEST(PromptStrategy, RenderFillsPlaceholdersAndKeepsJsonBraces) {
+TEST(PromptStrategy, RenderFillsNamedFieldsAndKeepsJsonBraces) {
   std::string out = renderPrompt("ops {op_names} example {\"a\": {\"b\": 1}} {error}",
                                  {{"op_names", "relu, add"}, {"error", "boom"}});
   EXPECT_EQ(out, "ops relu, add example {\"a\": {\"b\": 1}} boom");
   EXPECT_THROW(renderPrompt("{target_name}", {}), std::invalid_argument);
-  EXPECT_EQ(renderPrompt("{not_a_placeholder}", {}), "{not_a_placeholder}");
+  EXPECT_EQ(renderPrompt("{not_a_fill_name}", {}), "{not_a_fill_name}");
 }
 
 TEST(PromptStrategy, OpCallHintsReadLikePython) {
