@@ -68,15 +68,22 @@ std::string withoutMainBlock(const std::string& code) {
 }  // namespace
 
 std::string pythonFromReply(const std::string& reply) {
+  std::string code = reply;
   for (const char* fence : {"```python", "```py", "```"}) {
     size_t start = reply.find(fence);
     if (start == std::string::npos) continue;
     start = reply.find('\n', start);
     if (start == std::string::npos) return "";
     size_t end = reply.find("```", start + 1);
-    return withoutMainBlock(reply.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1));
+    code = reply.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+    break;
   }
-  return withoutMainBlock(reply);
+  code = withoutMainBlock(code);
+  // Small models use torch, nn, F or math without importing them: the allowed imports are supplied.
+  std::string imports;
+  for (const char* line : {"import torch\n", "import torch.nn as nn\n", "import torch.nn.functional as F\n", "import math\n"})
+    if (code.find(line) == std::string::npos) imports += line;
+  return imports + code;
 }
 
 json LlmStrategyStats::toJson() const {
@@ -113,25 +120,43 @@ LlmProposer::LlmProposer(const gen::OpCatalog& catalog, gen::ShapeCaps caps, Llm
                 : gen::PromptBook::fromJson(json::parse(readText(settings_.promptsFile)), catalog)),
       emitter_(catalog),
       liftTable_(gen::liftTable(catalog)),
-      bandit_({"-"}, 0) {
-  std::vector<std::string> names;
+      strategyBandit_({"-"}, 0) {
+  // Two levels: the strategy first, then (for targeted strategies) the target, each by its yield,
+  // so that a poor strategy is learnt from all its targets' replies at once.
+  std::vector<std::string> strategies, targets;
+  for (const auto& t : book_.targets()) targets.push_back(t.name);
   for (const auto& s : book_.strategies()) {
     if (s.repair) continue;
+    int sIdx = static_cast<int>(strategies.size());
+    strategies.push_back(s.name);
     if (s.targeted) {
-      for (const auto& t : book_.targets()) {
-        arms_.push_back({s.name, t.name});
-        names.push_back(s.name + "/" + t.name);
-      }
+      targetBandits_.emplace(s.name, gen::ThompsonBandit(targets, seed ^ kLlmStream ^ static_cast<uint64_t>(sIdx + 1)));
+      for (size_t t = 0; t < targets.size(); ++t) arms_.push_back({s.name, targets[t], sIdx, static_cast<int>(t)});
     } else {
-      arms_.push_back({s.name, ""});
-      names.push_back(s.name);
+      arms_.push_back({s.name, "", sIdx, -1});
     }
   }
-  bandit_ = gen::ThompsonBandit(names, seed ^ kLlmStream);
+  strategyBandit_ = gen::ThompsonBandit(strategies, seed ^ kLlmStream);
   for (const auto& s : book_.strategies()) stats_[s.name];
 }
 
 LlmProposer::~LlmProposer() { stop(); }
+
+size_t LlmProposer::pickArm() {
+  int sIdx = static_cast<int>(strategyBandit_.pick());
+  const std::string& strategy = strategyBandit_.name(static_cast<size_t>(sIdx));
+  int tIdx = -1;
+  if (auto it = targetBandits_.find(strategy); it != targetBandits_.end()) tIdx = static_cast<int>(it->second.pick());
+  for (size_t i = 0; i < arms_.size(); ++i)
+    if (arms_[i].strategyIndex == sIdx && arms_[i].targetIndex == tIdx) return i;
+  throw std::logic_error("LLM bandit: no arm for strategy " + strategy);
+}
+
+void LlmProposer::rewardArm(size_t arm, double reward) {
+  const Arm& a = arms_.at(arm);
+  strategyBandit_.reward(static_cast<size_t>(a.strategyIndex), reward);
+  if (a.targetIndex >= 0) targetBandits_.at(a.strategy).reward(static_cast<size_t>(a.targetIndex), reward);
+}
 
 void LlmProposer::setQueueSource(std::function<std::optional<gen::Graph>()> source) {
   queueSource_ = std::move(source);
@@ -245,7 +270,7 @@ void LlmProposer::feedback(const LlmProposal& p, bool tested, int newFeatures, i
   if (newSignature) st.newSignatures++;
   // Reward: a valid program earns 0.2, new coverage 0.5 more, a new signature the rest.
   double r = 0.2 + (newFeatures > 0 ? 0.5 : 0.0) + (newSignature ? 0.3 : 0.0);
-  bandit_.reward(p.arm, tested ? r : 0.1);
+  rewardArm(p.arm, tested ? r : 0.1);
 }
 
 void LlmProposer::onRequestFailure(const LlmError& e) {
@@ -349,7 +374,7 @@ std::optional<LlmProposal> LlmProposer::fromJsonReply(const gen::PromptStrategy&
   if (!out.graph) {
     reject(s.name, out.rejection, out.detail);
     std::lock_guard lock(mutex_);
-    bandit_.reward(arm, 0);
+    rewardArm(arm, 0);
     return std::nullopt;
   }
   LlmProposal p;
@@ -368,7 +393,7 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
   auto fail = [&](const std::string& reason, const std::string& detail) -> std::optional<LlmProposal> {
     reject(s.name, reason, detail);
     std::lock_guard lock(mutex_);
-    bandit_.reward(arm, 0);
+    rewardArm(arm, 0);
     return std::nullopt;
   };
   for (int round = 0;; ++round) {
@@ -505,7 +530,7 @@ void LlmProposer::requestLoop(int thread) {
                static_cast<int>(ready_.size()) < settings_.queueCapacity;
       });
       if (stopping_ || state_.starts_with("grammar-only")) return;
-      arm = bandit_.pick();
+      arm = pickArm();
     }
     std::optional<LlmProposal> p;
     try {
@@ -555,7 +580,8 @@ json LlmProposer::statsJson() const {
   out["ready"] = ready_.size();
   out["restarts"] = server_ ? server_->restarts() : 0;
   out["server_pid"] = static_cast<int64_t>(server_ ? server_->pid() : -1);
-  out["bandit"] = bandit_.toJson();
+  out["bandit"] = {{"strategies", strategyBandit_.toJson()}};
+  for (const auto& [name, b] : targetBandits_) out["bandit"]["targets"][name] = b.toJson();
   if (client_) out["client"] = client_->stats().toJson();
   return out;
 }

@@ -103,9 +103,15 @@ class LlmProposer {
   LlmServer* server() { return server_.get(); }
 
  private:
+  /// A (strategy, target) pair; target "" and targetIndex -1 for untargeted strategies.
   struct Arm {
     std::string strategy, target;
+    int strategyIndex = 0, targetIndex = -1;
   };
+  /// Draws a strategy, then its target (guarded by mutex_); returns the arm's index.
+  size_t pickArm();
+  /// Credits the arm's strategy and target with `reward` (guarded by mutex_).
+  void rewardArm(size_t arm, double reward);
   void requestLoop(int thread);
   /// One request and everything after it; returns a valid proposal or nullopt (counted).
   std::optional<LlmProposal> propose(size_t arm, gen::Rng& rng, int thread);
@@ -143,7 +149,8 @@ class LlmProposer {
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;
-  gen::ThompsonBandit bandit_;
+  gen::ThompsonBandit strategyBandit_;
+  std::map<std::string, gen::ThompsonBandit> targetBandits_;  ///< per targeted strategy
   std::deque<LlmProposal> ready_;
   std::map<std::string, LlmStrategyStats> stats_;
   std::string state_ = "off";
@@ -157,7 +164,8 @@ class LlmProposer {
   std::vector<std::thread> threads_;
 };
 
-/// The Python program in an LLM reply: the first ```python (or ```) fenced block, else the whole text.
+/// The Python program in an LLM reply: the first ```python (or ```) fenced block, else the whole text,
+/// without an `if __name__` block, after the allowed imports it lacks (torch, nn, F, math).
 std::string pythonFromReply(const std::string& reply);
 
 }  // namespace tcfuzz

@@ -53,13 +53,15 @@ int64_t statInt(const std::map<std::string, std::string>& stats, const std::stri
 }  // namespace
 
 TEST(LlmProposer, PythonFromReplyTakesTheFencedBlock) {
-  EXPECT_EQ(pythonFromReply("Here:\n```python\nimport torch\nx = 1\n```\nDone."), "import torch\nx = 1\n");
-  EXPECT_EQ(pythonFromReply("```\nimport math\n```"), "import math\n");
-  EXPECT_EQ(pythonFromReply("import torch\n"), "import torch\n");
-  EXPECT_EQ(pythonFromReply("```python\nimport torch\n"), "import torch\n");  // truncated: the rest of the reply
+  const std::string rest = "import torch.nn as nn\nimport torch.nn.functional as F\nimport math\n";
+  EXPECT_EQ(pythonFromReply("Here:\n```python\nimport torch\nx = 1\n```\nDone."), rest + "import torch\nx = 1\n");
+  EXPECT_EQ(pythonFromReply("```\nimport math\n```"),
+            "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport math\n");
+  EXPECT_EQ(pythonFromReply("import torch\n"), rest + "import torch\n");
+  EXPECT_EQ(pythonFromReply("```python\nimport torch\n"), rest + "import torch\n");  // truncated: the rest of the reply
   // A script's main block is dropped (the allowlist refuses __name__); what follows it stays.
   EXPECT_EQ(pythonFromReply("import torch\nif __name__ == \"__main__\":\n    print(1)\n\n    m = 2\nx = 3\n"),
-            "import torch\nx = 3\n");
+            rest + "import torch\nx = 3\n");
 }
 
 TEST(LlmProposer, LocalServerProposalGoesAllTheWayToAVerdict) {
