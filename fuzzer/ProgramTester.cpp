@@ -28,6 +28,13 @@ Job ProgramTester::makeJob(const std::filesystem::path& program, RunMode mode, c
   return job;
 }
 
+void ProgramTester::asKind(Job& job, const std::string& kind) const {
+  job.id = job.id.substr(0, job.id.find('-')) + "-" + kind;
+  job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
+  job.kind = kind;
+  job.repeat = 1;
+}
+
 ProgramTester::PendingRun ProgramTester::submitOne(const std::filesystem::path& program, RunMode mode,
                                                   const TestSettings& settings) {
   Job job = makeJob(program, mode, settings);
@@ -38,10 +45,7 @@ ProgramTester::PendingRun ProgramTester::submitOne(const std::filesystem::path& 
 
 oracles::RunResult ProgramTester::runScript(const std::filesystem::path& script, const TestSettings& settings) {
   Job job = makeJob(script, RunMode::Eager, settings);
-  job.id = job.id.substr(0, job.id.find('-')) + "-script";
-  job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
-  job.kind = "script";
-  job.repeat = 1;
+  asKind(job, "script");
   job.plugins.clear();  // a script is self-contained
   return pool_.submit(std::move(job)).get();
 }
@@ -49,10 +53,7 @@ oracles::RunResult ProgramTester::runScript(const std::filesystem::path& script,
 oracles::RunResult ProgramTester::bisect(const std::filesystem::path& program, const TestSettings& settings,
                                          const nlohmann::json& spec) {
   Job job = makeJob(program, RunMode::Compiled, settings);
-  job.id = job.id.substr(0, job.id.find('-')) + "-bisect";
-  job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
-  job.kind = "bisect";
-  job.repeat = 1;
+  asKind(job, "bisect");
   job.compile.backend = "inductor";  // the bisector walks eager, aot_eager, ... up to Inductor itself
   job.bisect = spec.is_null() ? nlohmann::json::object() : spec;
   return pool_.submit(std::move(job)).get();
@@ -61,10 +62,7 @@ oracles::RunResult ProgramTester::bisect(const std::filesystem::path& program, c
 oracles::RunResult ProgramTester::lift(const std::filesystem::path& program, const TestSettings& settings,
                                        const nlohmann::json& table) {
   Job job = makeJob(program, RunMode::Eager, settings);
-  job.id = job.id.substr(0, job.id.find('-')) + "-lift";
-  job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
-  job.kind = "lift";
-  job.repeat = 1;
+  asKind(job, "lift");
   job.backward = false;
   job.plugins.clear();  // plugins serve compilation; a lift runs the program in eager only
   nlohmann::json dtypes = nlohmann::json::array();

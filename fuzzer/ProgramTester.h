@@ -71,6 +71,8 @@ class ProgramTester {
 
  private:
   Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
+  /// Turns a program job into a single run of another kind ("script", "bisect", "lift"): its id, directory, repeat.
+  void asKind(Job& job, const std::string& kind) const;
 
   WorkerPool& pool_;
   oracles::Comparator comparator_;

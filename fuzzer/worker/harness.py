@@ -752,15 +752,20 @@ class _ProgramChecker:
         if name.startswith("_") and name != "__init__" or name in LIFT_DENIED_ATTRIBUTES:
             raise LiftRefused(f"attribute {name}")
 
+    def attribute_chain(self, node):
+        """(base, [names]) of a.b.c: the innermost non-attribute node and the names outwards from it."""
+        chain, base = [], node
+        while isinstance(base, self.ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        chain.reverse()
+        return base, chain
+
     def visit_Attribute(self, node):
         """A whole chain a.b.c at once: from its base outwards, so the first refused step is reported."""
         import inspect
         ast = self.ast
-        chain, base = [], node
-        while isinstance(base, ast.Attribute):
-            chain.append(base.attr)
-            base = base.value
-        chain.reverse()
+        base, chain = self.attribute_chain(node)
         rooted = isinstance(base, ast.Name) and self.resolve(base.id) == "module" and base.id in self.imported
         if not rooted:
             self.visit(base)
@@ -786,15 +791,11 @@ class _ProgramChecker:
     def static_value(self, node):
         """The object a Name or attribute chain rooted at an import names, or None."""
         import inspect
-        ast = self.ast
-        chain, base = [], node
-        while isinstance(base, ast.Attribute):
-            chain.append(base.attr)
-            base = base.value
-        if not isinstance(base, ast.Name) or base.id not in self.imported:
+        base, chain = self.attribute_chain(node)
+        if not isinstance(base, self.ast.Name) or base.id not in self.imported:
             return None
         obj = self.imported[base.id][1]
-        for name in reversed(chain):
+        for name in chain:
             obj = inspect.getattr_static(obj, name, None)
         return obj
 
