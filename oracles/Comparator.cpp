@@ -24,11 +24,21 @@ double rmse(const at::Tensor& ref, const at::Tensor& res) {
 
 }  // namespace
 
-double Comparator::toleranceFor(const std::string& dtype) const {
-  if (dtype == "float16") return options_.tolFloat16;
-  if (dtype == "bfloat16") return options_.tolBFloat16;
-  return options_.tolFloat32;
+double ComparatorOptions::toleranceFor(const std::string& dtype) const {
+  if (dtype == "float16") return tolFloat16;
+  if (dtype == "bfloat16") return tolBFloat16;
+  return tolFloat32;
 }
+
+nlohmann::json ComparatorOptions::toleranceTable() const {
+  return {{"float32", tolFloat32},
+          {"float64", tolFloat32},
+          {"float16", tolFloat16},
+          {"bfloat16", tolBFloat16},
+          {"unarbitrated_factor", unarbitratedTolFactor}};
+}
+
+double Comparator::toleranceFor(const std::string& dtype) const { return options_.toleranceFor(dtype); }
 
 Comparison Comparator::compare(const LoadedOutputs& eager, const LoadedOutputs& compiled,
                                const LoadedOutputs* fp64) const {

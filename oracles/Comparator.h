@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "oracles/OutputLoader.h"
 
 namespace tcfuzz::oracles {
@@ -18,6 +20,13 @@ struct ComparatorOptions {
   double smallTensorMultiplier = 3.0;  ///< for tensors with fewer than smallTensorNumel elements
   int64_t smallTensorNumel = 1000;
   double unarbitratedTolFactor = 100.0;  ///< without an fp64 reference, fail only beyond tol * this
+
+  /// The allclose tolerance of a result dtype ("float16", "bfloat16"; anything else: tolFloat32).
+  double toleranceFor(const std::string& dtype) const;
+  /// The one tolerance table every judge shares: the harness's bisect check and repro.py receive
+  /// it in their job or case data. {"float32", "float64", "float16", "bfloat16": tol,
+  /// "unarbitrated_factor": unarbitratedTolFactor}.
+  nlohmann::json toleranceTable() const;
 };
 
 /// The figures behind the verdict for one output leaf.
@@ -64,6 +73,7 @@ class Comparator {
 
   /// The allclose tolerance for a dtype name ("float16", "bfloat16", anything else: float32's).
   double toleranceFor(const std::string& dtype) const;
+  const ComparatorOptions& options() const { return options_; }
 
  private:
   LeafComparison compareLeaf(size_t index, const LoadedOutputs& eager, const LoadedOutputs& compiled,

@@ -1,5 +1,7 @@
 #include "oracles/ReportWriter.h"
 
+#include "oracles/AtomicFile.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -545,55 +547,6 @@ void renderFacts(std::string& md, const BugReport& bug) {
 
 // --- Files ------------------------------------------------------------------------------------------
 
-[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path, int err) {
-  throw std::runtime_error(fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(err)));
-}
-
-/// Writes `content` to `path` through a temporary file in the same directory and a rename, so that
-/// readers see the old file or the new one, never a part. Throws std::runtime_error naming the path.
-void writeAtomically(const std::filesystem::path& path, std::string_view content) {
-  std::filesystem::path tmp = path;
-  tmp.replace_filename(fmt::format(".{}.tmp-{}-{}", path.filename().string(), ::getpid(),
-                                   std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create", tmp, errno);
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("write", tmp, err);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("write", tmp, err);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("rename a temporary file to", path, err);
-  }
-}
-
-void removeIfPresent(const std::filesystem::path& path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail("remove", path, errno);
-}
-
-void makeDirectory(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
-  if (!std::filesystem::is_directory(dir, ec)) fail("create directory", dir, ENOTDIR);
-}
-
 json timeJson(double unixSeconds) {
   std::string iso = isoTime(unixSeconds);
   return iso.empty() ? json() : json(iso);
@@ -679,18 +632,18 @@ nlohmann::json reportMeta(const BugReport& bug) {
 }
 
 void writeReportFolder(const BugReport& bug, const std::string& reproPy, const std::filesystem::path& dir) {
-  makeDirectory(dir);
+  makeDirectories(dir);
   // A rewrite drops meta.json first: until the new one lands, the folder reads as incomplete rather
   // than as complete with files from two versions.
   removeIfPresent(dir / kMetaFile);
-  writeAtomically(dir / kReproFile, reproPy);
-  writeAtomically(dir / kReportFile, renderReportMarkdown(bug, reproPy));
-  writeAtomically(dir / kProgramFile, bug.repro.programIr.dump(2) + "\n");
+  writeFileAtomically(dir / kReproFile, reproPy);
+  writeFileAtomically(dir / kReportFile, renderReportMarkdown(bug, reproPy));
+  writeFileAtomically(dir / kProgramFile, bug.repro.programIr.dump(2) + "\n");
   if (bug.originalProgramPy.empty())
     removeIfPresent(dir / kOriginalFile);  // stale from an earlier triage that had one
   else
-    writeAtomically(dir / kOriginalFile, bug.originalProgramPy);
-  writeAtomically(dir / kMetaFile, reportMeta(bug).dump(2) + "\n");
+    writeFileAtomically(dir / kOriginalFile, bug.originalProgramPy);
+  writeFileAtomically(dir / kMetaFile, reportMeta(bug).dump(2) + "\n");
 }
 
 void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
@@ -760,9 +713,9 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
         htmlEscape(sizeText(*bug)), htmlEscape(verifiedText(bug->reproVerified)));
   html += "</tbody>\n</table>\n</body>\n</html>\n";
 
-  makeDirectory(root);
-  writeAtomically(root / "index.md", md);
-  writeAtomically(root / "index.html", html);
+  makeDirectories(root);
+  writeFileAtomically(root / "index.md", md);
+  writeFileAtomically(root / "index.html", html);
 }
 
 }  // namespace tcfuzz::oracles

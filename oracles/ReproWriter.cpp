@@ -175,11 +175,7 @@ nlohmann::json reproCaseData(const ReproCase& repro, const ComparatorOptions& to
           {"threads", repro.threads},
           {"device", repro.device},
           {"diverging_leaves", repro.divergingLeaves},
-          {"tolerances",
-           {{"float32", tolerances.tolFloat32},
-            {"float64", tolerances.tolFloat32},
-            {"float16", tolerances.tolFloat16},
-            {"bfloat16", tolerances.tolBFloat16}}}};
+          {"tolerances", tolerances.toleranceTable()}};
 }
 
 std::string renderRepro(const ReproCase& repro, const std::string& title) {

@@ -1,6 +1,6 @@
 #pragma once
 // What one worker job produced: status, exception, timings, saved outputs and compile facts.
-// Decoded from the harness's JSON result (fuzzer/worker/harness.py); this is the oracle's input.
+// Decoded from the worker child's JSON result (fuzzer/worker/child.py); this is the oracle's input.
 #include <cstdint>
 #include <filesystem>
 #include <map>

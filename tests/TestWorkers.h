@@ -8,8 +8,8 @@
 
 #include <boost/process.hpp>
 
-#include "fuzzer/Sandbox.h"
-#include "fuzzer/WorkerPool.h"
+#include "fuzzer/worker/Sandbox.h"
+#include "fuzzer/worker/WorkerPool.h"
 
 namespace tcfuzz::test_support {
 

@@ -17,9 +17,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "fuzzer/CampaignOutput.h"
-#include "fuzzer/FindingStore.h"
-#include "fuzzer/FuzzCommand.h"
+#include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/cli/Settings.h"
 #include "tests/TestWorkers.h"
 
 namespace tcfuzz {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fuzzer/CompileMatrix.h"
+#include "fuzzer/campaign/CompileMatrix.h"
 
 namespace tcfuzz {
 namespace {

@@ -1,6 +1,6 @@
 // LlmClient against tests/fixtures/llm_fault_server.py, a TEST FIXTURE that plants faults
 // (rate limits, 5xx, 4xx, slow and malformed answers); it is not an LLM.
-#include "fuzzer/LlmClient.h"
+#include "fuzzer/llm/LlmClient.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

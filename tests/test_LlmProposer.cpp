@@ -10,10 +10,11 @@
 #include <boost/process.hpp>
 #include <gtest/gtest.h>
 
-#include "fuzzer/LlmProposer.h"
-#include "fuzzer/LlmServer.h"
-#include "fuzzer/ProgramTester.h"
-#include "fuzzer/WorkerPool.h"
+#include "fuzzer/campaign/StatusView.h"
+#include "fuzzer/llm/LlmProposer.h"
+#include "fuzzer/llm/LlmServer.h"
+#include "fuzzer/worker/ProgramTester.h"
+#include "fuzzer/worker/WorkerPool.h"
 #include "generators/OpCatalog.h"
 #include "generators/PythonEmitter.h"
 #include "TestWorkers.h"
@@ -78,7 +79,8 @@ TEST(LlmProposer, LocalServerProposalGoesAllTheWayToAVerdict) {
   lift.limits.timeoutSeconds = 60;
   lift.seed = 11;
   lift.threads = 1;
-  LlmProposer proposer(catalog(), gen::ShapeCaps{}, settings, tester, lift, dir.path() / "llm", 11, view);
+  LlmProposer proposer(catalog(), gen::ShapeCaps{}, settings, tester, lift, dir.path() / "llm", 11,
+                       [&view](const std::string& line) { view.event(line); });
   proposer.start();
   ASSERT_EQ(proposer.state(), "running");
 
@@ -125,7 +127,8 @@ TEST(LlmProposer, UnreachableEndpointGoesGrammarOnlyWithAWarning) {
   settings.endpoint.maxRetries = 0;
   settings.maxFailures = 2;
   settings.restartBackoffSeconds = 0.1;
-  LlmProposer proposer(catalog(), gen::ShapeCaps{}, settings, tester, TestSettings{}, dir.path() / "llm", 3, view);
+  LlmProposer proposer(catalog(), gen::ShapeCaps{}, settings, tester, TestSettings{}, dir.path() / "llm", 3,
+                       [&view](const std::string& line) { view.event(line); });
   proposer.start();
   auto deadline = Clock::now() + std::chrono::seconds(30);
   while (proposer.active() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));

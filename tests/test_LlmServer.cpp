@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "fuzzer/LlmClient.h"
-#include "fuzzer/LlmServer.h"
+#include "fuzzer/llm/LlmClient.h"
+#include "fuzzer/llm/LlmServer.h"
 #include "TestWorkers.h"
 
 using namespace tcfuzz;

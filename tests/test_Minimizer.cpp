@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "fuzzer/CompileConfig.h"
+#include "oracles/CompileConfig.h"
 #include "generators/Generator.h"
 #include "generators/GraphRepair.h"
 #include "oracles/Minimizer.h"
@@ -49,7 +49,7 @@ class MinimizerTest : public ::testing::Test {
 TEST_F(MinimizerTest, ReducesATwentyNodeProgramToTheOneOpTheBugNeeds) {
   gen::Graph g = programWith(catalog_, "sigmoid", 20);
   ASSERT_GE(g.nodes.size(), 20u);
-  MinimizeCase start{g, CompileConfig{}.toJson(), false, ""};
+  MinimizeCase start{g, oracles::CompileConfig{}.toJson(), false, ""};
   int calls = 0;
   std::vector<std::string> invalid;
   oracles::CandidateTest test = [&](const std::vector<MinimizeCase>& batch) {
@@ -75,7 +75,7 @@ TEST_F(MinimizerTest, ReducesATwentyNodeProgramToTheOneOpTheBugNeeds) {
 
 TEST_F(MinimizerTest, KeepsOnlyTheConfigOptionsTheBugNeeds) {
   gen::Graph g = programWith(catalog_, "sigmoid", 6);
-  CompileConfig c;
+  oracles::CompileConfig c;
   c.dynamic = true;
   c.fullgraph = true;
   c.inductorConfig = {{"cpp_wrapper", true}, {"freezing", true}};
@@ -102,7 +102,7 @@ TEST_F(MinimizerTest, PassOrderIsDataAndOnlyListedPassesRun) {
   ASSERT_GT(g.outputs.size(), 0u);
   MinimizerPolicy policy = MinimizerPolicy::fromJson({{"passes", {"drop-outputs"}}, {"batch", 3}});
   std::set<std::string> passesSeen;
-  auto r = Minimizer(catalog_, policy).minimize({g, CompileConfig{}.toJson(), false, ""},
+  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}.toJson(), false, ""},
                                                  [&](const std::vector<MinimizeCase>& batch) {
                                                    EXPECT_LE(batch.size(), 3u);
                                                    for (const auto& m : batch) passesSeen.insert(m.pass);
@@ -121,7 +121,7 @@ TEST_F(MinimizerTest, AKnownBugsOpsAreTriedFirstAndEndTheSearch) {
   MinimizerPolicy policy;
   policy.opHints = {{"cumsum"}, {"sigmoid"}};
   std::vector<std::string> firstBatchPasses;
-  auto r = Minimizer(catalog_, policy).minimize({g, CompileConfig{}.toJson(), false, ""},
+  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}.toJson(), false, ""},
                                                  [&](const std::vector<MinimizeCase>& batch) {
                                                    if (firstBatchPasses.empty())
                                                      for (const auto& m : batch) firstBatchPasses.push_back(m.pass);
@@ -138,7 +138,7 @@ TEST_F(MinimizerTest, AKnownBugsOpsAreTriedFirstAndEndTheSearch) {
 
 TEST_F(MinimizerTest, ShrinksShapesAndResetsAttributesWhenTheBugAllows) {
   gen::Graph g = programWith(catalog_, "sigmoid", 3);
-  MinimizeCase start{g, CompileConfig{}.toJson(), false, ""};
+  MinimizeCase start{g, oracles::CompileConfig{}.toJson(), false, ""};
   auto before = oracles::sizeOf(start, catalog_);
   MinimizerPolicy policy;
   policy.passes = {"shrink-shapes", "shrink-ranks", "reset-attrs"};
@@ -158,7 +158,7 @@ TEST_F(MinimizerTest, NothingIsAcceptedWhenTheBugNeverReproduces) {
   gen::Graph g = programWith(catalog_, "sigmoid", 10);
   MinimizerPolicy policy;
   policy.maxCandidates = 40;
-  auto r = Minimizer(catalog_, policy).minimize({g, CompileConfig{}.toJson(), false, ""},
+  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}.toJson(), false, ""},
                                                  [](const std::vector<MinimizeCase>& batch) {
                                                    return std::vector<bool>(batch.size(), false);
                                                  });

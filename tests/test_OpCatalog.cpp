@@ -23,7 +23,7 @@
 #include <set>
 #include <sstream>
 
-#include "fuzzer/CatalogReport.h"
+#include "fuzzer/cli/commands/Commands.h"
 #include "generators/NodeSampler.h"
 #include "generators/OpCatalog.h"
 #include "generators/PythonEmitter.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "TestWorkers.h"
-#include "fuzzer/ProgramTester.h"
+#include "fuzzer/worker/ProgramTester.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::sourcePath;

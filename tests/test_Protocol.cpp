@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fuzzer/Protocol.h"
+#include "fuzzer/worker/Protocol.h"
 
 using namespace tcfuzz;
 
@@ -60,7 +60,7 @@ TEST(Protocol, EagerJobCarriesNoCompileConfig) {
 }
 
 TEST(Protocol, CompileConfigRecordsOnlyNonDefaults) {
-  CompileConfig c;
+  oracles::CompileConfig c;
   EXPECT_TRUE(c.nonDefault().empty());
   EXPECT_EQ(c.describe(), "backend=inductor");
   c.mode = "reduce-overhead";

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "TestWorkers.h"
-#include "fuzzer/ProgramTester.h"
+#include "fuzzer/worker/ProgramTester.h"
 #include "generators/PythonLift.h"
 
 using namespace tcfuzz;

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "TestWorkers.h"
-#include "fuzzer/CompileConfig.h"
-#include "fuzzer/ProgramTester.h"
+#include "oracles/CompileConfig.h"
+#include "fuzzer/worker/ProgramTester.h"
 #include "oracles/Comparator.h"
 #include "oracles/ReproWriter.h"
 
@@ -33,7 +33,7 @@ const std::string kPlantedPlugin = sourcePath("tests/fixtures/planted_backends.p
 ReproCase makeCase(const std::string& program, const std::string& backend, const std::string& verdict) {
   ReproCase c;
   c.programPy = readText(sourcePath(program));
-  CompileConfig config;
+  oracles::CompileConfig config;
   config.backend = backend;
   c.compile = config.toJson();
   c.seed = 0;
@@ -115,7 +115,7 @@ TEST(ReproWriter, UnreadablePluginIsAnErrorNamingTheFile) {
 TEST(ReproWriter, CaseDataSurvivesQuotesAndBackslashes) {
   ReproCase c = makeCase("corpus/conv1d_mean_linear.py", "inductor", "crash-mismatch");
   c.plugins.clear();
-  CompileConfig config;
+  oracles::CompileConfig config;
   config.mode = "max-autotune";
   config.dynamic = true;
   config.inductorConfig["weird.option"] = "a'''b\"\"\"c\\'d\\\\e\nf\u00e9'";  // every quoting hazard

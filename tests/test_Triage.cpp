@@ -14,7 +14,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "fuzzer/Triage.h"
+#include "fuzzer/triage/Triage.h"
 #include "generators/Generator.h"
 #include "generators/PythonEmitter.h"
 #include "oracles/Minimizer.h"
@@ -90,7 +90,7 @@ TEST_F(TriageTest, PlantedNumericBugInATwentyNodeProgramMinimizesToAtMostThreeNo
   for (uint64_t index = 0; index < 40 && !t; ++index) {
     start = generator.generate(index);
     if (start.nodes.size() < 20 || !hasOp(start, "sigmoid")) continue;
-    CompileConfig c;
+    oracles::CompileConfig c;
     c.backend = "tcfuzz_planted_sigmoid";
     TriagedCase candidate = triage.triageCase({start, c.toJson(), false, ""}, settings().test);
     if (candidate.status == "done") t = candidate;  // a program whose sigmoid reaches an output
@@ -246,7 +246,7 @@ TEST(TriageConversions, FindingConfigBecomesACompileConfigAndBack) {
   auto [compile, backward] = findingCompile({{"backend", "aot_eager"}, {"dynamic", true}, {"backward", true},
                                              {"templates", {"freezing"}}, {"inductor_config", {{"freezing", true}}}});
   EXPECT_TRUE(backward);
-  CompileConfig c = compileConfigFromJson(compile);
+  oracles::CompileConfig c = compileConfigFromJson(compile);
   EXPECT_EQ(c.backend, "aot_eager");
   EXPECT_EQ(c.dynamic, std::optional<bool>(true));
   EXPECT_EQ(c.inductorConfig, (json{{"freezing", true}}));

@@ -1,7 +1,7 @@
 """tcfuzz worker harness: a zygote that imports torch once and forks one child per job.
 
-Runs inside the worker sandbox (see fuzzer/Sandbox.cpp). Talks JSON lines:
-  stdin  <- {"type": "job", ...}            one job per line (see fuzzer/Protocol.h)
+Runs inside the worker sandbox (see fuzzer/worker/Sandbox.cpp). Talks JSON lines:
+  stdin  <- {"type": "job", ...}            one job per line (see fuzzer/worker/Protocol.h)
   stdout -> {"type": "hello", ...}          once, after torch is imported
   stdout -> {"type": "result", ...}         one per job, in order
 The zygote runs no torch op before forking (libgomp's thread pool and CUDA do not survive a fork).

@@ -1,0 +1,531 @@
+#include "fuzzer/campaign/Campaign.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "oracles/OutputLoader.h"
+#include "oracles/Signature.h"
+
+namespace tcfuzz {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double unixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Distinct streams of one campaign seed: the program's choice of generate/mutate, its compile config.
+constexpr uint64_t kScheduleStream = 0x7363686564756c65ULL;
+constexpr uint64_t kCompileStream = 0x636f6d70696c6573ULL;
+
+/// The queue index in an AFL-style name "id:000012,src:...", or -1.
+int64_t indexFromName(const std::string& name) {
+  if (!name.starts_with("id:")) return -1;
+  try {
+    return std::stoll(name.substr(3));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+/// Under fullgraph=True a graph break is the documented outcome (Dynamo raises Unsupported), not a bug.
+bool expectedFullgraphBreak(const SampledCompile& sc, const ProgramTestResult& r) {
+  const auto& c = r.runs.compiled;
+  return sc.config.fullgraph && r.verdict.verdict == oracles::Verdict::CrashMismatch &&
+         c.status == oracles::RunStatus::Exception && c.exception &&
+         c.exception->qualifiedType.starts_with("torch._dynamo.exc.") &&
+         (c.exception->type == "Unsupported" || c.exception->message.find("graph break") != std::string::npos);
+}
+
+void removeQuietly(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+}
+
+}  // namespace
+
+std::string statsKey(const std::string& verdict) {
+  std::string key = "verdict_" + verdict;
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+// --- CampaignPolicy --------------------------------------------------------------------------------
+
+json CampaignPolicy::toJson() const {
+  return {{"mutation_share", mutationShare},
+          {"mutation_attempts", mutationAttempts},
+          {"generation", generation.toJson()},
+          {"compile", compile.toJson()}};
+}
+
+CampaignPolicy CampaignPolicy::fromJson(const json& doc) {
+  if (!doc.is_object()) throw std::invalid_argument("campaign policy must be a JSON object");
+  CampaignPolicy p;
+  for (auto& [key, v] : doc.items()) {
+    if (key == "mutation_share") {
+      if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1)
+        throw std::invalid_argument("campaign policy: 'mutation_share' must be a share in [0, 1]");
+      p.mutationShare = v.get<double>();
+    } else if (key == "mutation_attempts") {
+      if (!v.is_number_integer() || v.get<int>() < 1)
+        throw std::invalid_argument("campaign policy: 'mutation_attempts' must be an integer >= 1");
+      p.mutationAttempts = v.get<int>();
+    } else if (key == "generation") {
+      p.generation = gen::GenPolicy::fromJson(v);
+    } else if (key == "compile") {
+      p.compile = CompileMatrix::fromJson(v);
+    } else {
+      throw std::invalid_argument(fmt::format("campaign policy: unknown key '{}'", key));
+    }
+  }
+  return p;
+}
+
+// --- Campaign ----------------------------------------------------------------------------------------
+
+Campaign::Campaign(const gen::OpCatalog& catalog, CampaignPolicy policy, CampaignSettings settings,
+                   CampaignOutput& output, FindingStore& store, WorkerPool& pool, ProgramTester& tester,
+                   StatusView& view)
+    : catalog_(catalog),
+      policy_(std::move(policy)),
+      settings_(std::move(settings)),
+      output_(output),
+      store_(store),
+      pool_(pool),
+      tester_(tester),
+      view_(view),
+      emitter_(catalog),
+      mutator_(catalog, policy_.generation),
+      queueSampler_(settings_.seed ^ 0x71756575652d6c6cULL) {
+  totals_ = store_.totals();
+  nextIndex_ = totals_.maxProgramIndex + 1;
+}
+
+std::vector<std::string> Campaign::restore() {
+  std::vector<std::string> problems;
+  output_.checkStats(problems);
+  std::lock_guard lock(mutex_);
+  totals_ = store_.totals();
+  nextIndex_ = totals_.maxProgramIndex + 1;
+  lastNewSignatureAt_ = totals_.lastNewSignatureAt;
+  features_.add(store_.features());
+  for (const auto& id : store_.signatureIds()) signatures_.insert(id);
+
+  // The queue files are the queue: a row whose file is missing is re-written from the store, a
+  // file without a row (placed by hand) is adopted, a file that does not parse is quarantined.
+  auto files = output_.loadQueue(problems);
+  std::set<std::string> onDisk;
+  for (auto& f : files) {
+    onDisk.insert(f.name);
+    testedHashes_.insert(f.graph.contentHash());
+    queue_.push_back({f.name, std::move(f.graph), indexFromName(f.name), 0});
+  }
+  for (const auto& row : store_.queue()) {
+    if (onDisk.count(row.name)) continue;
+    if (std::filesystem::exists(output_.quarantineDir())) {
+      bool quarantined = false;
+      for (const auto& q : fs::directory_iterator(output_.quarantineDir()))
+        if (q.path().filename().string().starts_with(row.name + ".json")) quarantined = true;
+      if (quarantined) {
+        store_.removeQueueRecord(row.name);
+        continue;
+      }
+    }
+    try {
+      gen::Graph g = gen::Graph::fromJson(json::parse(row.programJson), "findings.sqlite queue/" + row.name);
+      output_.writeQueueEntry(row.name, g, emitter_.emit(g));
+      problems.push_back(fmt::format("queue entry {} had no file (the run stopped before writing it); re-written",
+                                     row.name));
+      queue_.push_back({row.name, std::move(g), row.programIndex, 0});
+    } catch (const std::exception& e) {
+      problems.push_back(fmt::format("queue entry {} cannot be restored: {}", row.name, e.what()));
+    }
+  }
+  std::set<std::string> known;
+  for (const auto& row : store_.queue()) known.insert(row.name);
+  for (const auto& entry : queue_)
+    if (!known.count(entry.name))
+      store_.addQueueRecord({entry.name, entry.index, entry.graph.contentHash(), "", 0, unixNow(),
+                             entry.graph.toJson().dump()});
+  // A finding committed just before a kill may lack its crashes/ folder: write it now (unless triage
+  // has already reported its signature, possibly under another bug's folder).
+  std::set<std::string> triaged;
+  for (const auto& row : store_.triageRecords()) triaged.insert(row.signatureId);
+  for (const auto& f : store_.findings())
+    if (!triaged.count(f.signatureId) && !output_.hasFindingFolder(f.signatureId)) {
+      output_.writeFindingFolder(f);
+      problems.push_back(fmt::format("crashes/{} was missing; re-written from findings.sqlite", f.signatureId));
+    }
+  return problems;
+}
+
+std::optional<gen::Graph> Campaign::sampleQueueProgram() {
+  std::lock_guard lock(mutex_);
+  if (queue_.empty()) return std::nullopt;
+  return queue_[static_cast<size_t>(queueSampler_.uniform(0, static_cast<int64_t>(queue_.size()) - 1))].graph;
+}
+
+void Campaign::stop() {
+  if (stopping_.exchange(true)) return;
+  pool_.cancel();
+}
+
+void Campaign::fail(CampaignEnd end, const std::string& message) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!end_) {
+      end_ = end;
+      endMessage_ = message;
+    }
+  }
+  stop();
+}
+
+std::string Campaign::queueName(const Candidate& c) const {
+  std::string op = c.origin == "grammar" ? "grammar" : c.origin.substr(c.origin.find(':') + 1);
+  std::string src = c.parentIndex >= 0 ? fmt::format("{:06d}", c.parentIndex) : c.llm ? "llm" : "gen";
+  if (!c.donor.empty() && indexFromName(c.donor) >= 0) src += fmt::format("+{:06d}", indexFromName(c.donor));
+  return fmt::format("id:{:06d},src:{},op:{}", c.index, src, op);
+}
+
+std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::Generator& generator) {
+  gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kScheduleStream, static_cast<uint64_t>(index));
+  Candidate c;
+  c.index = index;
+  bool made = false;
+  if (llm_) {
+    if (auto proposal = llm_->take()) {
+      c.graph = proposal->graph;
+      c.origin = "llm:" + proposal->strategy;
+      c.llm = std::move(proposal);
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (!c.llm && !queue_.empty() && rng.chance(policy_.mutationShare)) {
+      std::vector<double> weights;
+      for (const auto& e : queue_) weights.push_back(1.0 / (1.0 + e.picked));
+      QueueEntry& parent = queue_[rng.weighted(weights)];
+      parent.picked++;
+      const QueueEntry& donor = queue_[static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(queue_.size()) - 1))];
+      for (int attempt = 0; attempt < policy_.mutationAttempts && !made; ++attempt) {
+        auto mutant = mutator_.mutate(parent.graph, &donor.graph,
+                                      static_cast<uint64_t>(index) * 16 + static_cast<uint64_t>(attempt));
+        if (!mutant) continue;
+        c.graph = std::move(mutant->graph);
+        c.origin = "mutation:" + mutant->mutator;
+        c.parent = parent.name;
+        c.parentIndex = parent.index;
+        if (mutant->mutator == "splice") c.donor = donor.name;
+        made = true;
+      }
+    }
+  }
+  if (!made && !c.llm) c.graph = generator.generate(static_cast<uint64_t>(index));
+  std::string hash = c.graph.contentHash();
+  std::lock_guard lock(mutex_);
+  if (!testedHashes_.insert(hash).second) {
+    duplicates_++;
+    if (c.llm) llm_->feedback(*c.llm, false, 0, 0, false);
+    return std::nullopt;
+  }
+  (c.llm ? llmProposed_ : made ? mutated_ : generated_)++;
+  return c;
+}
+
+void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
+  std::string py = emitter_.emit(c.graph);
+  fs::path file = scratch / fmt::format("{:06d}.py", c.index);
+  writeFileAtomically(file, py);
+
+  SampledCompile sc;
+  {
+    std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
+    gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
+    sc = policy_.compile.sample(rng, settings_.device, settings_.pinned);
+  }
+  TestSettings ts = settings_.test;
+  ts.compile = sc.config;
+  ts.backward = sc.backward;
+
+  ProgramTestResult r;
+  try {
+    r = tester_.test(file, ts);
+  } catch (const JobCancelled&) {
+    removeQuietly(file);
+    return;
+  } catch (const WorkerStartError& e) {
+    removeQuietly(file);
+    if (!stopping_) fail(CampaignEnd::Failed, fmt::format("a worker cannot be restarted: {}", e.what()));
+    return;
+  } catch (const oracles::ConfigurationError& e) {
+    removeQuietly(file);
+    std::lock_guard lock(mutex_);
+    errors_++;
+    if (sc.templates.empty()) {
+      // A pinned option or backend the installed torch rejects: every program would fail the same way.
+      end_ = CampaignEnd::Failed;
+      endMessage_ = fmt::format("the compile configuration {} is rejected: {}", sc.config.describe(), e.what());
+      stopping_ = true;
+      pool_.cancel();
+      return;
+    }
+    for (const auto& t : sc.templates) policy_.compile.disableTemplate(t);
+    view_.event(fmt::format("template(s) {} rejected by this torch, no longer sampled: {}",
+                            fmt::format("{}", fmt::join(sc.templates, ",")), e.what()));
+    return;
+  } catch (const oracles::OutputLoadError& e) {
+    removeQuietly(file);
+    std::lock_guard lock(mutex_);
+    errors_++;
+    view_.event(fmt::format("program {:06d}: outputs unreadable, skipped: {}", c.index, e.what()));
+    return;
+  }
+  if (expectedFullgraphBreak(sc, r)) {
+    r.verdict.verdict = oracles::Verdict::Agree;
+    r.verdict.reason = "graph break under fullgraph=True (the documented outcome, not a bug)";
+  }
+  std::vector<std::string> features = runFeatures(c.graph, sc, r);
+  double torchSeconds = r.runs.eager.times.childWall + r.runs.compiled.times.childWall + r.runs.fp64.times.childWall;
+  std::string verdict(oracles::toString(r.verdict.verdict));
+  json config = sc.nonDefault();
+  double now = unixNow();
+
+  std::vector<FindingRecord> findings;
+  if (oracles::isFinding(r.verdict.verdict)) {
+    std::vector<std::string> ops;
+    for (const auto& n : c.graph.nodes) ops.push_back(n.op);
+    oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, ops);
+    json result = toJson(r);
+    result["config"] = config;
+    result["seed"] = ts.seed;
+    result["threads"] = ts.threads;
+    result["program_index"] = c.index;
+    result["origin"] = c.origin;
+    FindingRecord f;
+    f.programIndex = c.index;
+    f.foundAt = now;
+    f.verdict = verdict;
+    f.reason = r.verdict.reason;
+    f.signatureId = sig.id();
+    f.signature = oracles::toJson(sig).dump();
+    f.config = config.dump();
+    f.programJson = c.graph.toJson().dump(1);
+    f.programPy = py;
+    f.result = result.dump();
+    findings.push_back(std::move(f));
+  }
+
+  ProgramRecord pr{c.index, c.graph.contentHash(), c.origin, c.parent, config.dump(), verdict, r.verdict.reason, 0,
+                   r.wallSeconds, torchSeconds, now};
+  bool queueable = r.verdict.verdict == oracles::Verdict::Agree ||
+                   r.verdict.verdict == oracles::Verdict::NumericDivergence;
+  std::optional<QueueRecord> queued;
+  std::vector<std::string> newSignatures;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> novel = features_.novel(features);
+    pr.newFeatures = static_cast<int>(novel.size());
+    if (queueable && !novel.empty())
+      queued = QueueRecord{queueName(c), c.index, pr.hash, c.parent, pr.newFeatures, now, c.graph.toJson().dump()};
+    // The finding is committed before anything else happens to it.
+    store_.recordProgram(pr, findings, novel, queued);
+    features_.add(novel);
+    totals_.programs++;
+    totals_.maxProgramIndex = std::max(totals_.maxProgramIndex, c.index);
+    totals_.verdicts[verdict]++;
+    totals_.origins[c.origin]++;
+    totals_.torchSeconds += torchSeconds;
+    sessionDone_++;
+    sessionTorchSeconds_ += torchSeconds;
+    for (const auto& f : findings) {
+      totals_.findings++;
+      totals_.lastFindingAt = now;
+      if (signatures_.insert(f.signatureId).second) {
+        totals_.uniqueSignatures++;
+        lastNewSignatureAt_ = now;
+        newSignatures.push_back(f.signatureId);
+      }
+    }
+    if (queued) queue_.push_back({queued->name, c.graph, c.index, 0});
+  }
+  if (c.llm) llm_->feedback(*c.llm, true, pr.newFeatures, static_cast<int>(findings.size()), !newSignatures.empty());
+  if (queued) output_.writeQueueEntry(queued->name, c.graph, py);
+  for (const auto& f : findings) {
+    if (std::find(newSignatures.begin(), newSignatures.end(), f.signatureId) == newSignatures.end()) continue;
+    output_.writeFindingFolder(f);
+    view_.event(fmt::format("new {} (signature {}) from program {:06d} [{}]: {}", f.verdict, f.signatureId, c.index,
+                            config.dump(), f.reason.substr(0, 160)));
+  }
+  removeQuietly(file);
+  for (const auto* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64})
+    if (!run->jobDir.empty()) removeQuietly(run->jobDir);
+}
+
+void Campaign::lane(int laneIndex) {
+  gen::Generator generator(catalog_, policy_.generation, settings_.seed);
+  fs::path scratch = output_.workDir() / "programs";
+  try {
+    while (!stopping_) {
+      int64_t index;
+      {
+        std::lock_guard lock(mutex_);
+        if (settings_.maxPrograms > 0 && started_ >= settings_.maxPrograms) break;
+        index = nextIndex_++;
+        started_++;
+      }
+      auto candidate = makeCandidate(index, generator);
+      if (!candidate) {
+        std::lock_guard lock(mutex_);
+        started_--;  // a duplicate does not count against the budget
+        continue;
+      }
+      testCandidate(*candidate, scratch);
+    }
+  } catch (const DiskFullError& e) {
+    fail(CampaignEnd::DiskFull, e.what());
+  } catch (const std::exception& e) {
+    fail(CampaignEnd::Failed, fmt::format("lane {}: {}", laneIndex, e.what()));
+  }
+  activeLanes_--;
+}
+
+CampaignSnapshot Campaign::snapshot() const {
+  std::lock_guard lock(mutex_);
+  CampaignSnapshot s;
+  s.runSeconds = std::chrono::duration<double>(Clock::now() - began_).count();
+  s.programs = totals_.programs;
+  s.sessionPrograms = sessionDone_;
+  s.programsPerMinute = s.runSeconds > 0 ? 60.0 * static_cast<double>(sessionDone_) / s.runSeconds : 0;
+  s.verdicts = totals_.verdicts;
+  s.findings = totals_.findings;
+  s.uniqueSignatures = totals_.uniqueSignatures;
+  s.sinceLastNewSignature = lastNewSignatureAt_ > 0 ? unixNow() - lastNewSignatureAt_ : -1;
+  s.queue = static_cast<int64_t>(queue_.size());
+  s.features = static_cast<int64_t>(features_.size());
+  s.generated = generated_;
+  s.mutated = mutated_;
+  s.duplicates = duplicates_;
+  s.errors = errors_;
+  double workerSeconds = s.runSeconds * std::max(1, settings_.workers);
+  s.torchShare = workerSeconds > 0 ? std::min(1.0, sessionTorchSeconds_ / workerSeconds) : 0;
+  s.workers = settings_.workers;
+  s.device = settings_.device;
+  s.outDir = output_.root().string();
+  s.seed = settings_.seed;
+  return s;
+}
+
+void Campaign::writeStats() {
+  CampaignSnapshot s = snapshot();
+  std::vector<std::pair<std::string, std::string>> kv;
+  double now = unixNow();
+  kv.emplace_back("start_time", fmt::format("{:.0f}", now - s.runSeconds));
+  kv.emplace_back("last_update", fmt::format("{:.0f}", now));
+  kv.emplace_back("run_time", fmt::format("{:.0f}", s.runSeconds));
+  kv.emplace_back("fuzzer_pid", std::to_string(::getpid()));
+  kv.emplace_back("tcfuzz_version", TCFUZZ_VERSION);
+  kv.emplace_back("torch_version", settings_.torchVersion);
+  kv.emplace_back("seed", std::to_string(s.seed));
+  kv.emplace_back("device", s.device);
+  kv.emplace_back("workers", std::to_string(s.workers));
+  kv.emplace_back("programs_done", std::to_string(s.programs));
+  kv.emplace_back("programs_this_session", std::to_string(s.sessionPrograms));
+  kv.emplace_back("programs_per_min", fmt::format("{:.2f}", s.programsPerMinute));
+  kv.emplace_back("generated", std::to_string(s.generated));
+  kv.emplace_back("mutated", std::to_string(s.mutated));
+  kv.emplace_back("duplicates_skipped", std::to_string(s.duplicates));
+  kv.emplace_back("errors", std::to_string(s.errors));
+  for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic",
+                        "invalid-program"}) {
+    auto it = s.verdicts.find(v);
+    kv.emplace_back(statsKey(v), std::to_string(it == s.verdicts.end() ? 0 : it->second));
+  }
+  kv.emplace_back("findings", std::to_string(s.findings));
+  kv.emplace_back("unique_signatures", std::to_string(s.uniqueSignatures));
+  {
+    std::lock_guard lock(mutex_);
+    kv.emplace_back("last_find", fmt::format("{:.0f}", totals_.lastFindingAt));
+    kv.emplace_back("last_new_signature", fmt::format("{:.0f}", lastNewSignatureAt_));
+    for (const auto& [name, st] : mutator_.stats())
+      kv.emplace_back("mutator_" + name, fmt::format("{} applied, {} produced", st.applied, st.produced));
+    std::string templates;
+    for (const auto& t : policy_.compile.usableTemplates(settings_.device)) templates += (templates.empty() ? "" : ",") + t;
+    kv.emplace_back("templates", templates);
+  }
+  kv.emplace_back("queue_size", std::to_string(s.queue));
+  kv.emplace_back("features", std::to_string(s.features));
+  kv.emplace_back("torch_share", fmt::format("{:.3f}", s.torchShare));
+  {
+    std::lock_guard lock(mutex_);
+    kv.emplace_back("llm_programs", std::to_string(llmProposed_));
+  }
+  if (llm_)
+    for (auto& line : llm_->statsLines()) kv.push_back(std::move(line));
+  else
+    kv.emplace_back("llm_state", "off");
+  output_.writeStats(kv);
+}
+
+CampaignEnd Campaign::run() {
+  began_ = Clock::now();
+  int lanes = std::max(1, settings_.lanes);
+  activeLanes_ = lanes;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < lanes; ++i) threads.emplace_back(&Campaign::lane, this, i);
+
+  auto lastStats = Clock::time_point{}, lastPlot = Clock::now();
+  auto plot = [&] {
+    CampaignSnapshot s = snapshot();
+    output_.appendPlot({unixNow(), s.runSeconds, s.programs, s.programsPerMinute, s.queue, s.features, s.findings,
+                        s.uniqueSignatures, s.torchShare});
+  };
+  try {
+    plot();
+    while (activeLanes_ > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      auto now = Clock::now();
+      double elapsed = std::chrono::duration<double>(now - began_).count();
+      if (settings_.maxSeconds > 0 && elapsed >= settings_.maxSeconds && !stopping_) {
+        {
+          std::lock_guard lock(mutex_);
+          if (!end_) end_ = CampaignEnd::TimeBudget;
+        }
+        stop();
+      }
+      if (std::chrono::duration<double>(now - lastStats).count() >= settings_.statsIntervalSeconds) {
+        writeStats();
+        lastStats = now;
+      }
+      if (std::chrono::duration<double>(now - lastPlot).count() >= settings_.plotIntervalSeconds) {
+        plot();
+        lastPlot = now;
+      }
+      view_.update(snapshot());
+    }
+  } catch (const DiskFullError& e) {
+    fail(CampaignEnd::DiskFull, e.what());
+  }
+  for (auto& t : threads) t.join();
+  try {
+    writeStats();
+    plot();
+  } catch (const DiskFullError& e) {
+    fail(CampaignEnd::DiskFull, e.what());
+  }
+  std::lock_guard lock(mutex_);
+  if (!end_) end_ = stopping_ ? CampaignEnd::Stopped : CampaignEnd::ProgramBudget;
+  return *end_;
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,143 @@
+#pragma once
+// The campaign loop (libFuzzer's FuzzerLoop, over programs): generate or mutate, test in eager,
+// compiled and fp64 under a sampled compile configuration, record every finding, queue what is new.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/campaign/CompileMatrix.h"
+#include "fuzzer/campaign/FeatureSet.h"
+#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/llm/LlmProposer.h"
+#include "fuzzer/worker/ProgramTester.h"
+#include "fuzzer/campaign/StatusView.h"
+#include "generators/Generator.h"
+#include "generators/Mutator.h"
+#include "generators/OpCatalog.h"
+#include "generators/PythonEmitter.h"
+
+namespace tcfuzz {
+
+/// How a campaign chooses its programs and configurations: plain data, read from JSON (--policy).
+struct CampaignPolicy {
+  double mutationShare = 0.5;   ///< share of programs mutated from a queue entry (once the queue has one)
+  int mutationAttempts = 4;     ///< mutators tried on a parent before falling back to generation
+  gen::GenPolicy generation;
+  CompileMatrix compile;
+
+  nlohmann::json toJson() const;
+  /// Keys: mutation_share, mutation_attempts, generation (a GenPolicy), compile (a CompileMatrix).
+  /// Unknown keys and bad values raise std::invalid_argument naming them.
+  static CampaignPolicy fromJson(const nlohmann::json& doc);
+};
+
+/// The bounds and fixed parts of one session of a campaign.
+struct CampaignSettings {
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  std::string torchVersion;      ///< for fuzzer_stats
+  int lanes = 1;                 ///< programs in flight at once (each submits three jobs)
+  int workers = 1;               ///< zygotes in the pool (for the torch-time share)
+  int64_t maxPrograms = 0;       ///< this session; 0: unbounded
+  double maxSeconds = 0;         ///< this session; 0: unbounded
+  TestSettings test;             ///< limits, threads, plugins (compile and backward are sampled)
+  PinnedCompile pinned;
+  double statsIntervalSeconds = 5;
+  double plotIntervalSeconds = 60;
+};
+
+/// Why run() returned.
+enum class CampaignEnd { ProgramBudget, TimeBudget, Stopped, DiskFull, Failed };
+
+class Campaign {
+ public:
+  /// `tester` must submit to `pool` (stop() cancels the pool's jobs).
+  Campaign(const gen::OpCatalog& catalog, CampaignPolicy policy, CampaignSettings settings, CampaignOutput& output,
+           FindingStore& store, WorkerPool& pool, ProgramTester& tester, StatusView& view);
+
+  /// Loads a resumed campaign's state: the queue files (corrupt ones quarantined), the feature set,
+  /// the tested hashes and the counters from findings.sqlite; re-writes the crash folders of findings
+  /// whose folder is missing. Returns the problems it reported.
+  std::vector<std::string> restore();
+  /// Runs until a bound is reached, stop() is called or the disk fills; returns why it stopped.
+  CampaignEnd run();
+  /// Asks run() to stop: no new program starts, the running jobs are abandoned. Thread-safe.
+  void stop();
+  /// The message for the last end (the disk-full or failure reason).
+  const std::string& endMessage() const { return endMessage_; }
+  CampaignSnapshot snapshot() const;
+  /// Takes LLM proposals from `llm` (nullptr: grammar and mutation only) whenever one is ready, and
+  /// credits each with what testing it gave. Call before run().
+  void setLlm(LlmProposer* llm) { llm_ = llm; }
+  /// A queue program drawn uniformly (the LLM's mutation strategies); nullopt while the queue is empty.
+  std::optional<gen::Graph> sampleQueueProgram();
+
+ private:
+  struct QueueEntry {
+    std::string name;
+    gen::Graph graph;
+    int64_t index = 0;
+    int picked = 0;
+  };
+  /// A program ready to test.
+  struct Candidate {
+    int64_t index = 0;
+    gen::Graph graph;
+    std::string origin = "grammar";  ///< or "mutation:<mutator>", "llm:<strategy>"
+    std::string parent, donor;       ///< queue entry names
+    int64_t parentIndex = -1;
+    std::optional<LlmProposal> llm;  ///< set for LLM proposals
+  };
+
+  void lane(int laneIndex);
+  std::optional<Candidate> makeCandidate(int64_t index, gen::Generator& generator);
+  void testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
+  void fail(CampaignEnd end, const std::string& message);
+  void writeStats();
+  std::string queueName(const Candidate& c) const;
+
+  const gen::OpCatalog& catalog_;
+  CampaignPolicy policy_;
+  CampaignSettings settings_;
+  CampaignOutput& output_;
+  FindingStore& store_;
+  WorkerPool& pool_;
+  ProgramTester& tester_;
+  StatusView& view_;
+  gen::PythonEmitter emitter_;
+  LlmProposer* llm_ = nullptr;
+
+  mutable std::mutex mutex_;  // guards everything below
+  gen::Mutator mutator_;
+  FeatureSet features_;
+  std::vector<QueueEntry> queue_;
+  std::set<std::string> testedHashes_;
+  std::set<std::string> signatures_;
+  StoreTotals totals_;         ///< all sessions, kept current
+  int64_t nextIndex_ = 0;
+  int64_t started_ = 0;        ///< programs started this session
+  int64_t sessionDone_ = 0, generated_ = 0, mutated_ = 0, llmProposed_ = 0, duplicates_ = 0, errors_ = 0;
+  gen::Rng queueSampler_{0};  ///< draws for sampleQueueProgram
+  double sessionTorchSeconds_ = 0;
+  double lastNewSignatureAt_ = 0;  ///< unix time
+  std::chrono::steady_clock::time_point began_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> activeLanes_{0};
+  std::optional<CampaignEnd> end_;
+  std::string endMessage_;
+};
+
+/// "agree", "crash-mismatch" ... as stats keys: "verdict_crash_mismatch".
+std::string statsKey(const std::string& verdict);
+
+}  // namespace tcfuzz

@@ -1,0 +1,196 @@
+#include "fuzzer/campaign/CompileMatrix.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace tcfuzz {
+
+using nlohmann::json;
+
+namespace {
+
+InductorTemplate cpuTemplate(std::string name, json options, double weight = 1) {
+  return {std::move(name), std::move(options), false, weight};
+}
+InductorTemplate cudaTemplate(std::string name, json options, double weight = 1) {
+  return {std::move(name), std::move(options), true, weight};
+}
+
+template <class Map>
+std::string drawKey(gen::Rng& rng, const Map& weights) {
+  std::vector<std::string> keys;
+  std::vector<double> w;
+  for (const auto& [k, v] : weights) {
+    keys.push_back(k);
+    w.push_back(v);
+  }
+  return keys[rng.weighted(w)];
+}
+
+std::map<std::string, double> weightsFrom(const json& j, const std::string& key, const std::set<std::string>& allowed) {
+  if (!j.is_object()) throw std::invalid_argument(fmt::format("compile matrix: '{}' must be an object of weights", key));
+  std::map<std::string, double> out;
+  for (auto& [k, v] : j.items()) {
+    if (!allowed.empty() && !allowed.count(k))
+      throw std::invalid_argument(fmt::format("compile matrix: '{}' has no choice '{}'", key, k));
+    if (!v.is_number() || v.get<double>() < 0)
+      throw std::invalid_argument(fmt::format("compile matrix: weight of {}.{} must be a number >= 0", key, k));
+    out[k] = v.get<double>();
+  }
+  double total = 0;
+  for (auto& [k, v] : out) total += v;
+  if (total <= 0) throw std::invalid_argument(fmt::format("compile matrix: '{}' needs a positive weight", key));
+  return out;
+}
+
+double shareFrom(const json& j, const std::string& key) {
+  if (!j.is_number() || j.get<double>() < 0 || j.get<double>() > 1)
+    throw std::invalid_argument(fmt::format("compile matrix: '{}' must be a share in [0, 1]", key));
+  return j.get<double>();
+}
+
+}  // namespace
+
+std::vector<InductorTemplate> CompileMatrix::defaultTemplates() {
+  return {
+      // From ../shared/seeds/003_* (the GraphNet templates), restricted to what the device can run.
+      cpuTemplate("cpp_wrapper", {{"cpp_wrapper", true}}),
+      cpuTemplate("freezing", {{"freezing", true}}),
+      cpuTemplate("max_autotune", {{"max_autotune", true}, {"max_autotune_gemm", true}}, 0.5),
+      cpuTemplate("aten_gemm", {{"max_autotune", true}, {"max_autotune_gemm_backends", "ATEN"}}, 0.5),
+      cudaTemplate("coordinate_descent_tuning", {{"coordinate_descent_tuning", true}}),
+      cudaTemplate("cudagraphs", {{"triton.cudagraphs", true}}),
+      cudaTemplate("cutlass", {{"max_autotune", true}, {"max_autotune_gemm_backends", "CUTLASS"}}, 0.3),
+      cudaTemplate("tma", {{"triton.enable_persistent_tma_matmul", true}, {"max_autotune", true}}, 0.3),
+      cudaTemplate("combo_kernels", {{"combo_kernels", true}}),
+      // Scheduler and lowering switches that change which code Inductor emits on any device.
+      cpuTemplate("aggressive_fusion", {{"aggressive_fusion", true}, {"max_fusion_size", 256}}),
+      cpuTemplate("no_pattern_matcher", {{"pattern_matcher", false}}),
+      cpuTemplate("no_split_reductions", {{"split_reductions", false}}),
+      cpuTemplate("permute_fusion", {{"permute_fusion", true}}),
+      cpuTemplate("no_layout_optimization",
+                  {{"layout_optimization", false}, {"shape_padding", false}, {"comprehensive_padding", false}}),
+      cpuTemplate("no_loop_ordering", {{"loop_ordering_after_fusion", false}}),
+      cpuTemplate("no_constant_folding", {{"joint_graph_constant_folding", false}}),
+      cpuTemplate("emulate_precision_casts", {{"emulate_precision_casts", true}}),
+      cpuTemplate("memory_planning", {{"memory_planning", true}}, 0.5),
+      cpuTemplate("scalar_cpp", {{"cpp.simdlen", 1}}),
+      cpuTemplate("cpp_dynamic_threads", {{"cpp.dynamic_threads", true}}, 0.5),
+  };
+}
+
+CompileMatrix CompileMatrix::fromJson(const json& doc) {
+  if (!doc.is_object()) throw std::invalid_argument("compile matrix must be a JSON object");
+  CompileMatrix m;
+  for (auto& [key, v] : doc.items()) {
+    if (key == "backends") m.backends = weightsFrom(v, key, {});
+    else if (key == "modes")
+      m.modes = weightsFrom(v, key, {"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"});
+    else if (key == "dynamic") m.dynamic = weightsFrom(v, key, {"auto", "true", "false"});
+    else if (key == "fullgraph_share") m.fullgraphShare = shareFrom(v, key);
+    else if (key == "backward_share") m.backwardShare = shareFrom(v, key);
+    else if (key == "template_share") m.templateShare = shareFrom(v, key);
+    else if (key == "max_templates") {
+      if (!v.is_number_integer() || v.get<int>() < 0)
+        throw std::invalid_argument("compile matrix: 'max_templates' must be an integer >= 0");
+      m.maxTemplates = v.get<int>();
+    } else if (key == "templates") {
+      if (!v.is_array()) throw std::invalid_argument("compile matrix: 'templates' must be an array");
+      m.templates.clear();
+      for (const auto& t : v) {
+        if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("options") ||
+            !t["options"].is_object())
+          throw std::invalid_argument("compile matrix: each template needs a string 'name' and an object 'options'");
+        for (auto& [tk, tv] : t.items())
+          if (tk != "name" && tk != "options" && tk != "needs_cuda" && tk != "weight")
+            throw std::invalid_argument(fmt::format("compile matrix: template key '{}' is unknown", tk));
+        InductorTemplate it{t["name"], t["options"], t.value("needs_cuda", false), t.value("weight", 1.0)};
+        if (it.weight < 0) throw std::invalid_argument("compile matrix: template weight must be >= 0");
+        m.templates.push_back(std::move(it));
+      }
+    } else {
+      throw std::invalid_argument(fmt::format("compile matrix: unknown key '{}'", key));
+    }
+  }
+  return m;
+}
+
+json CompileMatrix::toJson() const {
+  json t = json::array();
+  for (const auto& it : templates)
+    t.push_back({{"name", it.name}, {"options", it.options}, {"needs_cuda", it.needsCuda}, {"weight", it.weight}});
+  return {{"backends", backends},          {"modes", modes},
+          {"dynamic", dynamic},            {"fullgraph_share", fullgraphShare},
+          {"backward_share", backwardShare}, {"template_share", templateShare},
+          {"max_templates", maxTemplates}, {"templates", t}};
+}
+
+std::vector<std::string> CompileMatrix::usableTemplates(const std::string& device) const {
+  bool cuda = device.starts_with("cuda");
+  std::vector<std::string> names;
+  for (const auto& t : templates)
+    if (t.weight > 0 && (cuda || !t.needsCuda)) names.push_back(t.name);
+  return names;
+}
+
+bool CompileMatrix::disableTemplate(const std::string& name) {
+  for (auto& t : templates)
+    if (t.name == name) {
+      t.weight = 0;
+      return true;
+    }
+  return false;
+}
+
+SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, const PinnedCompile& pinned) const {
+  SampledCompile s;
+  oracles::CompileConfig& c = s.config;
+  c.backend = pinned.backend ? *pinned.backend : drawKey(rng, backends);
+  // mode names Inductor presets: drawn for Inductor only (other backends get torch's default).
+  std::string mode = pinned.mode ? *pinned.mode : drawKey(rng, modes);
+  if (!pinned.mode && c.backend != "inductor") mode = "default";
+  c.mode = mode == "default" ? "" : mode;
+  if (pinned.dynamic) {
+    c.dynamic = *pinned.dynamic;
+  } else {
+    std::string d = drawKey(rng, dynamic);
+    if (d != "auto") c.dynamic = d == "true";
+  }
+  c.fullgraph = pinned.fullgraph ? *pinned.fullgraph : rng.chance(fullgraphShare);
+  s.backward = pinned.backward ? *pinned.backward : rng.chance(backwardShare);
+  if (pinned.inductorConfig) {
+    c.inductorConfig = *pinned.inductorConfig;
+    return s;
+  }
+  if (c.backend != "inductor" || maxTemplates <= 0 || !rng.chance(templateShare)) return s;
+  bool cuda = device.starts_with("cuda");
+  std::vector<const InductorTemplate*> pool;
+  std::vector<double> weights;
+  for (const auto& t : templates)
+    if (t.weight > 0 && (cuda || !t.needsCuda)) {
+      pool.push_back(&t);
+      weights.push_back(t.weight);
+    }
+  int count = static_cast<int>(rng.uniform(1, maxTemplates));
+  for (int i = 0; i < count && !pool.empty(); ++i) {
+    size_t k = rng.weighted(weights);
+    s.templates.push_back(pool[k]->name);
+    for (auto& [name, value] : pool[k]->options.items()) c.inductorConfig[name] = value;
+    pool.erase(pool.begin() + static_cast<long>(k));
+    weights.erase(weights.begin() + static_cast<long>(k));
+  }
+  std::sort(s.templates.begin(), s.templates.end());
+  return s;
+}
+
+json SampledCompile::nonDefault() const {
+  json j = config.nonDefault();
+  if (backward) j["backward"] = true;
+  if (!templates.empty()) j["templates"] = templates;
+  return j;
+}
+
+}  // namespace tcfuzz

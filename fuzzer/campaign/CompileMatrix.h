@@ -1,0 +1,68 @@
+#pragma once
+// The compile configuration as a fuzzing dimension: weights over torch.compile's arguments and
+// named Inductor config templates (../shared/seeds/003_*), sampled once per program.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "oracles/CompileConfig.h"
+#include "generators/Rng.h"
+
+namespace tcfuzz {
+
+/// A named group of Inductor options that belong together (e.g. "cpp_wrapper", "cudagraphs").
+struct InductorTemplate {
+  std::string name;
+  nlohmann::json options = nlohmann::json::object();  ///< dotted Inductor option -> value
+  bool needsCuda = false;                              ///< gated: never sampled on a CPU campaign
+  double weight = 1;
+};
+
+/// The dimensions a campaign pins from the command line; a pinned dimension is never sampled.
+struct PinnedCompile {
+  std::optional<std::string> backend, mode;
+  std::optional<std::optional<bool>> dynamic;  ///< outer: pinned?; inner: nullopt = "auto"
+  std::optional<bool> fullgraph, backward;
+  std::optional<nlohmann::json> inductorConfig;  ///< pinned: exactly these overrides, no templates
+};
+
+/// One sampled configuration: the compile arguments, whether to run backward, the templates used.
+struct SampledCompile {
+  oracles::CompileConfig config;
+  bool backward = false;
+  std::vector<std::string> templates;
+  /// What a finding records: the options that differ from the defaults, templates and backward included.
+  nlohmann::json nonDefault() const;
+};
+
+/// Weights per dimension, as data: JSON-loadable so a campaign policy can retune it without a rebuild.
+class CompileMatrix {
+ public:
+  std::map<std::string, double> backends{{"inductor", 7}, {"aot_eager", 2}, {"eager", 1}};
+  std::map<std::string, double> modes{{"default", 8}, {"reduce-overhead", 1}, {"max-autotune", 1}};
+  std::map<std::string, double> dynamic{{"auto", 6}, {"true", 2}, {"false", 1}};
+  double fullgraphShare = 0.15;
+  double backwardShare = 0.25;
+  double templateShare = 0.4;  ///< share of inductor runs that apply templates
+  int maxTemplates = 2;        ///< at most this many templates per run
+  std::vector<InductorTemplate> templates = defaultTemplates();
+
+  /// The built-in templates: the CPU-valid ones and the CUDA-gated ones.
+  static std::vector<InductorTemplate> defaultTemplates();
+  /// Reads a matrix; keys not given keep their defaults; unknown keys and bad values raise
+  /// std::invalid_argument naming them.
+  static CompileMatrix fromJson(const nlohmann::json& doc);
+  nlohmann::json toJson() const;
+
+  /// Draws one configuration for `device` ("cpu", "cuda", "cuda:1"); pinned dimensions are kept.
+  SampledCompile sample(gen::Rng& rng, const std::string& device, const PinnedCompile& pinned) const;
+  /// Stops sampling a template (for example one the installed torch rejects); false if unknown.
+  bool disableTemplate(const std::string& name);
+  /// The templates a campaign on `device` can draw.
+  std::vector<std::string> usableTemplates(const std::string& device) const;
+};
+
+}  // namespace tcfuzz

@@ -1,0 +1,80 @@
+#include "fuzzer/campaign/FeatureSet.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "oracles/Verdict.h"
+
+namespace tcfuzz {
+
+int64_t countBucket(double count) {
+  if (count <= 0) return 0;
+  auto c = static_cast<int64_t>(std::llround(count));
+  if (c <= 3) return c;
+  if (c < 8) return 4;
+  if (c < 16) return 8;
+  if (c < 32) return 16;
+  if (c < 128) return 32;
+  return 128;
+}
+
+namespace {
+
+void runStatus(std::vector<std::string>& out, const char* mode, const oracles::RunResult& r) {
+  if (r.ok()) return;
+  std::string what = std::string(oracles::toString(r.status));
+  if (r.exception) what += ":" + r.exception->type;
+  if (r.status == oracles::RunStatus::Signal) what += ":" + r.signalName;
+  out.push_back(fmt::format("status:{}={}@{}", mode, what, r.phase));
+}
+
+}  // namespace
+
+std::vector<std::string> runFeatures(const gen::Graph& g, const SampledCompile& compile, const ProgramTestResult& result) {
+  std::vector<std::string> out;
+  for (const auto& n : g.nodes) {
+    std::vector<std::string> dtypes;
+    for (int in : n.inputs) dtypes.emplace_back(gen::dtypeName(g.typeOf(in).dtype));
+    out.push_back(fmt::format("op:{}({})", n.op, fmt::join(dtypes, ",")));
+  }
+  const oracles::CompileConfig& c = compile.config;
+  out.push_back("cfg:backend=" + c.backend);
+  out.push_back("cfg:mode=" + (c.mode.empty() ? std::string("default") : c.mode));
+  out.push_back(fmt::format("cfg:dynamic={}", c.dynamic ? (*c.dynamic ? "true" : "false") : "auto"));
+  if (c.fullgraph) out.push_back("cfg:fullgraph");
+  if (compile.backward) out.push_back("cfg:backward");
+  for (const auto& t : compile.templates) out.push_back("cfg:tpl=" + t);
+  for (auto& [k, v] : c.inductorConfig.items()) out.push_back(fmt::format("cfg:inductor.{}={}", k, v.dump()));
+
+  const auto& compiled = result.runs.compiled;
+  if (compiled.compileFacts) {
+    const auto& f = *compiled.compileFacts;
+    out.push_back(fmt::format("fact:graphs={}", countBucket(f.graphCount)));
+    out.push_back(fmt::format("fact:breaks={}", countBucket(f.graphBreaks)));
+    for (const auto& [reason, n] : f.breakReasons) out.push_back("fact:break=" + reason.substr(0, 120));
+    for (const auto& [name, v] : f.inductorCounters) out.push_back(fmt::format("fact:inductor.{}={}", name, countBucket(v)));
+    for (const auto& [name, v] : f.inductorMetrics) out.push_back(fmt::format("fact:metric.{}={}", name, countBucket(v)));
+    for (const auto& [name, v] : f.aotAutogradCounters) out.push_back(fmt::format("fact:aot.{}={}", name, countBucket(v)));
+  }
+  runStatus(out, "eager", result.runs.eager);
+  runStatus(out, "compiled", result.runs.compiled);
+  runStatus(out, "fp64", result.runs.fp64);
+  out.push_back(fmt::format("verdict:{}", oracles::toString(result.verdict.verdict)));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> FeatureSet::novel(const std::vector<std::string>& features) const {
+  std::vector<std::string> out;
+  for (const auto& f : features)
+    if (!seen_.count(f)) out.push_back(f);
+  return out;
+}
+
+void FeatureSet::add(const std::vector<std::string>& features) { seen_.insert(features.begin(), features.end()); }
+
+}  // namespace tcfuzz

@@ -1,0 +1,37 @@
+#pragma once
+// Novelty feedback (DESIGN.md data flow "novelty/feedback"): the features of one run are its ops x
+// dtypes, its compile configuration and the compile facts the worker reported; a program that
+// adds a feature the campaign has not seen joins the queue.
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "fuzzer/campaign/CompileMatrix.h"
+#include "fuzzer/worker/ProgramTester.h"
+#include "generators/Graph.h"
+
+namespace tcfuzz {
+
+/// AFL's hit-count buckets: 0, 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+ (as the bucket's low end).
+int64_t countBucket(double count);
+
+/// The features of one tested program, sorted and unique. Examples: "op:add(float16,float32)",
+/// "cfg:backend=inductor", "cfg:tpl=cpp_wrapper", "fact:graphs=2", "fact:inductor.pattern_matcher_count=4",
+/// "status:compiled=exception@compile", "verdict:numeric-divergence".
+std::vector<std::string> runFeatures(const gen::Graph& program, const SampledCompile& compile,
+                                     const ProgramTestResult& result);
+
+/// The features seen so far in a campaign. Not thread-safe.
+class FeatureSet {
+ public:
+  /// The features of `features` not seen yet (without adding them).
+  std::vector<std::string> novel(const std::vector<std::string>& features) const;
+  void add(const std::vector<std::string>& features);
+  size_t size() const { return seen_.size(); }
+
+ private:
+  std::unordered_set<std::string> seen_;
+};
+
+}  // namespace tcfuzz

@@ -1,0 +1,252 @@
+#include "fuzzer/campaign/FindingStore.h"
+
+#include <sqlite3.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <SQLiteCpp/VariadicBind.h>
+#include <fmt/format.h>
+
+namespace tcfuzz {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS programs (
+  idx INTEGER PRIMARY KEY, hash TEXT NOT NULL, origin TEXT NOT NULL, parent TEXT NOT NULL,
+  config TEXT NOT NULL, verdict TEXT NOT NULL, reason TEXT NOT NULL, new_features INTEGER NOT NULL,
+  wall_s REAL NOT NULL, torch_s REAL NOT NULL, finished_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS findings (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, program_idx INTEGER NOT NULL, found_at REAL NOT NULL,
+  verdict TEXT NOT NULL, reason TEXT NOT NULL, signature_id TEXT NOT NULL, signature TEXT NOT NULL,
+  config TEXT NOT NULL, program_json TEXT NOT NULL, program_py TEXT NOT NULL, result TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS findings_by_signature ON findings(signature_id);
+CREATE TABLE IF NOT EXISTS features (feature TEXT PRIMARY KEY, first_idx INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS queue (
+  name TEXT PRIMARY KEY, idx INTEGER NOT NULL, hash TEXT NOT NULL, parent TEXT NOT NULL,
+  new_features INTEGER NOT NULL, added_at REAL NOT NULL, program_json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS triage (
+  signature_id TEXT PRIMARY KEY, finding_id INTEGER NOT NULL, status TEXT NOT NULL,
+  final_signature_id TEXT NOT NULL, final_signature TEXT NOT NULL, data TEXT NOT NULL,
+  updated_at REAL NOT NULL);
+)sql";
+
+bool isDiskFull(const SQLite::Exception& e) {
+  int code = e.getErrorCode();
+  return code == SQLITE_FULL || code == SQLITE_IOERR;
+}
+
+}  // namespace
+
+template <class F>
+void FindingStore::write(const char* what, F&& body) {
+  try {
+    SQLite::Transaction tx(*db_);
+    body();
+    tx.commit();
+  } catch (const SQLite::Exception& e) {
+    if (isDiskFull(e))
+      throw DiskFullError(fmt::format("{}: cannot {} (disk full?): {}", file_.string(), what, e.what()));
+    throw StoreError(fmt::format("{}: cannot {}: {}", file_.string(), what, e.what()));
+  }
+}
+
+FindingStore::FindingStore(const std::filesystem::path& file) : file_(file) {
+  try {
+    db_ = std::make_unique<SQLite::Database>(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db_->setBusyTimeout(5000);
+    // WAL with synchronous=NORMAL: a committed transaction survives the death of this process.
+    db_->exec("PRAGMA journal_mode=WAL");
+    db_->exec("PRAGMA synchronous=NORMAL");
+    db_->exec(kSchema);
+  } catch (const SQLite::Exception& e) {
+    if (isDiskFull(e)) throw DiskFullError(fmt::format("{}: cannot create the store (disk full?): {}", file.string(), e.what()));
+    throw StoreError(fmt::format("{} is not a usable findings store: {}", file.string(), e.what()));
+  }
+  auto version = meta("schema_version");
+  if (!version) setMeta("schema_version", std::to_string(kSchemaVersion));
+  else if (*version != std::to_string(kSchemaVersion))
+    throw StoreError(fmt::format("{} has schema version {}, this tcfuzz writes version {}", file.string(), *version,
+                                 kSchemaVersion));
+}
+
+FindingStore::~FindingStore() = default;
+
+void FindingStore::setMeta(const std::string& key, const std::string& value) {
+  write("record campaign metadata", [&] {
+    SQLite::Statement s(*db_, "INSERT OR REPLACE INTO campaign(key, value) VALUES (?, ?)");
+    SQLite::bind(s, key, value);
+    s.exec();
+  });
+}
+
+std::optional<std::string> FindingStore::meta(const std::string& key) const {
+  SQLite::Statement s(*db_, "SELECT value FROM campaign WHERE key = ?");
+  s.bind(1, key);
+  if (!s.executeStep()) return std::nullopt;
+  return s.getColumn(0).getString();
+}
+
+void FindingStore::recordProgram(const ProgramRecord& p, std::vector<FindingRecord>& findings,
+                                 const std::vector<std::string>& newFeatures, const std::optional<QueueRecord>& queued) {
+  write("record a tested program", [&] {
+    SQLite::Statement prog(*db_,
+                           "INSERT OR REPLACE INTO programs(idx, hash, origin, parent, config, verdict, reason, "
+                           "new_features, wall_s, torch_s, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+    SQLite::bind(prog, p.index, p.hash, p.origin, p.parent, p.config, p.verdict, p.reason, p.newFeatures,
+                 p.wallSeconds, p.torchSeconds, p.finishedAt);
+    prog.exec();
+    for (auto& f : findings) {
+      SQLite::Statement s(*db_,
+                          "INSERT INTO findings(program_idx, found_at, verdict, reason, signature_id, signature, config, "
+                          "program_json, program_py, result) VALUES (?,?,?,?,?,?,?,?,?,?)");
+      SQLite::bind(s, f.programIndex, f.foundAt, f.verdict, f.reason, f.signatureId, f.signature, f.config,
+                   f.programJson, f.programPy, f.result);
+      s.exec();
+      f.id = db_->getLastInsertRowid();
+    }
+    for (const auto& feature : newFeatures) {
+      SQLite::Statement s(*db_, "INSERT OR IGNORE INTO features(feature, first_idx) VALUES (?, ?)");
+      SQLite::bind(s, feature, p.index);
+      s.exec();
+    }
+    if (queued) insertQueueRow(*queued);
+  });
+}
+
+void FindingStore::insertQueueRow(const QueueRecord& q) {
+  SQLite::Statement s(*db_,
+                      "INSERT OR REPLACE INTO queue(name, idx, hash, parent, new_features, added_at, program_json) "
+                      "VALUES (?,?,?,?,?,?,?)");
+  SQLite::bind(s, q.name, q.programIndex, q.hash, q.parent, q.newFeatures, q.addedAt, q.programJson);
+  s.exec();
+}
+
+void FindingStore::addQueueRecord(const QueueRecord& q) {
+  write("record a queue entry", [&] { insertQueueRow(q); });
+}
+
+void FindingStore::removeQueueRecord(const std::string& name) {
+  write("remove a queue entry", [&] {
+    SQLite::Statement s(*db_, "DELETE FROM queue WHERE name = ?");
+    s.bind(1, name);
+    s.exec();
+  });
+}
+
+StoreTotals FindingStore::totals() const {
+  StoreTotals t;
+  {
+    SQLite::Statement s(*db_, "SELECT COUNT(*), COALESCE(MAX(idx), -1), COALESCE(SUM(torch_s), 0) FROM programs");
+    s.executeStep();
+    t.programs = s.getColumn(0).getInt64();
+    t.maxProgramIndex = s.getColumn(1).getInt64();
+    t.torchSeconds = s.getColumn(2).getDouble();
+  }
+  {
+    SQLite::Statement s(*db_, "SELECT verdict, COUNT(*) FROM programs GROUP BY verdict");
+    while (s.executeStep()) t.verdicts[s.getColumn(0).getString()] = s.getColumn(1).getInt64();
+  }
+  {
+    SQLite::Statement s(*db_, "SELECT origin, COUNT(*) FROM programs GROUP BY origin");
+    while (s.executeStep()) t.origins[s.getColumn(0).getString()] = s.getColumn(1).getInt64();
+  }
+  {
+    SQLite::Statement s(*db_,
+                        "SELECT COUNT(*), COUNT(DISTINCT signature_id), COALESCE(MAX(found_at), 0) FROM findings");
+    s.executeStep();
+    t.findings = s.getColumn(0).getInt64();
+    t.uniqueSignatures = s.getColumn(1).getInt64();
+    t.lastFindingAt = s.getColumn(2).getDouble();
+  }
+  {
+    SQLite::Statement s(*db_,
+                        "SELECT COALESCE(MAX(first), 0) FROM (SELECT MIN(found_at) AS first FROM findings GROUP BY "
+                        "signature_id)");
+    s.executeStep();
+    t.lastNewSignatureAt = s.getColumn(0).getDouble();
+  }
+  return t;
+}
+
+std::vector<std::string> FindingStore::features() const {
+  std::vector<std::string> out;
+  SQLite::Statement s(*db_, "SELECT feature FROM features");
+  while (s.executeStep()) out.push_back(s.getColumn(0).getString());
+  return out;
+}
+
+std::vector<QueueRecord> FindingStore::queue() const {
+  std::vector<QueueRecord> out;
+  SQLite::Statement s(*db_,
+                      "SELECT name, idx, hash, parent, new_features, added_at, program_json FROM queue ORDER BY idx");
+  while (s.executeStep())
+    out.push_back({s.getColumn(0).getString(), s.getColumn(1).getInt64(), s.getColumn(2).getString(),
+                   s.getColumn(3).getString(), s.getColumn(4).getInt(), s.getColumn(5).getDouble(),
+                   s.getColumn(6).getString()});
+  return out;
+}
+
+std::vector<FindingRecord> FindingStore::findings() const {
+  std::vector<FindingRecord> out;
+  SQLite::Statement s(*db_,
+                      "SELECT id, program_idx, found_at, verdict, reason, signature_id, signature, config, program_json, "
+                      "program_py, result FROM findings ORDER BY id");
+  while (s.executeStep()) {
+    FindingRecord f;
+    f.id = s.getColumn(0).getInt64();
+    f.programIndex = s.getColumn(1).getInt64();
+    f.foundAt = s.getColumn(2).getDouble();
+    f.verdict = s.getColumn(3).getString();
+    f.reason = s.getColumn(4).getString();
+    f.signatureId = s.getColumn(5).getString();
+    f.signature = s.getColumn(6).getString();
+    f.config = s.getColumn(7).getString();
+    f.programJson = s.getColumn(8).getString();
+    f.programPy = s.getColumn(9).getString();
+    f.result = s.getColumn(10).getString();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void FindingStore::saveTriage(const TriageRecord& row) {
+  write("record a triage result", [&] {
+    SQLite::Statement s(*db_,
+                        "INSERT OR REPLACE INTO triage(signature_id, finding_id, status, final_signature_id, "
+                        "final_signature, data, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    SQLite::bind(s, row.signatureId, row.findingId, row.status, row.finalSignatureId, row.finalSignature, row.data,
+                 row.updatedAt);
+    s.exec();
+  });
+}
+
+std::vector<TriageRecord> FindingStore::triageRecords() const {
+  std::vector<TriageRecord> out;
+  SQLite::Statement s(*db_,
+                      "SELECT signature_id, finding_id, status, final_signature_id, final_signature, data, updated_at "
+                      "FROM triage ORDER BY signature_id");
+  while (s.executeStep()) {
+    TriageRecord r;
+    r.signatureId = s.getColumn(0).getString();
+    r.findingId = s.getColumn(1).getInt64();
+    r.status = s.getColumn(2).getString();
+    r.finalSignatureId = s.getColumn(3).getString();
+    r.finalSignature = s.getColumn(4).getString();
+    r.data = s.getColumn(5).getString();
+    r.updatedAt = s.getColumn(6).getDouble();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::string> FindingStore::signatureIds() const {
+  std::vector<std::string> out;
+  SQLite::Statement s(*db_, "SELECT DISTINCT signature_id FROM findings");
+  while (s.executeStep()) out.push_back(s.getColumn(0).getString());
+  return out;
+}
+
+}  // namespace tcfuzz

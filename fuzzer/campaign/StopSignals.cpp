@@ -1,0 +1,67 @@
+#include "fuzzer/campaign/StopSignals.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace tcfuzz {
+
+namespace {
+sigset_t stopSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+}  // namespace
+
+StopSignals::StopSignals(std::function<void(int)> onFirstSignal) : onFirstSignal_(std::move(onFirstSignal)) {
+  sigset_t set = stopSet();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signalFd_ = ::signalfd(-1, &set, SFD_CLOEXEC);
+  wakeFd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (signalFd_ < 0 || wakeFd_ < 0) throw std::runtime_error(std::string("cannot watch signals: ") + std::strerror(errno));
+  watcher_ = std::thread(&StopSignals::watch, this);
+}
+
+StopSignals::~StopSignals() {
+  uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wakeFd_, &one, sizeof one);
+  if (watcher_.joinable()) watcher_.join();
+  ::close(signalFd_);
+  ::close(wakeFd_);
+  sigset_t set = stopSet();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+void StopSignals::watch() {
+  int received = 0;
+  while (true) {
+    pollfd fds[2] = {{signalFd_, POLLIN, 0}, {wakeFd_, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents) return;
+    signalfd_siginfo info;
+    if (::read(signalFd_, &info, sizeof info) != sizeof info) continue;
+    int sig = static_cast<int>(info.ssi_signo);
+    if (++received == 1) {
+      onFirstSignal_(sig);
+    } else {
+      static const char msg[] = "\ntcfuzz: second signal, exiting now (findings are already in findings.sqlite)\n";
+      [[maybe_unused]] auto w = ::write(2, msg, sizeof msg - 1);
+      ::_exit(128 + sig);
+    }
+  }
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,134 @@
+#include "fuzzer/cli/Driver.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <torch/headeronly/version.h>
+
+#include "fuzzer/worker/ProgramTester.h"
+#include "fuzzer/worker/Sandbox.h"
+#include "fuzzer/worker/WorkerPool.h"
+#include "fuzzer/cli/Settings.h"
+#include "fuzzer/cli/commands/Commands.h"
+#include "fuzzer/campaign/CampaignOutput.h"
+#include "generators/OpCatalog.h"
+#include "oracles/OutputLoader.h"
+
+namespace tcfuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string versionText() {
+  return fmt::format("tcfuzz {}\nbuilt against torch {} (git {})\nlibtorch {}\n", TCFUZZ_VERSION, TORCH_VERSION,
+                     TCFUZZ_TORCH_GIT_VERSION, TCFUZZ_TORCH_DIR);
+}
+
+}  // namespace
+
+int runDriver(int argc, char** argv) {
+  CLI::App app{"tcfuzz: a differential fuzzer for torch.compile (eager vs compiled, arbitrated by fp64)"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "Print tcfuzz's version and the torch it was built against");
+
+  Options options;
+  std::vector<std::string> programs;
+  CLI::App* run = app.add_subcommand("run", "Run program files in eager, compiled and fp64 workers and print the verdict");
+  registerOptions(*run, "run", options);
+  run->add_option("programs", programs, "Program files (README: 'Program contract')")
+      ->required()
+      ->check(CLI::ExistingFile);
+
+  CLI::App* gen = app.add_subcommand("gen", "Generate programs (.py and .json) from a seed; --validate runs them in eager");
+  registerOptions(*gen, "gen", options);
+  CLI::App* fuzz = app.add_subcommand(
+      "fuzz", "Run a campaign: generate and mutate programs, test each under a sampled compile configuration, "
+              "record findings and queue new behaviour in an AFL-style output directory");
+  registerOptions(*fuzz, "fuzz", options);
+  std::string campaignDir, findingPath;
+  std::vector<std::string> regressDirs;
+  CLI::App* triage = app.add_subcommand(
+      "triage", "Triage a campaign directory: minimize, ablate and verify each new signature, deduplicate the "
+                "findings into bugs, write crashes/<id>/ reports and index.md/index.html (idempotent, resumable)");
+  registerOptions(*triage, "triage", options);
+  triage->add_option("OUT", campaignDir, "Campaign output directory")->required()->check(CLI::ExistingDirectory);
+  CLI::App* minimize = app.add_subcommand(
+      "minimize", "Minimize one finding (a crashes/<id>/ folder, or an IR .json under the given compile flags) and "
+                  "write its report folder");
+  registerOptions(*minimize, "minimize", options);
+  minimize->add_option("FINDING", findingPath, "crashes/<id>/ folder or program .json")->required()->check(CLI::ExistingPath);
+  CLI::App* report = app.add_subcommand(
+      "report", "Rewrite a campaign's reports and its index (index.md, index.html) from findings.sqlite, without running torch");
+  registerOptions(*report, "report", options);
+  report->add_option("OUT", campaignDir, "Campaign output directory")->required()->check(CLI::ExistingDirectory);
+  CLI::App* regress = app.add_subcommand(
+      "regress", "Re-run known findings against the installed torch and write a CSV of their status "
+                 "(still-failing, fixed, changed-signature)");
+  registerOptions(*regress, "regress", options);
+  regress->add_option("DIRS", regressDirs, "Folders of known findings (default: corpus/regressions)");
+
+  CLI::App* ops = app.add_subcommand("ops", "Print the op catalog and its coverage of the dispatcher's aten operators");
+  bool opsJson = false;
+  ops->add_flag("--json", opsJson, "Print JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (version) {
+    std::cout << versionText();
+    return kExitOk;
+  }
+  try {
+    if (run->parsed()) return runCommand(options, programs);
+    if (gen->parsed()) return genCommand(options);
+    if (fuzz->parsed()) {
+      std::set<std::string> given;
+      for (const CLI::Option* opt : fuzz->get_options())
+        if (opt->count() > 0)
+          for (const auto& name : opt->get_lnames()) given.insert("--" + name);
+      return fuzzCommand(options, given, std::vector<std::string>(argv, argv + argc));
+    }
+    if (triage->parsed()) return triageCommand(options, campaignDir);
+    if (minimize->parsed()) return minimizeCommand(options, findingPath);
+    if (report->parsed()) return reportCommand(options, campaignDir);
+    if (regress->parsed()) {
+      if (regressDirs.empty())
+        regressDirs.push_back(fs::exists("corpus/regressions") ? std::string("corpus/regressions")
+                                                               : std::string(TCFUZZ_SOURCE_DIR) + "/corpus/regressions");
+      return regressCommand(options, regressDirs);
+    }
+    if (ops->parsed()) return opsCommand(opsJson);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const oracles::ConfigurationError& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const CampaignDirError& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const DiskFullError& e) {
+    std::cerr << "tcfuzz: disk full: " << e.what() << "\n";
+    return kExitEnvironment;
+  } catch (const WorkerStartError& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
+    return kExitEnvironment;
+  } catch (const std::exception& e) {
+    std::cerr << "tcfuzz: error: " << e.what() << "\n";
+    return kExitEnvironment;
+  }
+  std::cout << app.help();
+  return kExitUsage;
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,175 @@
+#include "fuzzer/cli/Settings.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <torch/headeronly/version.h>
+
+#include "fuzzer/worker/Sandbox.h"
+
+namespace tcfuzz {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+ScratchDir::ScratchDir(const std::string& requested, bool keep) : keep_(keep || !requested.empty()) {
+  if (!requested.empty()) {
+    path_ = fs::absolute(requested);
+    fs::create_directories(path_);
+    return;
+  }
+  std::string pattern = (fs::temp_directory_path() / "tcfuzz-run-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary directory in " + pattern);
+  path_ = pattern;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  if (!keep_) fs::remove_all(path_, ec);
+}
+
+WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir) {
+  WorkerSpec spec;
+  spec.sandbox = parseSandboxKind(o.sandbox);
+  if (spec.sandbox == SandboxKind::Bubblewrap)
+    if (std::string problem = probeBubblewrap(); !problem.empty()) throw WorkerStartError(problem);
+  spec.python = o.python;
+  spec.harness = fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "harness.py";
+  spec.device = o.device;
+  spec.workDir = workDir;
+  if (!o.inductorCache.empty()) spec.inductorCacheDir = fs::absolute(o.inductorCache);
+  spec.expectedTorchGit = TCFUZZ_TORCH_GIT_VERSION;
+  spec.expectedTorchVersion = TORCH_VERSION;
+  return spec;
+}
+
+oracles::CompileConfig compileConfigFrom(const Options& o) {
+  oracles::CompileConfig c;
+  c.backend = o.backend;
+  c.mode = o.mode == "default" ? "" : o.mode;
+  if (o.dynamic == "true") c.dynamic = true;
+  else if (o.dynamic == "false") c.dynamic = false;
+  else if (o.dynamic != "auto") throw std::invalid_argument("--dynamic takes auto, true or false, not " + o.dynamic);
+  c.fullgraph = o.fullgraph;
+  for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
+  return c;
+}
+
+TestSettings testSettingsFrom(const Options& o, int workers) {
+  TestSettings s;
+  s.limits = Limits{o.timeout, o.memoryMb};
+  s.seed = static_cast<uint64_t>(o.seed);
+  s.device = o.device;
+  int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  s.threads = o.threads > 0 ? o.threads : std::max(1, cores / std::max(1, workers));
+  for (const auto& p : o.plugins) {
+    if (!fs::exists(p)) throw std::invalid_argument("--plugin " + p + " does not exist");
+    s.plugins.push_back(fs::absolute(p));
+  }
+  return s;
+}
+
+void adoptCampaignIdentity(const FindingStore& store, TestSettings& s) {
+  auto stored = store.meta("identity");
+  if (!stored) return;
+  json id = json::parse(*stored, nullptr, false);
+  if (!id.is_object()) return;
+  if (s.plugins.empty())
+    for (const auto& p : id.value("plugins", std::vector<std::string>{})) s.plugins.push_back(p);
+  if (id.contains("device") && id["device"].is_string()) s.device = id["device"];
+  if (id.contains("timeout") && id["timeout"].is_number()) s.limits.timeoutSeconds = id["timeout"];
+  if (id.contains("memory_mb") && id["memory_mb"].is_number_integer()) s.limits.memoryMb = id["memory_mb"];
+}
+
+TriageSettings triageSettingsFrom(const Options& o, int workers) {
+  TriageSettings t;
+  t.test = testSettingsFrom(o, workers);
+  if (!o.minimizer.empty()) {
+    try {
+      t.minimizer = oracles::MinimizerPolicy::fromJson(readJsonFile(o.minimizer));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("--minimizer {}: {}", o.minimizer, e.what()));
+    }
+  } else {
+    t.minimizer.batch = std::max(1, workers);
+  }
+  t.minimize = !o.noMinimize;
+  t.ablate = !o.noAblation;
+  t.bisect = !o.noBisect;
+  t.verify = !o.noVerify;
+  t.torchVersion = TORCH_VERSION;
+  t.torchGit = TCFUZZ_TORCH_GIT_VERSION;
+  return t;
+}
+
+LlmSettings llmSettingsFrom(const Options& o, const std::set<std::string>& given) {
+  LlmSettings ls;
+  ls.mode = o.llm;
+  if (!o.llmUrl.empty()) {
+    if (given.count("--llm") && o.llm != "remote")
+      throw std::invalid_argument(fmt::format("--llm-url points at an endpoint, but --llm is {}", o.llm));
+    ls.mode = "remote";
+  }
+  if (ls.mode != "local" && ls.mode != "remote" && ls.mode != "off")
+    throw std::invalid_argument("--llm takes local, remote or off, not " + o.llm);
+  if (ls.mode == "remote") {
+    if (o.llmUrl.empty()) throw std::invalid_argument("--llm remote needs --llm-url URL and --llm-model NAME");
+    if (o.llmModel.empty()) throw std::invalid_argument("--llm-url needs --llm-model NAME (the model the endpoint serves)");
+    if (!o.llmUrl.starts_with("http://") && !o.llmUrl.starts_with("https://"))
+      throw std::invalid_argument("--llm-url must start with http:// or https://, not " + o.llmUrl);
+  }
+  if (o.llmGrammar != "auto" && o.llmGrammar != "on" && o.llmGrammar != "off")
+    throw std::invalid_argument("--llm-grammar takes auto, on or off, not " + o.llmGrammar);
+  if (o.llmRequests < 1 || o.llmRequests > 64) throw std::invalid_argument("--llm-requests must lie in [1, 64]");
+  if (o.llmTimeout <= 0) throw std::invalid_argument("--llm-timeout must be > 0");
+  std::string url = o.llmUrl;
+  while (url.ends_with("/")) url.pop_back();
+  ls.endpoint.baseUrl = url;
+  ls.endpoint.model = o.llmModel;
+  ls.endpoint.apiKeyEnv = o.llmApiKeyEnv;
+  // The local server is niced: under a full load of workers a reply can take minutes, and a request
+  // cut short by a timeout is work thrown away. So it gets a longer default than a remote endpoint.
+  ls.endpoint.requestTimeoutSeconds = ls.mode == "local" && !given.count("--llm-timeout") ? 600.0 : o.llmTimeout;
+  ls.endpoint.maxConcurrent = o.llmRequests;
+  ls.grammar = o.llmGrammar;
+  ls.requestsInFlight = o.llmRequests;
+  ls.queueCapacity = std::max(2, 2 * o.llmRequests);
+  ls.server.python = o.python;
+  ls.server.threads = std::max(1, o.llmThreads);
+  ls.promptsFile = o.llmPrompts;
+  return ls;
+}
+
+double parseDuration(const std::string& text) {
+  if (text.empty()) throw std::invalid_argument("--max-time is empty");
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format("--max-time '{}' is not a duration (600, 90s, 10m, 2h)", text));
+  }
+  std::string unit = text.substr(used);
+  double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+  if (scale < 0 || value < 0)
+    throw std::invalid_argument(fmt::format("--max-time '{}' is not a duration (600, 90s, 10m, 2h)", text));
+  return value * scale;
+}
+
+json readJsonFile(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::invalid_argument("cannot read " + file.string());
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(fmt::format("{} is not valid JSON: {}", file.string(), e.what()));
+  }
+}
+
+void logLine(const std::string& line) { std::cerr << "tcfuzz: " << line << std::endl; }
+
+}  // namespace tcfuzz

@@ -1,0 +1,67 @@
+#pragma once
+// The option-to-settings converters, in one place: each subcommand turns its Options into the
+// settings of the layers below (workers, tests, compile configs, triage, LLM) through these, and
+// the scratch directory a subcommand that runs programs needs.
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/cli/Options.h"
+#include "fuzzer/llm/LlmProposer.h"
+#include "fuzzer/triage/Triage.h"
+#include "fuzzer/worker/WorkerPool.h"
+
+namespace tcfuzz {
+
+/// A temporary directory removed on destruction unless kept (a requested directory is always kept).
+class ScratchDir {
+ public:
+  ScratchDir(const std::string& requested, bool keep);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  bool kept() const { return keep_; }
+
+ private:
+  std::filesystem::path path_;
+  bool keep_;
+};
+
+/// The worker set-up the options describe, writing under workDir. Throws WorkerStartError when
+/// the bubblewrap sandbox is asked for and cannot run here.
+WorkerSpec workerSpecFrom(const Options& options, const std::filesystem::path& workDir);
+
+/// The compile flags of the command line (--backend, --mode, --dynamic, --fullgraph, --inductor-config);
+/// std::invalid_argument for a bad --dynamic or override.
+oracles::CompileConfig compileConfigFrom(const Options& options);
+
+/// Limits, seed, device, plugins and the per-worker thread count (--threads, else cores / workers);
+/// std::invalid_argument for a --plugin that does not exist.
+TestSettings testSettingsFrom(const Options& options, int workers);
+
+/// The campaign's recorded settings that triage must reuse (its identity in findings.sqlite):
+/// its plugins (a planted backend) unless --plugin was given, its limits and device.
+void adoptCampaignIdentity(const FindingStore& store, TestSettings& settings);
+
+/// The triage knobs the options select (minimizer policy file, --no-ablation ...).
+TriageSettings triageSettingsFrom(const Options& options, int workers);
+
+/// The LLM settings of a session (not part of the campaign's identity: a resumed session may change
+/// them). `given` holds the long names of the flags on the command line; std::invalid_argument for
+/// a bad combination.
+LlmSettings llmSettingsFrom(const Options& options, const std::set<std::string>& given);
+
+/// Parses --max-time: "600", "90s", "10m", "2h" (seconds; 0 = unbounded); std::invalid_argument otherwise.
+double parseDuration(const std::string& text);
+
+/// A JSON file a flag names; std::invalid_argument naming the file when it is unreadable or not JSON.
+nlohmann::json readJsonFile(const std::filesystem::path& file);
+
+/// A progress line on stderr, prefixed "tcfuzz: ".
+void logLine(const std::string& line);
+
+}  // namespace tcfuzz

@@ -1,0 +1,54 @@
+#pragma once
+// The subcommands of tcfuzz, one file each (RunCommand.cpp, GenCommand.cpp, ...). Each turns its
+// Options into settings (fuzzer/cli/Settings.h), runs, and returns the process exit code; the
+// Driver parses argv and dispatches here.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fuzzer/cli/Options.h"
+#include "generators/OpCatalog.h"
+
+namespace tcfuzz {
+
+/// `tcfuzz run`: each program in eager (twice), compiled and fp64, printed as text or JSON lines.
+/// Returns the exit code of the first program that did not agree (oracles::exitCodeFor).
+int runCommand(const Options& options, const std::vector<std::string>& programs);
+
+/// `tcfuzz gen`: generates options.count programs from (seed, start..start+count-1); writes .py and
+/// .json files to options.out when set; with --validate runs each once in eager.
+int genCommand(const Options& options);
+
+/// `tcfuzz ops`: prints catalogReport of the default catalog.
+int opsCommand(bool json);
+/// Every op of `catalog` (name, family, arity, accepted dtypes per input, attributes with their
+/// domains, Python and ATen spellings) followed by the coverage of the aten:: namespace: the
+/// number of distinct aten:: operator names the dispatcher knows (overloads folded), how many
+/// the catalog's ATen spellings reference, and the percentage. `json`: one JSON document
+/// {"ops": [...], "coverage": {"aten_ops", "covered", "percent", "referenced": [...]}};
+/// otherwise human-readable text.
+std::string catalogReport(const gen::OpCatalog& catalog, bool json);
+
+/// `tcfuzz fuzz`: runs or resumes a campaign. `given` holds the long names of the flags present on
+/// the command line (a given compile flag pins that dimension); `argv` is recorded in OUT/cmdline.
+/// Returns 0 when a bound or a signal ended it, 3 when the disk filled or workers failed.
+int fuzzCommand(const Options& options, const std::set<std::string>& given, const std::vector<std::string>& argv);
+
+/// `tcfuzz triage OUT`: triages every untriaged signature of a campaign directory, then rewrites its
+/// reports and index. Refuses a directory a running campaign holds (that campaign triages by itself).
+int triageCommand(const Options& options, const std::string& campaignDir);
+
+/// `tcfuzz minimize FINDING`: minimizes one finding, a crashes/<id>/ folder (program.json with
+/// meta.json's config) or an IR file tested under the command line's compile flags; writes a report folder.
+int minimizeCommand(const Options& options, const std::string& finding);
+
+/// `tcfuzz report OUT`: rewrites crashes/<id>/ reports and index.md/index.html from findings.sqlite
+/// (no torch runs).
+int reportCommand(const Options& options, const std::string& campaignDir);
+
+/// `tcfuzz regress [DIR...]`: re-runs known findings (folders with program.json and finding.json)
+/// against the installed torch and writes a CSV: name, expected and observed verdict and signature,
+/// status (still-failing, fixed, changed-signature, error).
+int regressCommand(const Options& options, const std::vector<std::string>& dirs);
+
+}  // namespace tcfuzz

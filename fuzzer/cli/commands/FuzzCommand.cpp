@@ -1,0 +1,285 @@
+#include "fuzzer/cli/commands/Commands.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/headeronly/version.h>
+
+#include "fuzzer/campaign/Campaign.h"
+#include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/StatusView.h"
+#include "fuzzer/llm/LlmProposer.h"
+#include "fuzzer/campaign/StopSignals.h"
+#include "fuzzer/triage/Triage.h"
+#include "fuzzer/cli/Settings.h"
+#include "generators/OpCatalog.h"
+
+namespace tcfuzz {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+
+namespace {
+
+/// What identifies a campaign: recorded when it starts, reused when it resumes.
+struct CampaignIdentity {
+  uint64_t seed = 0;
+  std::string device;
+  CampaignPolicy policy;
+  PinnedCompile pinned;
+  std::vector<std::string> plugins;
+  double timeout = 300;
+  int64_t memoryMb = 4096;
+
+  json toJson() const {
+    json p = json::object();
+    if (pinned.backend) p["backend"] = *pinned.backend;
+    if (pinned.mode) p["mode"] = *pinned.mode;
+    if (pinned.dynamic) p["dynamic"] = *pinned.dynamic ? json(**pinned.dynamic) : json("auto");
+    if (pinned.fullgraph) p["fullgraph"] = *pinned.fullgraph;
+    if (pinned.backward) p["backward"] = *pinned.backward;
+    if (pinned.inductorConfig) p["inductor_config"] = *pinned.inductorConfig;
+    return {{"seed", seed},       {"device", device},   {"policy", policy.toJson()}, {"pinned", p},
+            {"plugins", plugins}, {"timeout", timeout}, {"memory_mb", memoryMb}};
+  }
+  static CampaignIdentity fromJson(const json& j) {
+    CampaignIdentity id;
+    id.seed = j.at("seed").get<uint64_t>();
+    id.device = j.at("device").get<std::string>();
+    id.policy = CampaignPolicy::fromJson(j.at("policy"));
+    const json& p = j.at("pinned");
+    if (p.contains("backend")) id.pinned.backend = p["backend"].get<std::string>();
+    if (p.contains("mode")) id.pinned.mode = p["mode"].get<std::string>();
+    if (p.contains("dynamic"))
+      id.pinned.dynamic = p["dynamic"].is_boolean() ? std::optional<bool>(p["dynamic"].get<bool>()) : std::nullopt;
+    if (p.contains("fullgraph")) id.pinned.fullgraph = p["fullgraph"].get<bool>();
+    if (p.contains("backward")) id.pinned.backward = p["backward"].get<bool>();
+    if (p.contains("inductor_config")) id.pinned.inductorConfig = p["inductor_config"];
+    id.plugins = j.at("plugins").get<std::vector<std::string>>();
+    id.timeout = j.at("timeout").get<double>();
+    id.memoryMb = j.at("memory_mb").get<int64_t>();
+    return id;
+  }
+};
+
+CampaignIdentity identityFromOptions(const Options& o, const std::set<std::string>& given) {
+  CampaignIdentity id;
+  id.seed = given.count("--seed") ? static_cast<uint64_t>(o.seed) : std::random_device{}() % 1000000000ULL;
+  id.device = o.device;
+  if (!o.policy.empty()) {
+    std::ifstream in(o.policy);
+    if (!in) throw std::invalid_argument("cannot read the policy file " + o.policy);
+    try {
+      id.policy = CampaignPolicy::fromJson(json::parse(in));
+    } catch (const json::exception& e) {
+      throw std::invalid_argument(o.policy + ": " + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(o.policy + ": " + e.what());
+    }
+  }
+  if (given.count("--backend")) id.pinned.backend = o.backend;
+  if (given.count("--mode")) id.pinned.mode = o.mode;
+  if (given.count("--dynamic")) {
+    if (o.dynamic != "auto" && o.dynamic != "true" && o.dynamic != "false")
+      throw std::invalid_argument("--dynamic takes auto, true or false, not " + o.dynamic);
+    id.pinned.dynamic = o.dynamic == "auto" ? std::nullopt : std::optional<bool>(o.dynamic == "true");
+  }
+  if (given.count("--fullgraph")) id.pinned.fullgraph = o.fullgraph;
+  if (given.count("--backward")) id.pinned.backward = o.backward;
+  if (given.count("--inductor-config")) {
+    oracles::CompileConfig c;
+    for (const auto& a : o.inductorConfig) c.addInductorOverride(a);
+    id.pinned.inductorConfig = c.inductorConfig;
+  }
+  for (const auto& p : o.plugins) {
+    if (!fs::exists(p)) throw std::invalid_argument("--plugin " + p + " does not exist");
+    id.plugins.push_back(fs::absolute(p).string());
+  }
+  id.timeout = o.timeout;
+  id.memoryMb = o.memoryMb;
+  return id;
+}
+
+std::string endText(CampaignEnd end) {
+  switch (end) {
+    case CampaignEnd::ProgramBudget: return "--max-programs reached";
+    case CampaignEnd::TimeBudget: return "--max-time reached";
+    case CampaignEnd::Stopped: return "stopped by a signal";
+    case CampaignEnd::DiskFull: return "the disk is full";
+    case CampaignEnd::Failed: return "failed";
+  }
+  return "?";
+}
+
+
+}  // namespace
+
+int fuzzCommand(const Options& o, const std::set<std::string>& given, const std::vector<std::string>& argv) {
+  bool resume = !o.resume.empty();
+  if (!resume && o.output.empty())
+    throw std::invalid_argument("fuzz needs -o OUT for a new campaign, or --resume OUT to continue one");
+  if (resume && !o.output.empty() && fs::absolute(o.output) != fs::absolute(o.resume))
+    throw std::invalid_argument("give either -o OUT (a new campaign) or --resume OUT, not both");
+  double maxSeconds = parseDuration(o.maxTime);
+  if (o.maxPrograms < 0) throw std::invalid_argument("--max-programs must be >= 0");
+  if (o.status != "auto" && o.status != "screen" && o.status != "log")
+    throw std::invalid_argument("--status takes auto, screen or log, not " + o.status);
+  LlmSettings llmSettings = llmSettingsFrom(o, given);
+
+  // Before any thread exists: SIGINT and SIGTERM become a stop request.
+  std::atomic<Campaign*> live{nullptr};
+  std::atomic<bool> stopRequested{false};
+  StopSignals signals([&](int sig) {
+    stopRequested = true;
+    std::cerr << fmt::format("\ntcfuzz: {} received, stopping (state is saved; a second signal exits at once)\n",
+                             sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (Campaign* c = live.load()) c->stop();
+  });
+
+  fs::path root = resume ? o.resume : o.output;
+  CampaignOutput output(root, resume ? CampaignOutput::OpenMode::Resume : CampaignOutput::OpenMode::Fresh);
+  FindingStore store(output.storePath());
+
+  CampaignIdentity id;
+  if (resume) {
+    auto stored = store.meta("identity");
+    if (!stored) throw CampaignDirError(root.string() + "/findings.sqlite records no campaign settings");
+    try {
+      id = CampaignIdentity::fromJson(json::parse(*stored));
+    } catch (const std::exception& e) {
+      throw CampaignDirError(fmt::format("{}/findings.sqlite: the campaign settings are unreadable: {}", root.string(),
+                                         e.what()));
+    }
+    for (const char* flag : {"--seed", "--device", "--policy", "--backend", "--mode", "--dynamic", "--fullgraph",
+                             "--backward", "--inductor-config", "--plugin", "--timeout", "--memory-mb"})
+      if (given.count(flag))
+        std::cerr << fmt::format("tcfuzz: {} ignored: a resumed campaign keeps the settings it started with\n", flag);
+  } else {
+    id = identityFromOptions(o, given);
+    store.setMeta("identity", id.toJson().dump());
+    store.setMeta("started_at", std::to_string(std::time(nullptr)));
+  }
+  output.appendCmdline(argv);
+
+  Options workerOptions = o;
+  workerOptions.device = id.device;
+  WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir());
+  int workers = workerCount(o);
+  int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  CampaignSettings settings;
+  settings.seed = id.seed;
+  settings.device = id.device;
+  settings.torchVersion = TORCH_VERSION;
+  settings.workers = workers;
+  settings.lanes = workers;  // three jobs each: the pool's queue never runs dry
+  settings.maxPrograms = o.maxPrograms;
+  settings.maxSeconds = maxSeconds;
+  settings.test.limits = Limits{id.timeout, id.memoryMb};
+  settings.test.seed = id.seed;
+  settings.test.device = id.device;
+  settings.test.threads = o.threads > 0 ? o.threads : std::max(1, cores / workers);
+  for (const auto& p : id.plugins) settings.test.plugins.push_back(p);
+  settings.pinned = id.pinned;
+
+  bool screen = o.status == "screen" || (o.status == "auto" && ::isatty(STDOUT_FILENO));
+  StatusView view(std::cout, screen);
+  std::cerr << fmt::format("tcfuzz: {} campaign in {} (seed {}, device {}, {} workers); starting workers...\n",
+                           resume ? "resuming the" : "a new", output.root().string(), id.seed, id.device, workers);
+
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  WorkerPool pool(spec, static_cast<size_t>(workers));
+  ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
+  Campaign campaign(catalog, id.policy, settings, output, store, pool, tester, view);
+  if (resume)
+    for (const auto& problem : campaign.restore()) {
+      std::cerr << "tcfuzz: " << problem << "\n";
+      view.event(problem);
+    }
+  live = &campaign;
+  if (stopRequested) campaign.stop();
+
+  // LLM proposals come from background threads; the lanes take one whenever it is ready.
+  llmSettings.server.logFile = output.workDir() / "llm-server.log";
+  TestSettings liftSettings = settings.test;
+  liftSettings.limits.timeoutSeconds = std::min(60.0, id.timeout);
+  liftSettings.threads = 1;
+  std::unique_ptr<LlmProposer> llm;
+  if (llmSettings.mode != "off") {
+    llm = std::make_unique<LlmProposer>(catalog, id.policy.generation.caps, llmSettings, tester, liftSettings,
+                                        output.workDir() / "llm", id.seed,
+                                        [&view](const std::string& line) { view.event(line); });
+    llm->setQueueSource([&campaign] { return campaign.sampleQueueProgram(); });
+    llm->start();
+    campaign.setLlm(llm.get());
+  }
+
+  // New signatures are triaged in the background, through the same pool: the lanes keep their
+  // jobs queued, so the workers never wait for triage (its own store connection; SQLite's WAL
+  // lets both write).
+  std::optional<FindingStore> triageStore;
+  std::optional<Triage> triage;
+  std::atomic<bool> triageStop{false};
+  std::thread triager;
+  if (!o.noTriage) {
+    TriageSettings ts = triageSettingsFrom(o, workers);
+    ts.test = settings.test;
+    triageStore.emplace(output.storePath());
+    triage.emplace(catalog, ts, output.root(), *triageStore, &tester,
+                   [&view](const std::string& line) { view.event("triage: " + line); });
+    triager = std::thread([&] {
+      while (!triageStop) {
+        try {
+          if (!triage->pending().empty()) {
+            TriageSummary s = triage->run(&triageStop);
+            if (!triageStop)
+              view.event(fmt::format("triage: {} unique bug(s) reported from {} raw finding(s)", s.bugs, s.rawFindings));
+          }
+        } catch (const std::exception& e) {
+          if (!triageStop) view.event(fmt::format("triage stopped on an error, retrying later: {}", e.what()));
+        }
+        for (int i = 0; i < 50 && !triageStop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+  CampaignEnd end = campaign.run();
+  live = nullptr;
+  if (llm) llm->stop();
+  if (triager.joinable()) {
+    triageStop = true;
+    pool.cancel();  // the campaign is over: abandon the triage job in flight (it is redone on the next triage)
+    triager.join();
+    if (size_t left = triage->pending().size())
+      std::cerr << fmt::format("tcfuzz: {} signature(s) not triaged yet; tcfuzz triage {} finishes them\n", left,
+                               output.root().string());
+  }
+  std::string why = endText(end);
+  if (!campaign.endMessage().empty()) why += ": " + campaign.endMessage();
+  view.finish(campaign.snapshot(), why);
+  if (end == CampaignEnd::DiskFull) {
+    std::cerr << fmt::format("tcfuzz: the disk is full; every finding so far is in {}. Free space, then continue with "
+                             "tcfuzz fuzz --resume {}\n",
+                             output.storePath().string(), output.root().string());
+    return 3;
+  }
+  if (end == CampaignEnd::Failed) {
+    std::cerr << "tcfuzz: the campaign failed: " << campaign.endMessage() << "\n";
+    return 3;
+  }
+  std::cerr << fmt::format("tcfuzz: continue with tcfuzz fuzz --resume {}\n", output.root().string());
+  return 0;
+}
+
+}  // namespace tcfuzz

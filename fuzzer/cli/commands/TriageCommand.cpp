@@ -1,0 +1,48 @@
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/cli/Driver.h"
+#include "fuzzer/cli/Settings.h"
+#include "fuzzer/cli/commands/Commands.h"
+#include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/triage/Triage.h"
+
+namespace tcfuzz {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+int triageCommand(const Options& o, const std::string& campaignDir) {
+  fs::path root = campaignDir;
+  if (!fs::exists(root / "findings.sqlite"))
+    throw std::invalid_argument(fmt::format("{} holds no campaign (no findings.sqlite)", root.string()));
+  CampaignOutput output(root, CampaignOutput::OpenMode::Resume);  // the lock: not while a campaign runs here
+  FindingStore store(output.storePath());
+  int workers = workerCount(o);
+  TriageSettings settings = triageSettingsFrom(o, workers);
+  adoptCampaignIdentity(store, settings.test);
+
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  Triage reports(catalog, settings, root, store, nullptr, logLine);
+  std::vector<std::string> waiting = reports.pending();
+  if (waiting.empty()) {
+    auto bugs = reports.writeReports();
+    TriageSummary s;
+    s.bugs = static_cast<int>(bugs.size());
+    for (const auto& b : bugs) s.rawFindings += static_cast<int>(b.hits);
+    logLine("nothing left to triage; reports rewritten");
+    std::cout << s.describe(root);
+    return kExitOk;
+  }
+  logLine(fmt::format("{} signature(s) to triage with {} workers", waiting.size(), workers));
+  WorkerPool pool(workerSpecFrom(o, output.workDir()), static_cast<size_t>(workers));
+  ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
+  Triage triage(catalog, settings, root, store, &tester, logLine);
+  TriageSummary s = triage.run();
+  std::cout << s.describe(root);
+  return kExitOk;
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,617 @@
+#include "fuzzer/llm/LlmProposer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "oracles/AtomicFile.h"
+#include "generators/LlmProgram.h"
+#include "generators/PythonLift.h"
+#include "generators/Rng.h"
+
+namespace tcfuzz {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kLlmStream = 0x6c6c6d70726f706fULL;  // "llmpropo"
+/// Ops a JSON-form grammar always allows besides the sampled ones, so that a program can connect them.
+const std::vector<std::string> kGlueOps{"add", "mul", "relu", "sum", "reshape", "sigmoid", "matmul"};
+
+std::string statsName(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+/// A rejection reason safe to use as a stats key: "ast: import of os" -> "ast_import_of_os" (capped length).
+std::string reasonKey(const std::string& reason) {
+  std::string key = statsName(reason.substr(0, 40));
+  while (key.find("__") != std::string::npos) key.replace(key.find("__"), 2, "_");
+  while (!key.empty() && key.back() == '_') key.pop_back();
+  return key;
+}
+
+std::string readText(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + file.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+namespace {
+
+/// The code without an `if __name__ == "__main__":` block (a script habit, refused by the allowlist).
+std::string withoutMainBlock(const std::string& code) {
+  std::istringstream in(code);
+  std::string line, out;
+  bool skipping = false;
+  while (std::getline(in, line)) {
+    if (line.starts_with("if __name__")) {
+      skipping = true;
+      continue;
+    }
+    if (skipping && (line.empty() || line[0] == ' ' || line[0] == '\t')) continue;
+    skipping = false;
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string pythonFromReply(const std::string& reply) {
+  std::string code = reply;
+  for (const char* fence : {"```python", "```py", "```"}) {
+    size_t start = reply.find(fence);
+    if (start == std::string::npos) continue;
+    start = reply.find('\n', start);
+    if (start == std::string::npos) return "";
+    size_t end = reply.find("```", start + 1);
+    code = reply.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+    break;
+  }
+  code = withoutMainBlock(code);
+  // Small models use torch, nn, F or math without importing them: the allowed imports are supplied.
+  std::string imports;
+  for (const char* line : {"import torch\n", "import torch.nn as nn\n", "import torch.nn.functional as F\n", "import math\n"})
+    if (code.find(line) == std::string::npos) imports += line;
+  return imports + code;
+}
+
+json LlmStrategyStats::toJson() const {
+  return {{"requests", requests},
+          {"failed_requests", failedRequests},
+          {"prompt_tokens", promptTokens},
+          {"completion_tokens", completionTokens},
+          {"tokens", promptTokens + completionTokens},
+          {"replies", replies},
+          {"valid", valid},
+          {"valid_rate", validRate()},
+          {"shape_repaired", shapeRepaired},
+          {"eager_repaired", eagerRepaired},
+          {"tested", tested},
+          {"new_features", newFeatures},
+          {"findings", findings},
+          {"new_signatures", newSignatures},
+          {"rejections", rejections}};
+}
+
+LlmProposer::LlmProposer(const gen::OpCatalog& catalog, gen::ShapeCaps caps, LlmSettings settings,
+                         ProgramTester& tester, TestSettings liftSettings, fs::path scratch, uint64_t seed,
+                         EventLog log)
+    : catalog_(catalog),
+      caps_(caps),
+      settings_(std::move(settings)),
+      tester_(tester),
+      liftSettings_(std::move(liftSettings)),
+      scratch_(std::move(scratch)),
+      seed_(seed),
+      log_(std::move(log)),
+      book_(settings_.promptsFile.empty()
+                ? gen::PromptBook::builtIn(catalog)
+                : gen::PromptBook::fromJson(json::parse(readText(settings_.promptsFile)), catalog)),
+      emitter_(catalog),
+      liftTable_(gen::liftTable(catalog)),
+      strategyBandit_({"-"}, 0) {
+  // Two levels: the strategy first, then (for targeted strategies) the target, each by its yield,
+  // so that a poor strategy is learnt from all its targets' replies at once.
+  std::vector<std::string> strategies, targets;
+  for (const auto& t : book_.targets()) targets.push_back(t.name);
+  for (const auto& s : book_.strategies()) {
+    if (s.repair) continue;
+    int sIdx = static_cast<int>(strategies.size());
+    strategies.push_back(s.name);
+    if (s.targeted) {
+      targetBandits_.emplace(s.name, gen::ThompsonBandit(targets, seed ^ kLlmStream ^ static_cast<uint64_t>(sIdx + 1)));
+      for (size_t t = 0; t < targets.size(); ++t) arms_.push_back({s.name, targets[t], sIdx, static_cast<int>(t)});
+    } else {
+      arms_.push_back({s.name, "", sIdx, -1});
+    }
+  }
+  strategyBandit_ = gen::ThompsonBandit(strategies, seed ^ kLlmStream);
+  for (const auto& s : book_.strategies()) stats_[s.name];
+}
+
+LlmProposer::~LlmProposer() { stop(); }
+
+size_t LlmProposer::pickArm() {
+  int sIdx = static_cast<int>(strategyBandit_.pick());
+  const std::string& strategy = strategyBandit_.name(static_cast<size_t>(sIdx));
+  int tIdx = -1;
+  if (auto it = targetBandits_.find(strategy); it != targetBandits_.end()) tIdx = static_cast<int>(it->second.pick());
+  for (size_t i = 0; i < arms_.size(); ++i)
+    if (arms_[i].strategyIndex == sIdx && arms_[i].targetIndex == tIdx) return i;
+  throw std::logic_error("LLM bandit: no arm for strategy " + strategy);
+}
+
+void LlmProposer::rewardArm(size_t arm, double reward) {
+  const Arm& a = arms_.at(arm);
+  strategyBandit_.reward(static_cast<size_t>(a.strategyIndex), reward);
+  if (a.targetIndex >= 0) targetBandits_.at(a.strategy).reward(static_cast<size_t>(a.targetIndex), reward);
+}
+
+void LlmProposer::setQueueSource(std::function<std::optional<gen::Graph>()> source) {
+  queueSource_ = std::move(source);
+}
+
+bool LlmProposer::grammarEnabled() const {
+  if (settings_.grammar == "on") return true;
+  if (settings_.grammar == "off") return false;
+  return settings_.mode == "local";
+}
+
+void LlmProposer::start() {
+  if (settings_.mode == "off") return;
+  fs::create_directories(scratch_);
+  {
+    std::lock_guard lock(mutex_);
+    state_ = "starting";
+  }
+  if (settings_.mode == "local") {
+    try {
+      server_ = std::make_unique<LlmServer>(settings_.server);
+      log_("starting the local LLM server (llama.cpp, SmolLM2-135M-Instruct)...");
+      server_->start();
+      settings_.endpoint.baseUrl = server_->baseUrl();
+      if (settings_.endpoint.model.empty()) settings_.endpoint.model = server_->modelName();
+      log_(fmt::format("local LLM server ready at {} (model {}, pid {})", server_->baseUrl(),
+                              server_->modelName(), server_->pid()));
+    } catch (const std::exception& e) {
+      goGrammarOnly(fmt::format("the local LLM server cannot start: {}", e.what()));
+      return;
+    }
+  }
+  client_ = std::make_unique<LlmClient>(settings_.endpoint, seed_ ^ kLlmStream);
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == "starting") state_ = "running";
+  }
+  for (int i = 0; i < std::max(1, settings_.requestsInFlight); ++i) threads_.emplace_back(&LlmProposer::requestLoop, this, i);
+}
+
+void LlmProposer::stop() {
+  if (stopping_.exchange(true)) return;
+  changed_.notify_all();
+  if (client_) client_->cancel();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  if (server_) server_->stop();
+}
+
+std::string LlmProposer::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+bool LlmProposer::active() const {
+  std::lock_guard lock(mutex_);
+  return state_ == "running" || state_ == "restarting" || state_ == "starting";
+}
+
+void LlmProposer::goGrammarOnly(const std::string& why) {
+  {
+    std::lock_guard lock(mutex_);
+    if (state_.starts_with("grammar-only")) return;
+    state_ = "grammar-only: " + why;
+  }
+  changed_.notify_all();
+  log_(fmt::format("WARNING: LLM disabled, continuing with grammar generation only: {}", why));
+}
+
+void LlmProposer::sleepFor(double seconds) {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)),
+                    [&] { return stopping_.load(); });
+}
+
+void LlmProposer::reject(const std::string& strategy, const std::string& reason, const std::string& detail) {
+  std::lock_guard lock(mutex_);
+  stats_[strategy].rejections[reasonKey(reason)]++;
+  lastRejection_[std::this_thread::get_id()] = detail.empty() ? reason : reason + ": " + detail;
+}
+
+void LlmProposer::logReply(const std::string& strategy, const std::string& target, const std::string& reply,
+                           const std::string& outcome, const std::string& detail) {
+  json line{{"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
+            {"strategy", strategy},
+            {"target", target},
+            {"outcome", outcome},
+            {"detail", detail.substr(0, 500)},
+            {"reply", reply.substr(0, 4000)}};
+  std::lock_guard lock(logMutex_);
+  std::ofstream out(scratch_ / "replies.jsonl", std::ios::app);
+  out << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";  // a full disk only loses this log line
+}
+
+std::optional<LlmProposal> LlmProposer::take() {
+  std::lock_guard lock(mutex_);
+  if (ready_.empty()) return std::nullopt;
+  LlmProposal p = std::move(ready_.front());
+  ready_.pop_front();
+  changed_.notify_all();
+  return p;
+}
+
+void LlmProposer::feedback(const LlmProposal& p, bool tested, int newFeatures, int findings, bool newSignature) {
+  std::lock_guard lock(mutex_);
+  auto& st = stats_[p.strategy];
+  if (tested) st.tested++;
+  if (newFeatures > 0) st.newFeatures++;
+  st.findings += findings;
+  if (newSignature) st.newSignatures++;
+  // Reward: a valid program earns 0.2, new coverage 0.5 more, a new signature the rest.
+  double r = 0.2 + (newFeatures > 0 ? 0.5 : 0.0) + (newSignature ? 0.3 : 0.0);
+  rewardArm(p.arm, tested ? r : 0.1);
+}
+
+void LlmProposer::onRequestFailure(const LlmError& e) {
+  if (e.kind == LlmError::Kind::Cancelled || stopping_) return;
+  int failures;
+  {
+    std::lock_guard lock(mutex_);
+    failures = ++consecutiveFailures_;
+  }
+  if (!server_) {
+    // Remote endpoint: the client already retried with backoff; give up after repeated failures.
+    if (failures >= settings_.maxFailures)
+      goGrammarOnly(fmt::format("{} requests in a row to {} failed; the last: {}", failures,
+                                settings_.endpoint.baseUrl, e.what()));
+    else
+      sleepFor(std::min(60.0, settings_.restartBackoffSeconds * failures));
+    return;
+  }
+  bool transport = e.kind == LlmError::Kind::Connect || e.kind == LlmError::Kind::Timeout ||
+                   (e.kind == LlmError::Kind::Http && e.httpStatus >= 500);
+  if (!transport && server_->running()) return;
+  std::unique_lock restartLock(restartMutex_, std::try_to_lock);
+  if (!restartLock.owns_lock()) {  // another thread is restarting it: wait for that
+    std::lock_guard wait(restartMutex_);
+    return;
+  }
+  // Alive and answering (a busy niced server answers /models slowly): only slow, not dead.
+  if (server_->running() && client_->reachable(10.0)) return;
+  {
+    std::lock_guard lock(mutex_);
+    state_ = "restarting";
+  }
+  while (!stopping_) {
+    int attempt;
+    {
+      std::lock_guard lock(mutex_);
+      attempt = failedRestarts_;
+    }
+    if (attempt >= settings_.maxRestarts) {
+      goGrammarOnly(fmt::format("the local LLM server died and {} restarts failed; the last error: {}", attempt,
+                                e.what()));
+      return;
+    }
+    double delay = settings_.restartBackoffSeconds * static_cast<double>(1 << std::min(attempt, 6));
+    log_(fmt::format("the local LLM server is not answering ({}); restarting it in {:.0f}s", e.what(), delay));
+    sleepFor(delay);
+    if (stopping_) return;
+    try {
+      server_->restart();
+      {
+        std::lock_guard lock(mutex_);
+        failedRestarts_ = 0;
+        consecutiveFailures_ = 0;
+        state_ = "running";
+      }
+      log_(fmt::format("local LLM server restarted at {} (restart {})", server_->baseUrl(), server_->restarts()));
+      return;
+    } catch (const std::exception& restartError) {
+      std::lock_guard lock(mutex_);
+      failedRestarts_++;
+    }
+  }
+}
+
+std::optional<ChatResponse> LlmProposer::ask(const gen::PromptStrategy& s, const std::map<std::string, std::string>& fills,
+                                             const std::string& grammar, uint64_t seed) {
+  ChatRequest request;
+  request.messages = {{"system", gen::renderPrompt(s.system, fills)}, {"user", gen::renderPrompt(s.user, fills)}};
+  request.temperature = s.temperature;
+  request.maxTokens = s.maxTokens;
+  request.seed = seed;
+  request.grammar = grammar;
+  {
+    std::lock_guard lock(mutex_);
+    stats_[s.name].requests++;
+  }
+  LlmClient* client = client_.get();
+  try {
+    ChatResponse r = client->chat(request);
+    std::lock_guard lock(mutex_);
+    auto& st = stats_[s.name];
+    st.promptTokens += r.promptTokens;
+    st.completionTokens += r.completionTokens;
+    consecutiveFailures_ = 0;
+    return r;
+  } catch (const LlmError& e) {
+    {
+      std::lock_guard lock(mutex_);
+      stats_[s.name].failedRequests++;
+      stats_[s.name].rejections[e.kind == LlmError::Kind::Cancelled ? "cancelled" : "request_failed"]++;
+    }
+    onRequestFailure(e);
+    return std::nullopt;
+  }
+}
+
+std::optional<LlmProposal> LlmProposer::fromJsonReply(const gen::PromptStrategy& s, const std::string& reply,
+                                                      size_t arm, const std::string& target, uint64_t seed) {
+  gen::IntSolver solver(seed);
+  gen::ProposalOutcome out = gen::proposalFromText(reply, catalog_, caps_, seed, solver);
+  if (!out.graph) {
+    reject(s.name, out.rejection, out.detail);
+    std::lock_guard lock(mutex_);
+    rewardArm(arm, 0);
+    return std::nullopt;
+  }
+  LlmProposal p;
+  p.graph = std::move(*out.graph);
+  p.strategy = s.name;
+  p.target = target;
+  p.arm = arm;
+  p.repairedShape = out.repaired;
+  return p;
+}
+
+std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrategy& s, std::string reply, size_t arm,
+                                                        const std::string& target, uint64_t seed, gen::Rng& rng,
+                                                        int thread) {
+  const gen::PromptStrategy* repair = book_.repairStrategy("python");
+  auto fail = [&](const std::string& reason, const std::string& detail) -> std::optional<LlmProposal> {
+    reject(s.name, reason, detail);
+    std::lock_guard lock(mutex_);
+    rewardArm(arm, 0);
+    return std::nullopt;
+  };
+  for (int round = 0;; ++round) {
+    std::string code = pythonFromReply(reply);
+    int64_t id;
+    {
+      std::lock_guard lock(mutex_);
+      id = nextId_++;
+    }
+    fs::path file = scratch_ / fmt::format("llm-{}-{:06d}.py", thread, id);
+    writeFileAtomically(file, code);
+    TestSettings ts = liftSettings_;
+    ts.seed = seed;
+    oracles::RunResult r = tester_.lift(file, ts, liftTable_);
+    std::error_code ec;
+    fs::remove(file, ec);
+    if (!r.jobDir.empty()) fs::remove_all(r.jobDir, ec);
+    if (r.status == oracles::RunStatus::Ok) {
+      if (r.lift.contains("rejected")) return fail("ast: " + r.lift["rejected"].get<std::string>(), "");
+      if (!r.lift.contains("proposal")) return fail("lift-failed", r.lift.dump().substr(0, 200));
+      gen::IntSolver solver(seed);
+      gen::ProposalOutcome out = gen::buildProposal(r.lift["proposal"], catalog_, caps_, seed, solver);
+      if (!out.graph) return fail("lift: " + out.rejection, out.detail);
+      LlmProposal p;
+      p.graph = std::move(*out.graph);
+      p.strategy = s.name;
+      p.target = target;
+      p.arm = arm;
+      p.repairs = round;
+      p.repairedShape = out.repaired;
+      if (round > 0) {
+        std::lock_guard lock(mutex_);
+        stats_[repair->name].valid++;
+      }
+      return p;
+    }
+    if (r.status == oracles::RunStatus::Timeout) return fail("eager-timeout", "");
+    if (r.status != oracles::RunStatus::Exception) return fail("eager-crash", std::string(oracles::toString(r.status)));
+    std::string error = r.exception ? fmt::format("{}: {}", r.exception->type, r.exception->message) : "an exception";
+    if (error.size() > 600) error = error.substr(0, 600) + "...";
+    if (!repair || round >= settings_.maxRepairs || stopping_) return fail("eager-error", error);
+    std::map<std::string, std::string> fills{{"program_python", code}, {"error", error}};
+    for (const auto& k : gen::promptFillNames()) fills.emplace(k, "");
+    auto response = ask(*repair, fills, "", rng.engine()());
+    if (!response) return fail("eager-error", error);
+    {
+      std::lock_guard lock(mutex_);
+      stats_[repair->name].replies++;
+    }
+    reply = response->content;
+  }
+}
+
+std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int thread) {
+  Arm a = arms_.at(arm);
+  const gen::PromptStrategy& s = book_.strategy(a.strategy);
+  std::map<std::string, std::string> fills;
+  for (const auto& k : gen::promptFillNames()) fills[k] = "";
+  fills["example_json"] = book_.example("json");
+  fills["example_python"] = book_.example("python");
+
+  std::vector<std::string> ops;
+  if (!a.target.empty()) {
+    for (const auto& t : book_.targets())
+      if (t.name == a.target) {
+        ops = t.ops;
+        fills["target_name"] = t.name;
+        fills["target_kind"] = t.kind;
+        fills["target_trigger"] = t.trigger;
+      }
+  }
+  int count = static_cast<int>(rng.uniform(s.minOps, s.maxOps));
+  const auto& all = catalog_.ops();
+  for (int i = 0; i < count; ++i) {
+    const auto& op = all[static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(all.size()) - 1))];
+    if (std::find(ops.begin(), ops.end(), op->name) == ops.end()) ops.push_back(op->name);
+  }
+  std::string names, calls;
+  for (const auto& op : ops) {
+    names += (names.empty() ? "" : ", ") + op;
+    calls += (calls.empty() ? "" : ", ") + gen::opCallHint(catalog_.at(op));
+  }
+  fills["op_names"] = names;
+  fills["op_calls"] = calls;
+  std::vector<std::string> grammarOps = ops;
+  if (s.queue) {
+    std::optional<gen::Graph> parent = queueSource_ ? queueSource_() : std::nullopt;
+    if (!parent) return std::nullopt;  // no queue yet: the caller draws again
+    fills["program_json"] = gen::proposalOf(*parent).dump();
+    fills["program_python"] = emitter_.emit(*parent);
+    for (const auto& n : parent->nodes) grammarOps.push_back(n.op);
+  }
+  for (const auto& op : kGlueOps) grammarOps.push_back(op);
+  std::sort(grammarOps.begin(), grammarOps.end());
+  grammarOps.erase(std::unique(grammarOps.begin(), grammarOps.end()), grammarOps.end());
+
+  uint64_t seed = rng.engine()();
+  std::string grammar = s.form == "json" && grammarEnabled() ? gen::proposalGrammar(catalog_, grammarOps) : "";
+  auto response = ask(s, fills, grammar, seed);
+  if (!response) return std::nullopt;
+  {
+    std::lock_guard lock(mutex_);
+    stats_[s.name].replies++;
+  }
+  auto p = s.form == "json" ? fromJsonReply(s, response->content, arm, a.target, seed)
+                            : fromPythonReply(s, response->content, arm, a.target, seed, rng, thread);
+  std::string rejection;
+  {
+    std::lock_guard lock(mutex_);
+    std::swap(rejection, lastRejection_[std::this_thread::get_id()]);
+  }
+  logReply(s.name, a.target, response->content, p ? "valid" : "rejected",
+           p ? fmt::format("{} nodes{}", p->graph.nodes.size(), p->repairedShape ? ", shape-repaired" : "") : rejection);
+  if (p) {
+    std::lock_guard lock(mutex_);
+    auto& st = stats_[s.name];
+    st.valid++;
+    if (p->repairedShape) st.shapeRepaired++;
+    if (p->repairs > 0) st.eagerRepaired++;
+    p->id = nextId_++;
+    p->graph.origin = {"llm:" + s.name, seed_, static_cast<uint64_t>(p->id)};
+  }
+  return p;
+}
+
+void LlmProposer::requestLoop(int thread) {
+  gen::Rng rng = gen::Rng::forProgram(seed_ ^ kLlmStream, static_cast<uint64_t>(thread));
+  while (!stopping_) {
+    size_t arm;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] {
+        return stopping_ || state_.starts_with("grammar-only") ||
+               static_cast<int>(ready_.size()) < settings_.queueCapacity;
+      });
+      if (stopping_ || state_.starts_with("grammar-only")) return;
+      arm = pickArm();
+    }
+    std::optional<LlmProposal> p;
+    try {
+      p = propose(arm, rng, thread);
+    } catch (const std::exception& e) {
+      // A lift job the pool could not run (cancelled at shutdown, or a worker that cannot start).
+      if (stopping_) return;
+      log_(fmt::format("LLM proposal failed: {}", e.what()));
+      reject(arms_[arm].strategy, "internal-error", e.what());
+      sleepFor(1.0);
+      continue;
+    }
+    if (!p) continue;
+    std::lock_guard lock(mutex_);
+    ready_.push_back(std::move(*p));
+  }
+}
+
+json LlmProposer::statsJson() const {
+  std::lock_guard lock(mutex_);
+  json out = json::object();
+  LlmStrategyStats all;
+  for (const auto& [name, st] : stats_) {
+    out["strategies"][name] = st.toJson();
+    all.requests += st.requests;
+    all.failedRequests += st.failedRequests;
+    all.promptTokens += st.promptTokens;
+    all.completionTokens += st.completionTokens;
+    for (const auto& [r, n] : st.rejections) all.rejections[r] += n;
+    bool isRepair = false;
+    for (const auto& s : book_.strategies())
+      if (s.name == name) isRepair = s.repair;
+    if (isRepair) continue;  // repair replies finish another strategy's proposal
+    all.replies += st.replies;
+    all.valid += st.valid;
+    all.shapeRepaired += st.shapeRepaired;
+    all.eagerRepaired += st.eagerRepaired;
+    all.tested += st.tested;
+    all.newFeatures += st.newFeatures;
+    all.findings += st.findings;
+    all.newSignatures += st.newSignatures;
+  }
+  out["all"] = all.toJson();
+  out["state"] = state_;
+  out["model"] = settings_.endpoint.model;
+  out["url"] = settings_.endpoint.baseUrl;
+  out["ready"] = ready_.size();
+  out["restarts"] = server_ ? server_->restarts() : 0;
+  out["server_pid"] = static_cast<int64_t>(server_ ? server_->pid() : -1);
+  out["bandit"] = {{"strategies", strategyBandit_.toJson()}};
+  for (const auto& [name, b] : targetBandits_) out["bandit"]["targets"][name] = b.toJson();
+  if (client_) out["client"] = client_->stats().toJson();
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> LlmProposer::statsLines() const {
+  json s = statsJson();
+  std::vector<std::pair<std::string, std::string>> kv;
+  kv.emplace_back("llm_state", s["state"].get<std::string>());
+  kv.emplace_back("llm_model", s["model"].get<std::string>());
+  kv.emplace_back("llm_restarts", std::to_string(s["restarts"].get<int>()));
+  kv.emplace_back("llm_server_pid", std::to_string(s["server_pid"].get<int64_t>()));
+  kv.emplace_back("llm_ready", std::to_string(s["ready"].get<int64_t>()));
+  auto add = [&](const std::string& suffix, const json& st) {
+    kv.emplace_back("llm_requests" + suffix, std::to_string(st["requests"].get<int64_t>()));
+    kv.emplace_back("llm_failed_requests" + suffix, std::to_string(st["failed_requests"].get<int64_t>()));
+    kv.emplace_back("llm_tokens" + suffix, std::to_string(st["tokens"].get<int64_t>()));
+    kv.emplace_back("llm_proposals" + suffix, std::to_string(st["replies"].get<int64_t>()));
+    kv.emplace_back("llm_valid" + suffix, std::to_string(st["valid"].get<int64_t>()));
+    kv.emplace_back("llm_valid_rate" + suffix, fmt::format("{:.3f}", st["valid_rate"].get<double>()));
+    kv.emplace_back("llm_tested" + suffix, std::to_string(st["tested"].get<int64_t>()));
+    kv.emplace_back("llm_new_features" + suffix, std::to_string(st["new_features"].get<int64_t>()));
+    kv.emplace_back("llm_findings" + suffix, std::to_string(st["findings"].get<int64_t>()));
+  };
+  add("", s["all"]);
+  kv.emplace_back("llm_prompt_tokens", std::to_string(s["all"]["prompt_tokens"].get<int64_t>()));
+  kv.emplace_back("llm_completion_tokens", std::to_string(s["all"]["completion_tokens"].get<int64_t>()));
+  for (const auto& [reason, n] : s["all"]["rejections"].items())
+    kv.emplace_back("llm_rejected_" + reason, std::to_string(n.get<int64_t>()));
+  for (const auto& [name, st] : s["strategies"].items()) add("_" + statsName(name), st);
+  return kv;
+}
+
+}  // namespace tcfuzz

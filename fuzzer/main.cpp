@@ -1,4 +1,0 @@
-// tcfuzz: a differential fuzzer for torch.compile. See README.md.
-#include "fuzzer/Driver.h"
-
-int main(int argc, char** argv) { return tcfuzz::runDriver(argc, argv); }

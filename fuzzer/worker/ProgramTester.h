@@ -1,0 +1,91 @@
+#pragma once
+// Runs one program in eager (twice), compiled and fp64 through the pool, and judges it.
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/worker/WorkerPool.h"
+#include "oracles/Comparator.h"
+#include "oracles/Verdict.h"
+
+namespace tcfuzz {
+
+/// Everything about how a program is tested, apart from the program itself.
+struct TestSettings {
+  oracles::CompileConfig compile;
+  Limits limits;
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  int threads = 0;
+  std::vector<std::filesystem::path> plugins;
+  bool backward = false;  ///< also run backward in every mode; gradients become extra output leaves
+};
+
+/// The three runs, the verdict, and what the oracle cost.
+struct ProgramTestResult {
+  std::filesystem::path program;
+  oracles::TripleRun runs;
+  oracles::VerdictReport verdict;
+  double wallSeconds = 0;     ///< submit to verdict
+  double compareSeconds = 0;  ///< loading outputs and comparing them in C++
+};
+
+/// Tests programs through a shared pool. Thread-safe: test() may run concurrently.
+class ProgramTester {
+ public:
+  /// jobsRoot must be writable inside the worker sandbox (under WorkerSpec::workDir).
+  ProgramTester(WorkerPool& pool, oracles::Comparator comparator, std::filesystem::path jobsRoot);
+
+  /// Submits the three jobs at once and waits for them. Throws ConfigurationError for a bad
+  /// compile configuration and OutputLoadError for unreadable outputs.
+  ProgramTestResult test(const std::filesystem::path& program, const TestSettings& settings);
+
+  /// A single run of `program` in `mode`, once (checking generated programs); its outputs lie in jobDir.
+  struct PendingRun {
+    std::future<oracles::RunResult> result;
+    std::filesystem::path jobDir;
+  };
+  PendingRun submitOne(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
+
+  /// Runs a plain Python script (a repro.py) in a fresh interpreter inside a worker child, in its job
+  /// directory, under settings.limits. The result's exitCode, stdoutTail and stderrTail say what it did
+  /// (status Signal when the script was killed by a signal).
+  oracles::RunResult runScript(const std::filesystem::path& script, const TestSettings& settings);
+
+  /// Runs torch._inductor.compiler_bisector on `program` under settings.compile with backend Inductor.
+  /// spec: {"check": "crash" | "numeric", "leaves": [...]}; the job also carries the comparator's
+  /// tolerance table (ComparatorOptions::toleranceTable). The result's `bisect`
+  /// holds {"available", "found", "backend", "subsystem", "bisect_number", "debug_info"}.
+  oracles::RunResult bisect(const std::filesystem::path& program, const TestSettings& settings,
+                            const nlohmann::json& spec);
+
+  /// Lifts an untrusted Python program into an IR proposal: the worker checks its AST against an
+  /// allowlist (a refused program never runs), runs it once in eager under settings' seed, limits and
+  /// threads, and maps each traced torch call through `table` (gen::liftTable). The result's `lift`
+  /// holds {"proposal", "calls", "mapped", "unmapped"} or {"rejected": reason}; a forward that raises
+  /// gives the usual exception result.
+  oracles::RunResult lift(const std::filesystem::path& program, const TestSettings& settings,
+                          const nlohmann::json& table);
+
+ private:
+  Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
+  /// Turns a program job into a single run of another kind ("script", "bisect", "lift"): its id, directory, repeat.
+  void asKind(Job& job, const std::string& kind) const;
+
+  WorkerPool& pool_;
+  oracles::Comparator comparator_;
+  std::filesystem::path jobsRoot_;
+  std::atomic<uint64_t> nextJob_{0};
+};
+
+}  // namespace tcfuzz
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tcfuzz {
+/// The whole test as JSON: verdict, reason, per-mode status and times, per-leaf figures.
+nlohmann::json toJson(const ProgramTestResult& result);
+}  // namespace tcfuzz

@@ -1,0 +1,73 @@
+#include "fuzzer/worker/Protocol.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace tcfuzz {
+
+std::string_view toString(RunMode mode) {
+  switch (mode) {
+    case RunMode::Eager: return "eager";
+    case RunMode::Compiled: return "compiled";
+    case RunMode::Fp64: return "fp64";
+  }
+  return "eager";
+}
+
+std::string encodeJob(const Job& job) {
+  nlohmann::json j{
+      {"type", "job"},
+      {"id", job.id},
+      {"kind", job.kind},
+      {"program", job.program.string()},
+      {"mode", toString(job.mode)},
+      {"seed", job.seed},
+      {"device", job.device},
+      {"limits", {{"timeout_s", job.limits.timeoutSeconds}, {"memory_mb", job.limits.memoryMb}}},
+      {"job_dir", job.jobDir.string()},
+      {"repeat", job.repeat},
+      {"threads", job.threads},
+      {"backward", job.backward},
+  };
+  if (job.mode == RunMode::Compiled || job.kind == "bisect") j["compile"] = job.compile.toJson();
+  if (!job.bisect.is_null()) j["bisect"] = job.bisect;
+  if (!job.lift.is_null()) j["lift"] = job.lift;
+  nlohmann::json plugins = nlohmann::json::array();
+  for (const auto& p : job.plugins) plugins.push_back(p.string());
+  j["plugins"] = plugins;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string encodeQuit() { return R"({"type":"quit"})"; }
+
+WorkerMessage decodeMessage(std::string_view line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    throw ProtocolError(fmt::format("worker sent a line that is not a JSON object: '{}'",
+                                    std::string(line.substr(0, 200))));
+  std::string type = j.value("type", "");
+  try {
+    if (type == "hello") {
+      Hello h;
+      h.torchVersion = j.at("torch").get<std::string>();
+      h.torchGit = j.value("torch_git", "");
+      h.torchDir = j.value("torch_dir", "");
+      h.python = j.value("python", "");
+      h.device = j.value("device", "cpu");
+      h.pid = j.value("pid", 0);
+      h.importSeconds = j.value("import_s", 0.0);
+      if (auto it = j.find("cuda"); it != j.end() && it->is_object()) {
+        h.cudaAvailable = it->value("available", false);
+        h.cudaDevices = it->value("count", 0);
+      }
+      return h;
+    }
+    if (type == "result") return oracles::runResultFromJson(j);
+  } catch (const std::exception& e) {
+    throw ProtocolError(fmt::format("malformed '{}' message from worker: {}", type, e.what()));
+  }
+  if (type == "error") throw ProtocolError(fmt::format("worker rejected a line: {}", j.value("message", "")));
+  throw ProtocolError(fmt::format("worker sent a message of unknown type '{}'", type));
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,72 @@
+#pragma once
+// The JSON-lines protocol between tcfuzz and the worker zygote (fuzzer/worker/zygote.py).
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "oracles/CompileConfig.h"
+#include "oracles/RunResult.h"
+
+namespace tcfuzz {
+
+enum class RunMode { Eager, Compiled, Fp64 };
+std::string_view toString(RunMode mode);
+
+/// Per-job limits the harness enforces.
+struct Limits {
+  double timeoutSeconds = 60;
+  int64_t memoryMb = 4096;  ///< 0: unlimited
+};
+
+/// One job for a worker: a program run in one mode (kind "program"), a plain Python script run in a
+/// fresh interpreter (kind "script": a repro.py), a compiler bisection of a program (kind "bisect"), or
+/// an untrusted program checked, run once in eager and traced into an IR proposal (kind "lift").
+struct Job {
+  std::string id;
+  std::string kind = "program";   ///< "program", "script", "bisect" or "lift"
+  std::filesystem::path program;  ///< absolute path of the program file (the script, for "script")
+  RunMode mode = RunMode::Eager;
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  oracles::CompileConfig compile;           ///< used in Compiled mode only
+  Limits limits;
+  std::filesystem::path jobDir;    ///< absolute; the child writes its outputs here
+  int repeat = 1;                  ///< forward calls; a second one checks nondeterminism
+  std::vector<std::filesystem::path> plugins;  ///< trusted Python files run before compiling
+  int threads = 0;                 ///< torch intra-op threads in the child; 0: torch's default
+  bool backward = false;           ///< also compare gradients (inputs and parameters) after each forward
+  /// "bisect" jobs: {"check": "crash" | "numeric", "leaves": [int], "tolerances": ComparatorOptions::toleranceTable()}; else null.
+  nlohmann::json bisect;
+  /// "lift" jobs: {"table": liftTable(catalog), "dtypes": [supported dtype names], "max_rank": int,
+  /// "max_elements": int}; else null.
+  nlohmann::json lift;
+};
+
+/// The zygote's first message, after `import torch`.
+struct Hello {
+  std::string torchVersion, torchGit, torchDir, python, device;
+  int pid = 0;
+  double importSeconds = 0;
+  bool cudaAvailable = false;
+  int cudaDevices = 0;
+};
+
+/// A line the harness could not have meant: not JSON, or missing a required field.
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The job as one line of JSON (no trailing newline).
+std::string encodeJob(const Job& job);
+/// The zygote's shutdown request.
+std::string encodeQuit();
+
+using WorkerMessage = std::variant<Hello, oracles::RunResult>;
+/// Decodes one line from the harness; throws ProtocolError naming what is wrong.
+WorkerMessage decodeMessage(std::string_view line);
+
+}  // namespace tcfuzz

@@ -1,0 +1,305 @@
+#include "fuzzer/worker/WorkerPool.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+
+#include <boost/process.hpp>
+#include <boost/process/posix.hpp>
+#include <fmt/format.h>
+
+namespace bp = boost::process;
+using Clock = std::chrono::steady_clock;
+
+namespace tcfuzz {
+
+/// The zygote process and the parent's ends of its pipes.
+struct Worker::Process {
+  bp::group group;
+  bp::child child;
+  int toChild = -1;    ///< write end of the zygote's stdin
+  int fromChild = -1;  ///< read end of the zygote's stdout
+  std::filesystem::path log;
+
+  ~Process() {
+    if (toChild >= 0) ::close(toChild);
+    if (fromChild >= 0) ::close(fromChild);
+    std::error_code ec;
+    if (group.valid()) group.terminate(ec);  // SIGKILL to the whole group
+    if (child.valid()) child.wait(ec);
+  }
+};
+
+Worker::Worker(WorkerSpec spec, int index, const std::atomic<bool>* cancelled)
+    : spec_(std::move(spec)), index_(index), cancelled_(cancelled) {}
+
+Worker::~Worker() { stop(); }
+
+std::string Worker::logTail() const {
+  if (!process_) return "";
+  std::ifstream in(process_->log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
+}
+
+const Hello& Worker::start() {
+  if (process_ && process_->child.running() && hello_) return *hello_;
+  process_.reset();
+  hello_.reset();
+  buffer_.clear();
+
+  std::filesystem::create_directories(spec_.workDir);
+  auto cacheDir = spec_.inductorCacheDir.empty() ? spec_.workDir / "inductor-cache" : spec_.inductorCacheDir;
+  std::filesystem::create_directories(cacheDir);
+  std::filesystem::create_directories(spec_.workDir / "cache");
+  SandboxPolicy policy{spec_.sandbox, {spec_.workDir, cacheDir}, spec_.device};
+  std::vector<std::string> argv = sandboxedCommand(
+      policy, {spec_.python.string(), "-u", spec_.harness.string(), "--device", spec_.device});
+
+  bp::native_environment env = boost::this_process::environment();
+  bp::environment childEnv;
+  for (const auto& entry : env) childEnv[entry.get_name()] = entry.to_string();
+  childEnv["TORCHINDUCTOR_CACHE_DIR"] = cacheDir.string();
+  childEnv["TRITON_CACHE_DIR"] = (cacheDir / "triton").string();
+  childEnv["XDG_CACHE_HOME"] = (spec_.workDir / "cache").string();
+  childEnv["PYTHONDONTWRITEBYTECODE"] = "1";
+  std::filesystem::create_directories(spec_.workDir / "tmp");
+  childEnv["TMPDIR"] = (spec_.workDir / "tmp").string();
+  for (const auto& [k, v] : spec_.extraEnv) childEnv[k] = v;
+
+  int inPipe[2], outPipe[2];
+  if (::pipe2(inPipe, O_CLOEXEC) != 0 || ::pipe2(outPipe, O_CLOEXEC) != 0)
+    throw WorkerStartError(fmt::format("cannot create pipes for worker {}: {}", index_, std::strerror(errno)));
+  auto proc = std::make_unique<Process>();
+  proc->toChild = inPipe[1];
+  proc->fromChild = outPipe[0];
+  proc->log = spec_.workDir / fmt::format("zygote-{}.log", index_);
+  int logFd = ::open(proc->log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (logFd < 0)
+    throw WorkerStartError(fmt::format("cannot open {}: {}", proc->log.string(), std::strerror(errno)));
+  std::error_code ec;
+  auto exe = argv[0].find('/') == std::string::npos ? bp::search_path(argv[0]) : boost::filesystem::path(argv[0]);
+  proc->child = bp::child(exe, bp::args(std::vector<std::string>(argv.begin() + 1, argv.end())),
+                          bp::posix::fd.bind(0, inPipe[0]), bp::posix::fd.bind(1, outPipe[1]),
+                          bp::posix::fd.bind(2, logFd), childEnv, proc->group, ec);
+  ::close(inPipe[0]);
+  ::close(outPipe[1]);
+  ::close(logFd);
+  if (ec) {
+    ::close(inPipe[1]);
+    ::close(outPipe[0]);
+    proc->toChild = proc->fromChild = -1;
+    throw WorkerStartError(fmt::format("cannot start worker {} ({}): {}", index_, argv[0], ec.message()));
+  }
+  process_ = std::move(proc);
+
+  auto line = readLine(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(spec_.startTimeoutSeconds * 1000)));
+  if (!line)
+    throw WorkerStartError(fmt::format("worker {} did not start within {:.0f}s. Its log ({}):\n{}", index_,
+                                       spec_.startTimeoutSeconds, process_->log.string(), logTail()));
+  WorkerMessage msg;
+  try {
+    msg = decodeMessage(*line);
+  } catch (const ProtocolError& e) {
+    throw WorkerStartError(fmt::format("worker {} started badly: {}\n{}", index_, e.what(), logTail()));
+  }
+  if (!std::holds_alternative<Hello>(msg))
+    throw WorkerStartError(fmt::format("worker {} sent a result before its hello", index_));
+  Hello hello = std::get<Hello>(msg);
+  if (!spec_.expectedTorchGit.empty() && hello.torchGit != spec_.expectedTorchGit)
+    throw WorkerStartError(fmt::format(
+        "the Python at {} has torch {} (git {}) from {}, but tcfuzz was built against torch {} (git {}). "
+        "Rebuild tcfuzz for this Python (scripts/setup), or pass --python with the matching interpreter.",
+        spec_.python.string(), hello.torchVersion, hello.torchGit, hello.torchDir, spec_.expectedTorchVersion,
+        spec_.expectedTorchGit));
+  if (spec_.device.starts_with("cuda") && !hello.cudaAvailable)
+    throw WorkerStartError(fmt::format("device {} was requested, but torch {} sees no CUDA GPU on this machine",
+                                       spec_.device, hello.torchVersion));
+  hello_ = std::move(hello);
+  return *hello_;
+}
+
+std::optional<std::string> Worker::readLine(Clock::time_point deadline) {
+  while (true) {
+    if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return line;
+    }
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (remaining <= 0) return std::nullopt;
+    if (cancelled_ && cancelled_->load()) return std::nullopt;
+    pollfd pfd{process_->fromChild, POLLIN, 0};
+    int n = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(remaining, 1000)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) continue;
+    char chunk[65536];
+    ssize_t got = ::read(process_->fromChild, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return std::nullopt;  // EOF: the zygote is gone
+    buffer_.append(chunk, static_cast<size_t>(got));
+  }
+}
+
+oracles::RunResult Worker::lostWorkerResult(const Job& job, oracles::RunStatus status, const std::string& why) {
+  oracles::RunResult r;
+  r.jobId = job.id;
+  r.status = status;
+  r.phase = "harness";
+  r.signalName = "WORKER-LOST";
+  r.stderrTail = why + "\n" + logTail();
+  r.jobDir = job.jobDir;
+  process_.reset();  // kills the group; the next job restarts the zygote
+  hello_.reset();
+  return r;
+}
+
+oracles::RunResult Worker::run(const Job& job) {
+  auto began = Clock::now();
+  start();
+  std::string line = encodeJob(job) + "\n";
+  const char* data = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    ssize_t put = ::write(process_->toChild, data, left);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return lostWorkerResult(job, oracles::RunStatus::Signal, "worker pipe closed before the job was sent");
+    data += put;
+    left -= static_cast<size_t>(put);
+  }
+  auto deadline = began + std::chrono::milliseconds(
+                              static_cast<int64_t>((job.limits.timeoutSeconds + spec_.graceSeconds) * 1000));
+  while (true) {
+    auto reply = readLine(deadline);
+    if (!reply && cancelled_ && cancelled_->load()) {
+      process_.reset();  // kills the zygote and its job; the pool is shutting down
+      hello_.reset();
+      throw JobCancelled("job " + job.id + " abandoned: the run is stopping");
+    }
+    if (!reply) {
+      bool alive = process_->child.running();
+      return lostWorkerResult(job, alive ? oracles::RunStatus::Timeout : oracles::RunStatus::Signal,
+                              alive ? "worker zygote stopped answering; killed and restarted"
+                                    : "worker zygote died; restarted");
+    }
+    WorkerMessage msg;
+    try {
+      msg = decodeMessage(*reply);
+    } catch (const ProtocolError& e) {
+      return lostWorkerResult(job, oracles::RunStatus::Signal, e.what());
+    }
+    if (!std::holds_alternative<oracles::RunResult>(msg)) continue;
+    auto result = std::get<oracles::RunResult>(std::move(msg));
+    if (result.jobId != job.id) continue;  // a late answer to a job abandoned earlier
+    result.jobDir = job.jobDir;
+    result.times.roundTrip = std::chrono::duration<double>(Clock::now() - began).count();
+    return result;
+  }
+}
+
+void Worker::stop() {
+  if (!process_) return;
+  if (process_->toChild >= 0) {
+    std::string quit = encodeQuit() + "\n";
+    [[maybe_unused]] auto ignored = ::write(process_->toChild, quit.data(), quit.size());
+    ::close(process_->toChild);
+    process_->toChild = -1;
+    std::error_code ec;
+    for (int i = 0; i < 20 && process_->child.running(ec); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  process_.reset();
+  hello_.reset();
+}
+
+WorkerPool::WorkerPool(WorkerSpec spec, size_t size) : spec_(std::move(spec)) {
+  // A write to a zygote that just died must fail with EPIPE, not kill tcfuzz with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::vector<std::future<Hello>> started;
+  for (size_t i = 0; i < std::max<size_t>(size, 1); ++i) {
+    std::promise<Hello> promise;
+    started.push_back(promise.get_future());
+    threads_.emplace_back(&WorkerPool::serve, this, i, std::move(promise));
+  }
+  try {
+    for (size_t i = 0; i < started.size(); ++i) {
+      Hello h = started[i].get();
+      if (i == 0) hello_ = h;
+    }
+  } catch (...) {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (auto& t : threads_) t.join();
+    throw;
+  }
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void WorkerPool::cancel() {
+  std::deque<std::pair<Job, std::promise<oracles::RunResult>>> abandoned;
+  {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+    abandoned.swap(queue_);
+  }
+  for (auto& [job, promise] : abandoned)
+    promise.set_exception(std::make_exception_ptr(JobCancelled("job " + job.id + " abandoned: the run is stopping")));
+  ready_.notify_all();
+}
+
+std::future<oracles::RunResult> WorkerPool::submit(Job job) {
+  std::promise<oracles::RunResult> promise;
+  auto future = promise.get_future();
+  if (cancelled_) {
+    promise.set_exception(std::make_exception_ptr(JobCancelled("job " + job.id + " refused: the run is stopping")));
+    return future;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    queue_.emplace_back(std::move(job), std::move(promise));
+  }
+  ready_.notify_one();
+  return future;
+}
+
+void WorkerPool::serve(size_t index, std::promise<Hello> started) {
+  Worker worker(spec_, static_cast<int>(index), &cancelled_);
+  try {
+    started.set_value(worker.start());
+  } catch (...) {
+    started.set_exception(std::current_exception());
+    return;
+  }
+  while (true) {
+    std::pair<Job, std::promise<oracles::RunResult>> item;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping with nothing left
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    try {
+      item.second.set_value(worker.run(item.first));
+    } catch (...) {
+      item.second.set_exception(std::current_exception());  // e.g. the zygote cannot be restarted
+    }
+  }
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,112 @@
+#pragma once
+// Worker zygotes (fuzzer/worker/zygote.py) as Boost.Process children, and a pool of them.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fuzzer/worker/Protocol.h"
+#include "fuzzer/worker/Sandbox.h"
+
+namespace tcfuzz {
+
+/// How to start a zygote.
+struct WorkerSpec {
+  std::filesystem::path python;        ///< the interpreter whose torch is under test
+  std::filesystem::path harness;       ///< the zygote's entry script, fuzzer/worker/zygote.py
+  std::string device = "cpu";
+  std::filesystem::path workDir;       ///< writable in the sandbox: job dirs, caches, zygote logs
+  std::filesystem::path inductorCacheDir;  ///< TORCHINDUCTOR_CACHE_DIR; empty: workDir/inductor-cache
+  SandboxKind sandbox = SandboxKind::Bubblewrap;
+  std::string expectedTorchGit;        ///< refuse a Python whose torch differs; empty: no check
+  std::string expectedTorchVersion;    ///< for the message only
+  double startTimeoutSeconds = 180;    ///< import torch on a cold disk can be slow
+  double graceSeconds = 30;            ///< beyond a job's timeout before the zygote is declared hung
+  std::map<std::string, std::string> extraEnv;
+};
+
+/// The zygote could not be started, or its torch is not the one tcfuzz links.
+struct WorkerStartError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The job was abandoned because the pool was cancelled (a campaign stopping); not a result.
+struct JobCancelled : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One zygote. Not thread-safe: owned and driven by one thread, which should outlive the zygote
+/// (the zygote dies with the thread that spawned it).
+class Worker {
+ public:
+  /// `cancelled`, when given, is polled while a job runs: once true, the zygote is killed and run()
+  /// throws JobCancelled.
+  Worker(WorkerSpec spec, int index, const std::atomic<bool>* cancelled = nullptr);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// Starts the zygote if it is not running and returns its hello; throws WorkerStartError.
+  const Hello& start();
+  /// Runs one job. A zygote that dies or hangs is restarted, and the job's result says what
+  /// happened (status signal or timeout, phase "harness"); it never throws for that.
+  oracles::RunResult run(const Job& job);
+  /// Asks the zygote to quit, then kills its process group.
+  void stop();
+
+ private:
+  std::optional<std::string> readLine(std::chrono::steady_clock::time_point deadline);
+  oracles::RunResult lostWorkerResult(const Job& job, oracles::RunStatus status, const std::string& why);
+  std::string logTail() const;
+
+  WorkerSpec spec_;
+  int index_;
+  const std::atomic<bool>* cancelled_;
+  struct Process;
+  std::unique_ptr<Process> process_;
+  std::optional<Hello> hello_;
+  std::string buffer_;
+};
+
+/// N zygotes, each driven by its own thread; jobs are served in submission order.
+class WorkerPool {
+ public:
+  /// Starts `size` zygotes in parallel; throws WorkerStartError if any fails to start.
+  WorkerPool(WorkerSpec spec, size_t size);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  /// Queues a job; the future holds its result (never an exception for a dead child).
+  std::future<oracles::RunResult> submit(Job job);
+  /// Abandons every queued and running job (their futures throw JobCancelled, running zygotes are
+  /// killed within a second) and refuses later ones. Thread-safe; for a campaign that stops.
+  void cancel();
+  /// The first zygote's hello (torch version, device).
+  const Hello& hello() const { return hello_; }
+  size_t size() const { return threads_.size(); }
+
+ private:
+  void serve(size_t index, std::promise<Hello> started);
+
+  WorkerSpec spec_;
+  Hello hello_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::pair<Job, std::promise<oracles::RunResult>>> queue_;
+  bool stopping_ = false;
+  std::atomic<bool> cancelled_{false};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tcfuzz

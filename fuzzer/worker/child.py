@@ -1,0 +1,633 @@
+"""One worker job, run in a child that the zygote (zygote.py) forked: ChildRun and child_main.
+
+The child runs the job's program (eager, compiled or float64), a repro.py script, a compiler bisection
+or a lift (lift.py), writes result.json into the job directory, then reports to the zygote through a
+pipe; it never writes to the protocol pipe. The zygote imports this module before it forks: nothing
+here may run a torch op at import time.
+"""
+
+import json
+import os
+import random
+import resource
+import signal
+import sys
+import time
+import traceback
+
+import torch
+import torch._dynamo
+import torch._inductor.config
+import torch.utils._pytree as pytree
+
+from lift import run_lift_job
+
+PHASE_FILE = "phase"
+RESULT_FILE = "result.json"
+STDOUT_FILE = "stdout.txt"
+STDERR_FILE = "stderr.txt"
+SCRIPT_STDOUT_FILE = "script_stdout.txt"
+SCRIPT_STDERR_FILE = "script_stderr.txt"
+SCRIPT_TAIL_CHARS = 8000
+OOM_MARKERS = ("can't allocate memory", "out of memory", "DefaultCPUAllocator", "std::bad_alloc")
+
+
+class ChildRun:
+    """One job executed in a forked child. Writes result.json into the job directory."""
+
+    def __init__(self, job):
+        self.job = job
+        self.dir = job["job_dir"]
+        self.phase = "start"
+        self.backward_note = ""
+        self.times = {}
+        self.compile_seconds = 0.0
+        self._compile_started = None
+
+    def mark(self, phase):
+        """Records the phase on disk first, so a death in this phase is attributed to it."""
+        self.phase = phase
+        with open(os.path.join(self.dir, PHASE_FILE), "w") as f:
+            f.write(phase)
+
+    def write_result(self, result):
+        tmp = os.path.join(self.dir, RESULT_FILE + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(result, f, default=str)
+        os.replace(tmp, os.path.join(self.dir, RESULT_FILE))
+
+    # -- program loading --------------------------------------------------------------------
+    def load_program(self):
+        path = self.job["program"]
+        with open(path) as f:
+            source = f.read()
+        namespace = {"__name__": "tcfuzz_program", "__file__": path}
+        code = compile(source, path, "exec")
+        exec(code, namespace)  # the child is the sandbox: this is where untrusted code runs
+        if "make_inputs" not in namespace:
+            raise ContractError("program defines no make_inputs(seed) function")
+        if "make_model" not in namespace and "Model" not in namespace:
+            raise ContractError("program defines neither a Model class nor make_model()")
+        return namespace
+
+    def seed_everything(self):
+        """Seeds every generator with the job's seed (the shared block's seed_everything)."""
+        seed_everything(int(self.job["seed"]))
+
+    # -- compile configuration ----------------------------------------------------------------
+    def apply_compile_config(self):
+        cfg = self.job.get("compile") or {}
+        import torch._inductor.config as inductor_config
+        inductor_config.fallback_random = True
+        inductor_config.compile_threads = 1
+        for key, value in (cfg.get("inductor_config") or {}).items():
+            target = inductor_config
+            parts = key.split(".")
+            for p in parts[:-1]:
+                target = getattr(target, p)
+            if not hasattr(target, parts[-1]):
+                raise CompileConfigError(f"unknown Inductor config option {key!r}")
+            setattr(target, parts[-1], value)
+        for plugin in self.job.get("plugins") or []:
+            # A trusted file named on the command line (for example a planted-bug backend).
+            ns = {"__name__": "tcfuzz_plugin", "__file__": plugin}
+            with open(plugin) as f:
+                exec(compile(f.read(), plugin, "exec"), ns)
+
+        handler = torch._dynamo.callback_handler
+
+        # Dynamo frames fire these, and so does AOTAutograd's lazy compile of the backward graph
+        # (CallbackTrigger.LAZY_BACKWARD) at the first backward: that one counts as compile time but
+        # keeps the phase "backward", so a failing backward compile is a backward failure.
+        def on_start(*_):
+            self._compile_started = time.monotonic()
+            if self.phase != "backward":
+                self.mark("compile")
+
+        def on_end(*_):
+            if self._compile_started is not None:
+                self.compile_seconds += time.monotonic() - self._compile_started
+                self._compile_started = None
+            if sys.exc_info()[0] is None and self.phase == "compile":  # a compile that raised keeps it
+                self.mark("run")
+
+        handler.register_start_callback(on_start)
+        handler.register_end_callback(on_end)
+
+    def compiled(self, model):
+        cfg = self.job.get("compile") or {}
+        kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
+        if cfg.get("mode"):
+            kwargs["mode"] = cfg["mode"]
+        if cfg.get("dynamic") is not None:
+            kwargs["dynamic"] = bool(cfg["dynamic"])
+        return torch.compile(model, **kwargs)
+
+    # -- the run -------------------------------------------------------------------------------
+    def build(self, ns, mode):
+        """The seeded model and inputs for `mode` (fp64: widened to float64), on the job's device."""
+        device = self.job.get("device", "cpu")
+        self.seed_everything()
+        model = ns["make_model"]() if "make_model" in ns else ns["Model"]()
+        model.eval()
+        inputs = ns["make_inputs"](int(self.job["seed"]))
+        if not isinstance(inputs, (list, tuple)):
+            inputs = (inputs,)
+        if mode == "fp64":
+            model, inputs = widen_model_and_inputs(model, inputs)
+        if device != "cpu":
+            model = model.to(device)
+            inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, list(inputs))
+        return model, inputs
+
+    @staticmethod
+    def grad_targets(model, inputs):
+        """Floating inputs become leaves that require grad; parameters already do.
+
+        Returns (inputs, wrt, wrt_names): wrt is the inputs' grad leaves, then the parameters by name."""
+        inputs = pytree.tree_map(_grad_leaf, list(inputs))
+        wrt, wrt_names = [], []
+        for i, leaf in enumerate(pytree.tree_leaves(inputs)):
+            if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                wrt.append(leaf)
+                wrt_names.append(f"grad(input {i})")
+        named = getattr(model, "named_parameters", None)
+        for name, p in sorted(named() if named else [], key=lambda item: item[0]):
+            if p.requires_grad:
+                wrt.append(p)
+                wrt_names.append(f"grad(param {name})")
+        return inputs, wrt, wrt_names
+
+    def call(self, fn, inputs, mode, wrt, wrt_names):
+        """One seeded forward call (and backward, for backward jobs): (cloned outputs, grads or None)."""
+        backward = bool(self.job.get("backward", False))
+        self.mark("run")
+        self.seed_everything()
+        # The program gets a clone of each grad leaf: an in-place op on an input is then legal
+        # (as it is without backward), and the gradient still flows back to the leaf.
+        args = [_clone_if_grad(t) for t in inputs] if backward else inputs
+        out = call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
+        # Under CUDA graphs the output buffers are reused by the next replay: clone at once.
+        outputs = pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, out)
+        grads = None
+        if backward:
+            # Outside Fp64Casts: the seeded grad_outputs must be the same float32 values in every mode.
+            self.mark("backward")
+            t_bw = time.monotonic()
+            grads = self.gradients(out, wrt, wrt_names)
+            self.times["backward_s"] = self.times.get("backward_s", 0.0) + time.monotonic() - t_bw
+        return outputs, grads
+
+    def run(self):
+        job = self.job
+        mode = job["mode"]
+        device = job.get("device", "cpu")
+        t0 = time.monotonic()
+        self.mark("load")
+        ns = self.load_program()
+        if mode == "compiled":
+            self.mark("config")
+            self.apply_compile_config()
+        self.mark("setup")
+        model, inputs = self.build(ns, mode)
+        fn = self.compiled(model) if mode == "compiled" else model
+        self.times["setup_s"] = time.monotonic() - t0
+
+        repeat = int(job.get("repeat", 1))
+        backward = bool(job.get("backward", False))
+        wrt, wrt_names = [], []
+        if backward:
+            inputs, wrt, wrt_names = self.grad_targets(model, inputs)
+        outputs, grads = [], []
+        self.times["backward_s"] = 0.0
+        t_run = time.monotonic()
+        torch.set_grad_enabled(backward)
+        for _ in range(repeat):
+            out, g = self.call(fn, inputs, mode, wrt, wrt_names)
+            outputs.append(out)
+            if backward:
+                grads.append(g)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        self.times["run_s"] = time.monotonic() - t_run
+        if mode == "compiled":
+            self.times["compile_s"] = self.compile_seconds
+
+        self.mark("save")
+        t_save = time.monotonic()
+        saved = [self.save_outputs(out, i, grads[i] if grads else None) for i, out in enumerate(outputs)]
+        self.times["save_s"] = time.monotonic() - t_save
+        result = {"status": "ok", "phase": "done", "outputs": saved[0], "times": self.times}
+        if len(saved) > 1:
+            result["repeat_outputs"] = saved[1:]
+        if backward:
+            result["backward"] = self.backward_note
+        if mode == "compiled":
+            result["compile_facts"] = compile_facts()
+        return result
+
+    # -- "script" jobs: a plain Python script (a repro.py) in a fresh interpreter -----------------
+    def run_script(self):
+        """Runs job["program"] with this Python in the job directory, inside this child's process group
+        and under its address-space limit (inherited): the zygote's timeout kills it with the group."""
+        import subprocess
+        self.mark("run")
+        t0 = time.monotonic()
+        out_path = os.path.join(self.dir, SCRIPT_STDOUT_FILE)
+        err_path = os.path.join(self.dir, SCRIPT_STDERR_FILE)
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.run([sys.executable, self.job["program"]], cwd=self.dir, stdin=subprocess.DEVNULL,
+                                  stdout=out, stderr=err)
+        self.times["run_s"] = time.monotonic() - t0
+        tails = {"stdout_tail": tail(out_path, SCRIPT_TAIL_CHARS), "stderr_tail": tail(err_path, SCRIPT_TAIL_CHARS),
+                 "times": self.times}
+        if proc.returncode < 0:
+            sig = -proc.returncode
+            name = signal.Signals(sig).name if sig in signal.valid_signals() else f"SIG{sig}"
+            return {"status": "signal", "phase": "run", "signal": sig, "signal_name": name, **tails}
+        return {"status": "ok", "phase": "done", "exit_code": proc.returncode, **tails}
+
+    # -- "bisect" jobs: torch._inductor.compiler_bisector on the program ------------------------
+    def leaves(self, ns, mode):
+        """One run in `mode`: the flattened outputs, then the gradients (as the saved outputs are ordered)."""
+        model, inputs = self.build(ns, mode)
+        fn = self.compiled(model) if mode == "compiled" else model
+        wrt, wrt_names = [], []
+        backward = bool(self.job.get("backward", False))
+        if backward:
+            inputs, wrt, wrt_names = self.grad_targets(model, inputs)
+        torch.set_grad_enabled(backward)
+        out, grads = self.call(fn, inputs, mode, wrt, wrt_names)
+        return pytree.tree_leaves(out) + [g for _, g in grads or []]
+
+    def bisect(self):
+        """CompilerBisector.do_bisect over Inductor: which backend, subsystem and application first fails
+        (check "crash": the compiled run raises; "numeric": it diverges from eager, arbitrated by fp64).
+        Raises JobError when the job carries no tolerance table (job["bisect"]["tolerances"])."""
+        spec = self.job.get("bisect") or {}
+        tolerances = bisect_tolerances(spec)
+        try:
+            from torch._inductor.compiler_bisector import CompilerBisector
+        except ImportError:
+            return {"status": "ok", "phase": "done", "bisect": {"available": False}, "times": self.times}
+        check = spec.get("check", "crash")
+        self.job["compile"] = dict(self.job.get("compile") or {}, backend="inductor")  # the bisector drives the backend
+        self.mark("load")
+        ns = self.load_program()
+        self.mark("config")
+        self.apply_compile_config()
+        self.mark("setup")
+        eager = fp64 = None
+        if check == "numeric":
+            eager = self.leaves(ns, "eager")
+            try:
+                fp64 = self.leaves(ns, "fp64")
+            except Exception:  # noqa: BLE001  (no fp64 reference: compared without it)
+                traceback.print_exc()
+
+        def compiles_correctly():
+            torch._dynamo.reset()
+            try:
+                compiled = self.leaves(ns, "compiled")
+            except Exception:  # noqa: BLE001  (a failing compiled run is the "bad" outcome)
+                traceback.print_exc()
+                return False
+            if check == "crash":
+                return True
+            return leaves_agree(eager, compiled, fp64, spec.get("leaves") or [], tolerances)
+
+        t0 = time.monotonic()
+        found = CompilerBisector.do_bisect(compiles_correctly)
+        self.times["run_s"] = time.monotonic() - t0
+        sys.stdout.flush()
+        info = {"available": True, "found": found is not None}
+        if found is not None:
+            info.update(backend=found.backend, subsystem=found.subsystem, bisect_number=found.bisect_number,
+                        debug_info=found.debug_info)
+        return {"status": "ok", "phase": "done", "bisect": info, "times": self.times,
+                "stdout_tail": tail(os.path.join(self.dir, STDOUT_FILE), SCRIPT_TAIL_CHARS)}
+
+    def gradients(self, out, wrt, wrt_names):
+        """d(outputs)/d(inputs, parameters) with seeded grad_outputs: [(name, tensor or None)], or None if skipped.
+
+        torch.autograd.grad, not .backward(): a repeated call accumulates nothing. Output leaf k is
+        seeded with seed + k (its position among all output leaves), so the values do not depend on
+        which other outputs happen to require grad."""
+        seed = int(self.job["seed"])
+        diff_outputs, grad_outputs = [], []
+        for k, leaf in enumerate(pytree.tree_leaves(out)):
+            if isinstance(leaf, torch.Tensor) and leaf.requires_grad and (leaf.is_floating_point() or leaf.is_complex()):
+                g = torch.randn(tuple(leaf.shape), generator=torch.Generator().manual_seed(seed + k), dtype=torch.float32)
+                diff_outputs.append(leaf)
+                grad_outputs.append(g.to(dtype=leaf.dtype, device=leaf.device))
+        if not diff_outputs:
+            self.backward_note = "skipped: no differentiable output"
+            return None
+        if not wrt:
+            self.backward_note = "skipped: no input or parameter requires grad"
+            return None
+        computed = torch.autograd.grad(diff_outputs, wrt, grad_outputs, allow_unused=True)
+        self.backward_note = "ok"
+        # Cloned at once, like the forward outputs (CUDA graphs reuse their buffers).
+        return [(name, None if g is None else g.detach().clone()) for name, g in zip(wrt_names, computed)]
+
+    def save_outputs(self, out, index, grads=None):
+        """Saves the flattened outputs, then the gradients, as one torch.save list; describes every leaf."""
+        leaves, _ = pytree.tree_flatten(out)
+        tensors, described = [], []
+        for leaf in leaves:
+            described.append(dict(self.describe_leaf(leaf, tensors), role="output"))
+        for name, grad in grads or []:
+            described.append(dict(self.describe_leaf(grad, tensors), role="grad", name=name))
+        name = "outputs.pt" if index == 0 else f"outputs_{index}.pt"
+        torch.save(tensors, os.path.join(self.dir, name))
+        return {"file": name, "leaves": described}
+
+    @staticmethod
+    def describe_leaf(leaf, tensors):
+        """Appends the leaf's tensor (if it has one) to `tensors` and returns its description."""
+        if isinstance(leaf, torch.SymInt):
+            leaf = int(leaf)
+        if isinstance(leaf, torch.Tensor):
+            t = leaf.detach().to("cpu")
+            if t.layout != torch.strided:
+                t = t.to_dense()
+            if t.is_complex():
+                t = torch.view_as_real(t.resolve_conj())  # compared as (..., 2) real pairs
+            t = t.contiguous().clone()  # its own storage: torch.save writes whole storages
+            tensors.append(t)
+            return {"kind": "tensor", "index": len(tensors) - 1, "dtype": str(leaf.dtype).replace("torch.", ""),
+                    "shape": list(leaf.shape)}
+        if isinstance(leaf, (bool, int, float)):
+            tensors.append(torch.tensor(leaf))
+            return {"kind": "scalar", "index": len(tensors) - 1, "dtype": type(leaf).__name__}
+        return {"kind": "other", "repr": repr(leaf)[:200]}
+
+
+class ContractError(Exception):
+    """The program file does not follow the tcfuzz program contract (see README)."""
+
+
+class CompileConfigError(Exception):
+    """The job's compile configuration names something torch does not have."""
+
+
+class JobError(Exception):
+    """The job message itself is malformed: a tcfuzz bug, not the program's."""
+
+
+def _clone_if_grad(t):
+    """Top-level tensor arguments that require grad are passed as clones (see ChildRun.run)."""
+    if isinstance(t, torch.Tensor) and t.requires_grad:
+        return t.clone()
+    return t
+
+
+def _grad_leaf(t):
+    """A floating or complex input tensor as a fresh leaf that requires grad; anything else unchanged."""
+    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+        return t.detach().requires_grad_(True)
+    return t
+
+
+# >>> tcfuzz shared block begin: seeding and fp64 widening (twin: oracles/repro_driver.py)
+# repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
+# stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
+def seed_everything(seed):
+    """Seeds Python's, torch's and (when installed) numpy's global generators with `seed`."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+
+
+def widen_dtype(dtype):
+    """float64 for a floating dtype, complex128 for a complex one; anything else unchanged."""
+    if isinstance(dtype, torch.dtype) and dtype.is_complex:
+        return torch.complex128
+    if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+        return torch.float64
+    return dtype
+
+
+def widen_tensor(t):
+    """A floating or complex tensor converted to its widened dtype; anything else unchanged."""
+    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+        return t.to(widen_dtype(t.dtype))
+    return t
+
+
+def widen_model_and_inputs(model, inputs):
+    """The float64 reference's model and inputs: the model in float64, floating inputs widened (a list)."""
+    return model.to(torch.float64), pytree.tree_map(widen_tensor, list(inputs))
+
+
+class Fp64Casts(torch.overrides.TorchFunctionMode):
+    """Turns explicit floating casts inside forward into float64 ones, as cast_to_fp64 does."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.Tensor.half, torch.Tensor.float, torch.Tensor.bfloat16):
+            return args[0].double(**kwargs)
+        if "dtype" in kwargs:
+            kwargs["dtype"] = widen_dtype(kwargs["dtype"])
+        if func in (torch.Tensor.to, torch.Tensor.type):
+            args = tuple(widen_dtype(a) for a in args)
+        return func(*args, **kwargs)
+
+
+def call_in_fp64(fn, args):
+    """fn(*args) as the float64 reference runs it: under Fp64Casts, with float64 the default dtype."""
+    with Fp64Casts():
+        default_dtype = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            return fn(*args)
+        finally:
+            torch.set_default_dtype(default_dtype)
+# <<< tcfuzz shared block end: seeding and fp64 widening (twin: oracles/repro_driver.py)
+
+
+# The keys of the oracle's tolerance table (ComparatorOptions::toleranceTable in oracles/Comparator.h).
+TOLERANCE_TABLE_KEYS = ("float32", "float64", "float16", "bfloat16", "unarbitrated_factor")
+
+
+def bisect_tolerances(spec):
+    """The tolerance table of a bisect job's spec (job["bisect"]["tolerances"], which tcfuzz fills from
+    ComparatorOptions::toleranceTable); raises JobError naming what is missing. There is no default."""
+    table = spec.get("tolerances")
+    if not isinstance(table, dict):
+        raise JobError('bisect job has no tolerance table: job["bisect"]["tolerances"] must be the oracle\'s '
+                       "ComparatorOptions::toleranceTable() (ProgramTester::bisect sends it)")
+    missing = [key for key in TOLERANCE_TABLE_KEYS
+               if isinstance(table.get(key), bool) or not isinstance(table.get(key), (int, float))]
+    if missing:
+        raise JobError(f'bisect job\'s tolerance table (job["bisect"]["tolerances"]) lacks a number for '
+                       f"{', '.join(missing)}")
+    return table
+
+
+def leaves_agree(eager, compiled, fp64, leaves, tolerances):
+    """The numeric check of a bisect job, as the oracle makes it (oracles/Comparator.cpp): per leaf
+    (all floating ones when `leaves` is empty), torch._dynamo.utils.same(eager, compiled, fp64) on
+    the elements where eager is finite, after NaN/Inf placement, dtype and shape checks. Without an
+    fp64 reference, allclose at the dtype's tolerance times the table's "unarbitrated_factor".
+    `tolerances` is the job's table (bisect_tolerances), never a default."""
+    from torch._dynamo.utils import same
+    if len(eager) != len(compiled):
+        return False
+    if fp64 is not None and len(fp64) != len(eager):
+        fp64 = None
+    indices = leaves or [i for i, t in enumerate(eager) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    for i in indices:
+        if i >= len(eager):
+            continue
+        e, c, r = eager[i], compiled[i], fp64[i] if fp64 is not None else None
+        if not isinstance(e, torch.Tensor) or not isinstance(c, torch.Tensor):
+            if repr(e) != repr(c):
+                return False
+            continue
+        e, c = e.detach().cpu(), c.detach().cpu()
+        if e.dtype != c.dtype or e.shape != c.shape:
+            return False
+        if not e.is_floating_point():
+            if not torch.equal(e, c):
+                return False
+            continue
+        r = r.detach().cpu().double() if isinstance(r, torch.Tensor) and r.shape == e.shape else None
+        if not all(torch.equal(f(e), f(c)) for f in (torch.isnan, torch.isposinf, torch.isneginf)):
+            return False
+        finite = torch.isfinite(e)
+        tol = tolerances.get(str(e.dtype).replace("torch.", ""), tolerances["float32"])
+        if r is None:
+            loose = tol * tolerances["unarbitrated_factor"]
+            if not torch.allclose(e[finite].double(), c[finite].double(), atol=loose, rtol=loose):
+                return False
+        elif not same(e[finite], c[finite], fp64_ref=r[finite], tol=tol, equal_nan=True):
+            print(f"bisect: leaf {i} diverges")
+            return False
+    return True
+
+
+def compile_facts():
+    from torch._dynamo.utils import counters
+    stats = counters.get("stats", {})
+    breaks = dict(counters.get("graph_break", {}))
+    return {
+        "graph_count": int(stats.get("unique_graphs", 0)),
+        "graph_breaks": int(sum(breaks.values())),
+        "break_reasons": {str(k)[:300]: int(v) for k, v in list(breaks.items())[:20]},
+        "inductor_counters": _numeric(counters.get("inductor", {})),
+        "inductor_metrics": inductor_metrics(),
+        "aot_autograd_counters": _numeric(counters.get("aot_autograd", {})),
+    }
+
+
+def _numeric(mapping):
+    return {str(k): v for k, v in mapping.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+# The numeric module globals of torch._inductor.metrics (torch 2.11 has all of these; older or newer
+# torch may lack some: those are skipped). Each child is a fresh fork, so they count this job only.
+INDUCTOR_METRICS = (
+    "generated_kernel_count", "generated_cpp_vec_kernel_count", "ir_nodes_pre_fusion", "num_bytes_accessed",
+    "cpp_to_dtype_count", "num_comprehensive_padding", "num_matches_for_scatter_upon_const_tensor",
+    "num_loop_reordering", "parallel_reduction_count", "codegen_mix_order_reduction", "num_auto_chunking",
+)
+
+
+def inductor_metrics():
+    import torch._inductor.metrics as metrics
+    return _numeric({name: getattr(metrics, name, None) for name in INDUCTOR_METRICS})
+
+
+def exception_record(exc):
+    t = type(exc)
+    tb = "".join(traceback.format_exception(t, exc, exc.__traceback__))
+    return {
+        "type": t.__name__,
+        "qualified_type": f"{t.__module__}.{t.__qualname__}",
+        "message": str(exc)[:4000],
+        "traceback": tb[-16000:],
+    }
+
+
+def is_oom(exc):
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    text = str(exc)
+    return any(m in text for m in OOM_MARKERS)
+
+
+def child_main(job, done_fd):
+    """Runs in the forked child. Never returns: writes result.json, then one byte to done_fd, then exits."""
+    os.setsid()  # own process group: the zygote kills the whole group, compile workers included
+    job_dir = job["job_dir"]
+    out = os.open(os.path.join(job_dir, STDOUT_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    err = os.open(os.path.join(job_dir, STDERR_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    import faulthandler
+    faulthandler.enable(file=sys.stderr)  # a segfault leaves the Python stack in stderr.txt
+    memory_mb = int((job.get("limits") or {}).get("memory_mb", 0))
+    if memory_mb and job.get("device", "cpu") == "cpu":
+        # RLIMIT_AS counts address space; CUDA reserves huge ranges, so there the RSS watchdog rules.
+        limit = vm_size_bytes() + memory_mb * 2 ** 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    threads = int(job.get("threads", 0))
+    if threads > 0:
+        torch.set_num_threads(threads)
+    run = ChildRun(job)
+    code = 0
+    kind = job.get("kind", "program")
+    try:
+        if kind == "script":
+            result = run.run_script()
+        elif kind == "bisect":
+            result = run.bisect()
+        elif kind == "lift":
+            result = run_lift_job(run)
+        elif kind == "program":
+            result = run.run()
+        else:
+            raise ValueError(f"unknown job kind {kind!r}")
+    except BaseException as exc:  # noqa: BLE001  (everything the program raises is a result)
+        status = "oom" if is_oom(exc) else "exception"
+        result = {"status": status, "phase": run.phase, "exception": exception_record(exc), "times": run.times}
+        if run.job.get("mode") == "compiled":
+            try:
+                result["compile_facts"] = compile_facts()
+            except Exception:  # noqa: BLE001
+                pass
+    try:
+        run.write_result(result)
+        os.write(done_fd, b"1")
+    except BaseException:  # noqa: BLE001
+        code = 3
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def vm_size_bytes():
+    """This process's address-space size (the base of the child's RLIMIT_AS)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * resource.getpagesize()
+
+
+def tail(path, limit=4000):
+    """The last `limit` bytes of the file at `path` as text ("" when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
