@@ -280,30 +280,67 @@ bool GraphRepairer::append(Node node, std::string* reason) {
   return false;
 }
 
+/// The state tryAppend's stages hand on: the node (edited in place), the op, and what is derived.
+struct GraphRepairer::AppendAttempt {
+  AppendAttempt(Node& n, std::string& why, bool isFixup) : node(n), reason(why), fixup(isFixup) {}
+
+  Node& node;
+  std::string& reason;
+  bool fixup;
+  const OpSpec* op = nullptr;        // set by lookUpOp
+  OpContext ctx;                     // set by fitAttrs, kept in step with the node's inputs
+  std::vector<TensorType> outs;      // set by inferWithRepair
+  std::vector<Interval> outRanges;   // set by avoidOverflow
+  bool repaired = false;             // some stage changed the node or the graph
+};
+
+constinit const std::pair<std::string_view, GraphRepairer::AppendStage> GraphRepairer::kAppendStages[] = {
+    {"look_up_op", &GraphRepairer::lookUpOp},
+    {"fit_arity", &GraphRepairer::fitArity},
+    {"fit_dtypes", &GraphRepairer::fitDTypes},
+    {"fit_rank", &GraphRepairer::fitRank},
+    {"fit_attrs", &GraphRepairer::fitAttrs},
+    {"add_missing_inputs", &GraphRepairer::addMissingInputs},
+    {"infer_with_repair", &GraphRepairer::inferWithRepair},
+    {"cap_output_elements", &GraphRepairer::capOutputElements},
+    {"fit_value_domains", &GraphRepairer::fitValueDomains},
+    {"check_unique_indices", &GraphRepairer::checkUniqueIndices},
+    {"avoid_overflow", &GraphRepairer::avoidOverflow},
+    {"commit", &GraphRepairer::commit},
+};
+
 bool GraphRepairer::tryAppend(Node& node, std::string& reason, bool fixup) {
-  const OpSpec* opp = catalog_.find(node.op);
-  if (!opp) {
-    reason = "unknown op '" + node.op + "'";
-    return false;
-  }
-  const OpSpec& op = *opp;
-  bool repaired = false;
+  AppendAttempt attempt{node, reason, fixup};
+  for (const auto& [name, stage] : kAppendStages)
+    if (!(this->*stage)(attempt)) return false;
+  return true;
+}
 
-  // Arity: drop extra inputs, add fresh ones for missing.
-  if (static_cast<int>(node.inputs.size()) > op.maxInputs) {
-    node.inputs.resize(op.maxInputs);
-    repaired = true;
+bool GraphRepairer::lookUpOp(AppendAttempt& a) {
+  a.op = catalog_.find(a.node.op);
+  if (!a.op) a.reason = "unknown op '" + a.node.op + "'";
+  return a.op != nullptr;
+}
+
+bool GraphRepairer::fitArity(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  if (static_cast<int>(a.node.inputs.size()) > op.maxInputs) {
+    a.node.inputs.resize(op.maxInputs);
+    a.repaired = true;
   }
-  if (node.inputs.empty()) {
+  if (a.node.inputs.empty()) {
     TensorType t{{4, 4}, op.accepts[0].has(DType::Float32) ? DType::Float32 : DType::Int64};
-    node.inputs.push_back(addSource(t, std::nullopt, false));
-    repaired = true;
+    a.node.inputs.push_back(addSource(t, std::nullopt, false));
+    a.repaired = true;
   }
+  return true;
+}
 
-  // Dtypes: cast an input the op does not accept to the closest accepted dtype.
-  for (size_t k = 0; k < node.inputs.size(); ++k) {
+bool GraphRepairer::fitDTypes(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  for (size_t k = 0; k < a.node.inputs.size(); ++k) {
     DTypeSet ok = op.accepts[std::min(k, op.accepts.size() - 1)];
-    DType have = g_->typeOf(node.inputs[k]).dtype;
+    DType have = g_->typeOf(a.node.inputs[k]).dtype;
     if (ok.has(have)) continue;
     DType want = DType::Float32;
     for (DType d : {DType::Float32, have, DType::Int64, DType::Bool, DType::Float64, DType::Int32, DType::Float16})
@@ -312,215 +349,252 @@ bool GraphRepairer::tryAppend(Node& node, std::string& reason, bool fixup) {
         break;
       }
     if (!ok.has(want)) {
-      reason = "no accepted dtype";
+      a.reason = "no accepted dtype";
       return false;
     }
-    int v = isFreshSource(node.inputs[k]) ? -1 : castTo(node.inputs[k], want);
+    int v = isFreshSource(a.node.inputs[k]) ? -1 : castTo(a.node.inputs[k], want);
     if (v < 0) {  // a fresh input simply changes dtype
-      g_->typeOf(node.inputs[k]).dtype = want;
-      fitSourceTo(node.inputs[k], Interval{});
-      v = node.inputs[k];
+      g_->typeOf(a.node.inputs[k]).dtype = want;
+      fitSourceTo(a.node.inputs[k], Interval{});
+      v = a.node.inputs[k];
     }
-    node.inputs[k] = v;
-    repaired = true;
+    a.node.inputs[k] = v;
+    a.repaired = true;
   }
+  return true;
+}
 
-  // Rank of input 0: add leading unit dims, or merge leading dims, with a reshape.
-  if (int rank = g_->typeOf(node.inputs[0]).rank(); !fixup && (rank < op.minRank || rank > op.maxRank)) {
-    std::vector<int64_t> shape = g_->typeOf(node.inputs[0]).shape;
-    if (rank < op.minRank) {
-      shape.insert(shape.begin(), op.minRank - rank, 1);
-    } else {
-      int merge = rank - op.maxRank + 1;
-      int64_t lead = 1;
-      for (int d = 0; d < merge; ++d) lead *= shape[d];
-      shape.erase(shape.begin(), shape.begin() + merge);
-      shape.insert(shape.begin(), lead);
-    }
-    int v = node.inputs[0];
-    if (isFreshSource(v)) {
-      g_->typeOf(v).shape = shape;
-      ++stats_.resized;
-    } else {
-      ++stats_.coercions;
-      v = insert("reshape", {v}, {{"shape", shape}});
-      if (v < 0) {
-        reason = "cannot reshape input 0 to the op's rank";
-        return false;
-      }
-    }
-    node.inputs[0] = v;
-    repaired = true;
+bool GraphRepairer::fitRank(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  int rank = g_->typeOf(a.node.inputs[0]).rank();
+  if (a.fixup || (rank >= op.minRank && rank <= op.maxRank)) return true;
+  // Add leading unit dims, or merge leading dims.
+  std::vector<int64_t> shape = g_->typeOf(a.node.inputs[0]).shape;
+  if (rank < op.minRank) {
+    shape.insert(shape.begin(), op.minRank - rank, 1);
+  } else {
+    int merge = rank - op.maxRank + 1;
+    int64_t lead = 1;
+    for (int d = 0; d < merge; ++d) lead *= shape[d];
+    shape.erase(shape.begin(), shape.begin() + merge);
+    shape.insert(shape.begin(), lead);
   }
+  int v = a.node.inputs[0];
+  if (isFreshSource(v)) {
+    g_->typeOf(v).shape = shape;
+    ++stats_.resized;
+  } else {
+    ++stats_.coercions;
+    v = insert("reshape", {v}, {{"shape", shape}});
+    if (v < 0) {
+      a.reason = "cannot reshape input 0 to the op's rank";
+      return false;
+    }
+  }
+  a.node.inputs[0] = v;
+  a.repaired = true;
+  return true;
+}
 
-  OpContext ctx = contextFor(op, node);
-  if (std::string problem = checkAttrs(op, ctx); !problem.empty() && fixup) {
-    reason = problem;
+bool GraphRepairer::fitAttrs(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  a.ctx = contextFor(op, a.node);
+  std::string problem = checkAttrs(op, a.ctx);
+  if (problem.empty()) return true;
+  if (a.fixup) {
+    a.reason = problem;
     return false;
   }
-  if (!checkAttrs(op, ctx).empty()) {
-    ctx.attrs = json::object();
-    if (!drawAttrs(op, ctx)) {
-      reason = "the op's sampler rejects these inputs";
-      return false;
-    }
-    ++stats_.resampled;
-    repaired = true;
+  a.ctx.attrs = json::object();
+  if (!drawAttrs(op, a.ctx)) {
+    a.reason = "the op's sampler rejects these inputs";
+    return false;
   }
+  ++stats_.resampled;
+  a.repaired = true;
+  return true;
+}
 
-  // Missing inputs get fresh sources of the proposed type.
-  while (static_cast<int>(node.inputs.size()) < op.minInputs) {
-    int k = static_cast<int>(node.inputs.size());
-    TensorType t = op.propose ? op.propose(ctx, k, rng_) : ctx.x();
-    node.inputs.push_back(addSource(t, inputNeed(op, ctx, k), false));
-    ctx = [&] { OpContext c = contextFor(op, node); c.attrs = ctx.attrs; return c; }();
-    repaired = true;
+bool GraphRepairer::addMissingInputs(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  while (static_cast<int>(a.node.inputs.size()) < op.minInputs) {
+    int k = static_cast<int>(a.node.inputs.size());
+    TensorType t = op.propose ? op.propose(a.ctx, k, rng_) : a.ctx.x();
+    a.node.inputs.push_back(addSource(t, inputNeed(op, a.ctx, k), false));
+    refreshContext(a);
+    a.repaired = true;
   }
+  return true;
+}
 
-  std::vector<TensorType> outs;
-  auto attempt = [&]() {
-    try {
-      outs = inferTypes(op, ctx);
-      return true;
-    } catch (const ShapeError& e) {
-      reason = e.what();
-      return false;
-    }
-  };
-  auto refresh = [&] {
-    json attrs = ctx.attrs;
-    ctx = contextFor(op, node);
-    ctx.attrs = std::move(attrs);
-  };
-
-  bool ok = attempt();
-  for (int round = 0; !ok && !fixup && round < 4; ++round) {
-    repaired = true;
+bool GraphRepairer::inferWithRepair(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  bool ok = inferOutputs(a);
+  for (int round = 0; !ok && !a.fixup && round < 4; ++round) {
+    a.repaired = true;
     // (1) Integer constraints: solve attributes (and the dims of fresh inputs) with Z3.
-    if (op.constraints) {
-      std::vector<bool> resizable;
-      for (int in : node.inputs) resizable.push_back(isFreshSource(in));
-      std::vector<TensorType> types = ctx.in;
-      json attrs = ctx.attrs;
-      // Attributes alone first; resize fresh inputs only when that is not enough.
-      bool solved = solver_.solve(*op.constraints, types, attrs, std::vector<bool>(resizable.size(), false),
-                                  boundsOf(op), caps_.maxDim);
-      if (!solved && std::find(resizable.begin(), resizable.end(), true) != resizable.end()) {
-        types = ctx.in;
-        attrs = ctx.attrs;
-        solved = solver_.solve(*op.constraints, types, attrs, resizable, boundsOf(op), caps_.maxDim);
-      }
-      if (solved) {
-        for (size_t k = 0; k < node.inputs.size(); ++k)
-          if (resizable[k]) g_->typeOf(node.inputs[k]) = types[k];
-        ctx.attrs = attrs;
-        refresh();
-        ++stats_.solved;
-        if ((ok = attempt())) break;
-      }
-    }
-    // (2) Operands: make inputs 1.. the type the op proposes (resize fresh ones, coerce others).
-    if (op.propose && node.inputs.size() > 1) {
-      for (size_t k = 1; k < node.inputs.size(); ++k) {
-        TensorType want = op.propose(ctx, static_cast<int>(k), rng_);
-        DTypeSet okTypes = op.accepts[std::min(k, op.accepts.size() - 1)];
-        if (!okTypes.has(want.dtype)) want.dtype = g_->typeOf(node.inputs[k]).dtype;
-        if (g_->typeOf(node.inputs[k]) == want) continue;
-        if (isFreshSource(node.inputs[k])) {
-          g_->typeOf(node.inputs[k]) = want;
-          ++stats_.resized;
-        } else {
-          int v = coerce(node.inputs[k], want);
-          if (v < 0) {
-            reason = "cannot coerce an operand";
-            return false;
-          }
-          node.inputs[k] = v;
-        }
-      }
-      refresh();
-      if ((ok = attempt())) break;
+    if (op.constraints && solveIntConstraints(a) && (ok = inferOutputs(a))) break;
+    // (2) Operands: make inputs 1.. the type the op proposes.
+    if (op.propose && a.node.inputs.size() > 1) {
+      if (!proposeOperands(a)) return false;
+      if ((ok = inferOutputs(a))) break;
     }
     // (3) Redraw the attributes for these inputs.
-    ctx.attrs = json::object();
-    if (!drawAttrs(op, ctx)) break;
+    a.ctx.attrs = json::object();
+    if (!drawAttrs(op, a.ctx)) break;
     ++stats_.resampled;
-    ok = attempt();
+    ok = inferOutputs(a);
   }
-  if (!ok) return false;
-  for (const auto& t : outs)
+  return ok;
+}
+
+bool GraphRepairer::capOutputElements(AppendAttempt& a) {
+  for (const auto& t : a.outs)
     if (t.numel() > caps_.maxElements) {
-      reason = fmt::format("{} output {} exceeds {} elements", op.name, t.str(), caps_.maxElements);
+      a.reason = fmt::format("{} output {} exceeds {} elements", a.op->name, t.str(), caps_.maxElements);
       return false;
     }
+  return true;
+}
 
-  // Value domains: fit a fresh input's distribution, or clamp the value into the domain.
-  for (size_t k = 0; k < node.inputs.size(); ++k) {
-    auto need = inputNeed(op, ctx, static_cast<int>(k));
-    if (!need || ranges_.at(node.inputs[k]).within(*need)) continue;
-    repaired = true;
-    if (isFreshSource(node.inputs[k]) &&
-        std::count(node.inputs.begin(), node.inputs.end(), node.inputs[k]) == 1) {
-      fitSourceTo(node.inputs[k], *need);
-      if (op.uniqueIndex) g_->sourceOf(node.inputs[k])->dist.kind = "randperm";
+bool GraphRepairer::fitValueDomains(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  std::vector<int>& inputs = a.node.inputs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    auto need = inputNeed(op, a.ctx, static_cast<int>(k));
+    if (!need || ranges_.at(inputs[k]).within(*need)) continue;
+    a.repaired = true;
+    if (isFreshSource(inputs[k]) && std::count(inputs.begin(), inputs.end(), inputs[k]) == 1) {
+      fitSourceTo(inputs[k], *need);
+      if (op.uniqueIndex) g_->sourceOf(inputs[k])->dist.kind = "randperm";
     } else {
-      int v = clampInto(node.inputs[k], *need);
+      int v = clampInto(inputs[k], *need);
       if (v < 0) {
-        reason = "cannot clamp into the op's domain";
+        a.reason = "cannot clamp into the op's domain";
         return false;
       }
-      node.inputs[k] = v;
+      inputs[k] = v;
     }
   }
-  if (op.uniqueIndex)
-    for (size_t k = 1; k < node.inputs.size(); ++k) {
-      const Source* s = g_->sourceOf(node.inputs[k]);
-      if (!isInt(g_->typeOf(node.inputs[k]).dtype)) continue;
-      if (!s || s->dist.kind != "randperm" || g_->typeOf(node.inputs[k]).numel() > s->dist.high - s->dist.low) {
-        reason = "index values must be distinct";
-        return false;
-      }
-    }
-  refresh();
+  refreshContext(a);
+  return true;
+}
 
-  // Overflow: output ranges must stay finite within the dtype's safe magnitude.
-  auto rangesOk = [&](std::vector<Interval>& outRanges) {
-    outRanges = inferRanges(op, ctx, outs.size());
-    for (size_t i = 0; i < outs.size(); ++i)
-      if (isFloat(outs[i].dtype) && !finiteWithin(outRanges[i], safeMagnitude(outs[i].dtype))) return false;
-    return true;
-  };
-  std::vector<Interval> outRanges;
-  if (!rangesOk(outRanges)) {
-    repaired = true;
-    for (double bound : {2.0, 0.5}) {
-      for (size_t k = 0; k < node.inputs.size(); ++k) {
-        if (!isFloat(g_->typeOf(node.inputs[k]).dtype)) continue;
-        Interval box{-bound, bound};
-        if (auto need = inputNeed(op, ctx, static_cast<int>(k))) box = {std::max(box.lo, need->lo), std::min(box.hi, need->hi)};
-        if (!(box.lo < box.hi) || ranges_.at(node.inputs[k]).within(box)) continue;
-        int v = clampInto(node.inputs[k], box);
-        if (v < 0) return false;
-        node.inputs[k] = v;
-      }
-      refresh();
-      if (rangesOk(outRanges)) break;
-    }
-    if (!rangesOk(outRanges)) {
-      reason = fmt::format("{} may overflow", op.name);
+bool GraphRepairer::checkUniqueIndices(AppendAttempt& a) {
+  if (!a.op->uniqueIndex) return true;
+  for (size_t k = 1; k < a.node.inputs.size(); ++k) {
+    const Source* s = g_->sourceOf(a.node.inputs[k]);
+    if (!isInt(g_->typeOf(a.node.inputs[k]).dtype)) continue;
+    if (!s || s->dist.kind != "randperm" || g_->typeOf(a.node.inputs[k]).numel() > s->dist.high - s->dist.low) {
+      a.reason = "index values must be distinct";
       return false;
     }
   }
+  return true;
+}
 
-  node.attrs = ctx.attrs;
-  node.outputs.clear();
-  for (size_t i = 0; i < outs.size(); ++i) {
-    node.outputs.push_back(g_->addValue(outs[i]));
-    ranges_.push_back(outRanges[i]);
+bool GraphRepairer::avoidOverflow(AppendAttempt& a) {
+  if (outputRangesFinite(a)) return true;
+  a.repaired = true;
+  for (double bound : {2.0, 0.5}) {
+    for (size_t k = 0; k < a.node.inputs.size(); ++k) {
+      if (!isFloat(g_->typeOf(a.node.inputs[k]).dtype)) continue;
+      Interval box{-bound, bound};
+      if (auto need = inputNeed(*a.op, a.ctx, static_cast<int>(k))) box = {std::max(box.lo, need->lo), std::min(box.hi, need->hi)};
+      if (!(box.lo < box.hi) || ranges_.at(a.node.inputs[k]).within(box)) continue;
+      int v = clampInto(a.node.inputs[k], box);
+      if (v < 0) return false;
+      a.node.inputs[k] = v;
+    }
+    refreshContext(a);
+    if (outputRangesFinite(a)) break;
   }
-  g_->nodes.push_back(node);
+  if (!outputRangesFinite(a)) {
+    a.reason = fmt::format("{} may overflow", a.op->name);
+    return false;
+  }
+  return true;
+}
+
+bool GraphRepairer::commit(AppendAttempt& a) {
+  a.node.attrs = a.ctx.attrs;
+  a.node.outputs.clear();
+  for (size_t i = 0; i < a.outs.size(); ++i) {
+    a.node.outputs.push_back(g_->addValue(a.outs[i]));
+    ranges_.push_back(a.outRanges[i]);
+  }
+  g_->nodes.push_back(a.node);
   ++stats_.accepted;
-  if (!repaired) ++stats_.validAsIs;
+  if (!a.repaired) ++stats_.validAsIs;
+  return true;
+}
+
+bool GraphRepairer::inferOutputs(AppendAttempt& a) {
+  try {
+    a.outs = inferTypes(*a.op, a.ctx);
+    return true;
+  } catch (const ShapeError& e) {
+    a.reason = e.what();
+    return false;
+  }
+}
+
+void GraphRepairer::refreshContext(AppendAttempt& a) {
+  json attrs = a.ctx.attrs;
+  a.ctx = contextFor(*a.op, a.node);
+  a.ctx.attrs = std::move(attrs);
+}
+
+bool GraphRepairer::solveIntConstraints(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  std::vector<bool> resizable;
+  for (int in : a.node.inputs) resizable.push_back(isFreshSource(in));
+  std::vector<TensorType> types = a.ctx.in;
+  json attrs = a.ctx.attrs;
+  // Attributes alone first; resize fresh inputs only when that is not enough.
+  bool solved = solver_.solve(*op.constraints, types, attrs, std::vector<bool>(resizable.size(), false),
+                              boundsOf(op), caps_.maxDim);
+  if (!solved && std::find(resizable.begin(), resizable.end(), true) != resizable.end()) {
+    types = a.ctx.in;
+    attrs = a.ctx.attrs;
+    solved = solver_.solve(*op.constraints, types, attrs, resizable, boundsOf(op), caps_.maxDim);
+  }
+  if (!solved) return false;
+  for (size_t k = 0; k < a.node.inputs.size(); ++k)
+    if (resizable[k]) g_->typeOf(a.node.inputs[k]) = types[k];
+  a.ctx.attrs = attrs;
+  refreshContext(a);
+  ++stats_.solved;
+  return true;
+}
+
+bool GraphRepairer::proposeOperands(AppendAttempt& a) {
+  const OpSpec& op = *a.op;
+  for (size_t k = 1; k < a.node.inputs.size(); ++k) {
+    TensorType want = op.propose(a.ctx, static_cast<int>(k), rng_);
+    DTypeSet okTypes = op.accepts[std::min(k, op.accepts.size() - 1)];
+    if (!okTypes.has(want.dtype)) want.dtype = g_->typeOf(a.node.inputs[k]).dtype;
+    if (g_->typeOf(a.node.inputs[k]) == want) continue;
+    if (isFreshSource(a.node.inputs[k])) {
+      g_->typeOf(a.node.inputs[k]) = want;
+      ++stats_.resized;
+    } else {
+      int v = coerce(a.node.inputs[k], want);
+      if (v < 0) {
+        a.reason = "cannot coerce an operand";
+        return false;
+      }
+      a.node.inputs[k] = v;
+    }
+  }
+  refreshContext(a);
+  return true;
+}
+
+bool GraphRepairer::outputRangesFinite(AppendAttempt& a) {
+  a.outRanges = inferRanges(*a.op, a.ctx, a.outs.size());
+  for (size_t i = 0; i < a.outs.size(); ++i)
+    if (isFloat(a.outs[i].dtype) && !finiteWithin(a.outRanges[i], safeMagnitude(a.outs[i].dtype))) return false;
   return true;
 }
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "generators/Graph.h"
@@ -56,8 +58,57 @@ class GraphRepairer {
   const RepairStats& stats() const { return stats_; }
 
  private:
-  /// `fixup`: a node repair itself inserts; it must be valid as built (no redraws).
+  /// The node being appended and what the stages have derived for it so far (GraphRepair.cpp).
+  struct AppendAttempt;
+  /// One step of tryAppend: checks or repairs the attempt; false rejects the node (`reason` says why).
+  using AppendStage = bool (GraphRepairer::*)(AppendAttempt& a);
+  /// tryAppend's stages by name, run in order. The order is part of replay: it fixes the RNG draws.
+  static const std::pair<std::string_view, AppendStage> kAppendStages[];
+
+  /// Runs kAppendStages on `node`. `fixup`: a node repair itself inserts; it must be valid as built
+  /// (no rank change, no redraws).
   bool tryAppend(Node& node, std::string& reason, bool fixup = false);
+
+  // The stages, in table order.
+  /// Finds the node's op in the catalog; rejects an unknown op.
+  bool lookUpOp(AppendAttempt& a);
+  /// Drops inputs beyond the op's arity; gives an input-less node one fresh input.
+  bool fitArity(AppendAttempt& a);
+  /// Casts each input the op does not accept to the closest accepted dtype (a fresh input changes dtype).
+  bool fitDTypes(AppendAttempt& a);
+  /// Brings input 0 into the op's rank range with a reshape (not for fix-up nodes).
+  bool fitRank(AppendAttempt& a);
+  /// Builds the context; redraws attributes outside their domains (rejects a fix-up node's).
+  bool fitAttrs(AppendAttempt& a);
+  /// Adds fresh inputs of the proposed types up to the op's minimum arity.
+  bool addMissingInputs(AppendAttempt& a);
+  /// Infers the output types, with up to 4 repair rounds: Z3, operand coercion, attribute redraw.
+  bool inferWithRepair(AppendAttempt& a);
+  /// Rejects an output beyond the element cap.
+  bool capOutputElements(AppendAttempt& a);
+  /// Fits a fresh input's distribution into the op's value domain, or clamps the input into it.
+  bool fitValueDomains(AppendAttempt& a);
+  /// Rejects index inputs of a uniqueIndex op that cannot hold distinct values.
+  bool checkUniqueIndices(AppendAttempt& a);
+  /// Clamps float inputs (to +-2, then +-0.5) until no float output can overflow its dtype.
+  bool avoidOverflow(AppendAttempt& a);
+  /// Appends the node and its outputs with their ranges, and counts it.
+  bool commit(AppendAttempt& a);
+
+  // What the stages share.
+  /// Runs the shape rule into a.outs; false (and a.reason) on a ShapeError.
+  bool inferOutputs(AppendAttempt& a);
+  /// Rebuilds a.ctx from the node's current inputs, keeping its attributes.
+  void refreshContext(AppendAttempt& a);
+  /// Solves the op's integer constraints over the attributes (then also fresh inputs' dims) and
+  /// applies the solution; false when Z3 finds none.
+  bool solveIntConstraints(AppendAttempt& a);
+  /// Makes inputs 1.. the types the op proposes (resizing fresh ones, coercing others); false
+  /// (and a.reason) when an operand cannot be coerced.
+  bool proposeOperands(AppendAttempt& a);
+  /// Computes a.outRanges; false when a float output may exceed its dtype's safe magnitude.
+  bool outputRangesFinite(AppendAttempt& a);
+
   /// sampleAttrs that reports a throwing sampler as false.
   bool drawAttrs(const OpSpec& op, OpContext& ctx);
   int insert(const std::string& op, std::vector<int> inputs, nlohmann::json attrs);

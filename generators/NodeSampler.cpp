@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace tcfuzz::gen {
 
 namespace {
@@ -20,6 +22,47 @@ constexpr double kOtherDTypeChance = 0.2;
 DTypeSet acceptsAt(const OpSpec& op, size_t k) { return op.accepts[std::min(k, op.accepts.size() - 1)]; }
 
 }  // namespace
+
+OpContext SampledNode::context(const ShapeCaps* caps) const {
+  OpContext ctx;
+  ctx.in = inputs;
+  ctx.ranges = ranges;
+  ctx.attrs = attrs;
+  ctx.caps = caps;
+  return ctx;
+}
+
+Graph oneNodeGraph(const OpSpec& op, const SampledNode& node) {
+  Graph g;
+  Node n;
+  n.op = op.name;
+  n.attrs = node.attrs;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const TensorType& t = node.inputs[k];
+    Interval r = node.ranges[k];
+    Distribution d;
+    if (t.dtype == DType::Bool) {
+      d.kind = "bernoulli";
+      d.p = r.lo > 0 ? 1.0 : r.hi < 1 ? 0.0 : 0.5;
+    } else if (isInt(t.dtype)) {
+      d.kind = op.uniqueIndex && r.hi - r.lo + 1 >= static_cast<double>(t.numel()) ? "randperm" : "randint";
+      d.low = r.lo;
+      d.high = r.hi + 1;
+    } else {
+      d.low = r.lo;
+      d.high = r.hi;
+    }
+    int id = g.addValue(t);
+    g.inputs.push_back(Source{id, fmt::format("x{}", k), d});
+    n.inputs.push_back(id);
+  }
+  for (const auto& t : node.outputs) {
+    n.outputs.push_back(g.addValue(t));
+    g.outputs.push_back(n.outputs.back());
+  }
+  g.nodes.push_back(n);
+  return g;
+}
 
 Interval defaultBox(DType d, Rng& rng) {
   if (d == DType::Bool) return {0, 1};

@@ -1,7 +1,7 @@
 #pragma once
 // Draws one valid node of an op in isolation: random input types, the op's attributes, and
-// input value ranges inside what the op needs. Used by the catalog's ground-truth tests and as
-// the seed of a fresh node in generation.
+// input value ranges inside what the op needs. Used by the catalog's ground-truth tests (also as
+// one-node programs) and as the seed of a fresh node in generation.
 #include <optional>
 #include <vector>
 
@@ -18,6 +18,9 @@ struct SampledNode {
   std::vector<Interval> ranges;  // finite, inside inputNeed for each input
   nlohmann::json attrs = nlohmann::json::object();
   std::vector<TensorType> outputs;
+
+  /// What the op's rules see for this node: its inputs, their ranges and its attributes.
+  OpContext context(const ShapeCaps* caps = nullptr) const;
 };
 
 /// Draws up to `attempts` candidate nodes of `op` and returns the first its shape rule accepts.
@@ -28,6 +31,11 @@ struct SampledNode {
 /// type promotion and dtype checks get exercised). Ranges: inputNeed clipped to defaultBox.
 /// nullopt when no attempt is valid. Deterministic for a given rng state.
 std::optional<SampledNode> sampleNode(const OpSpec& op, Rng& rng, const ShapeCaps& caps, int attempts = 200);
+
+/// The node as a one-node program of `op`: input k is program input "x<k>", drawn from ranges[k]
+/// (distinct values for an integer index of a uniqueIndex op when the range holds enough); the
+/// node's outputs are the program's.
+Graph oneNodeGraph(const OpSpec& op, const SampledNode& node);
 
 /// A box values of dtype `d` are drawn in: [0, 1] for bool, [0, 5] or [-20, 20] for ints,
 /// [-m, m] with m in {2, 10, 100} for floats.

@@ -1,6 +1,6 @@
 #pragma once
 // One triaged bug: everything the report folder crashes/<signature id>/ and the index are written
-// from. Filled by the triage (fuzzer/Triage), written by oracles/ReportWriter.
+// from. Filled by the triage (fuzzer/triage), written by oracles/ReportWriter.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "oracles/CompileConfig.h"
 #include "oracles/Signature.h"
 
 namespace tcfuzz::oracles {
@@ -15,7 +16,7 @@ namespace tcfuzz::oracles {
 /// One row of the ablation table: the minimized program under one variant of its configuration.
 struct AblationRow {
   std::string variant;        ///< "backend=eager", "backend=aot_eager_decomp_partition", "without cpp_wrapper", ...
-  nlohmann::json config;      ///< the non-default compile options of this variant (CompileConfig::nonDefault)
+  nlohmann::json config;      ///< the variant's compile options as a finding records them (findingConfig)
   std::string verdict;        ///< "agree", "crash-mismatch", "numeric-divergence", ... or "error"
   bool reproduces = false;    ///< the bug's signature (numeric: the divergence) shows up under this variant
   std::string summary;        ///< one line of evidence: "compiled raised RuntimeError: ...", "rmse ratio 41.2"
@@ -36,7 +37,7 @@ struct ReproCase {
   std::string programPy;      ///< the emitted program (defines Model and make_inputs(seed))
   nlohmann::json programIr;   ///< its IR (Graph::toJson)
   int nodes = 0;              ///< node count of the IR
-  nlohmann::json compile;     ///< CompileConfig::toJson: backend, mode, dynamic, fullgraph, inductor_config
+  CompileConfig compile;
   bool backward = false;
   uint64_t seed = 0;
   int threads = 0;            ///< torch intra-op threads (0: torch's default)

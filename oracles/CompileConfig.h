@@ -1,5 +1,6 @@
 #pragma once
-// One torch.compile configuration: a fuzzing dimension (DESIGN.md, "The oracle").
+// One torch.compile configuration: a fuzzing dimension (DESIGN.md, "The oracle"). Its defaults are
+// the member initializers below and nowhere else; a finding records only what differs from them.
 #include <optional>
 #include <string>
 
@@ -7,24 +8,57 @@
 
 namespace tcfuzz::oracles {
 
+/// The Inductor backend: torch.compile's default, the only one that mode presets and Inductor options apply to.
+inline constexpr const char* kInductorBackend = "inductor";
+/// The name torch.compile gives its default mode; stored as "" in CompileConfig::mode.
+inline constexpr const char* kDefaultModeName = "default";
+
 /// The arguments of torch.compile plus Inductor config overrides.
 struct CompileConfig {
-  std::string backend = "inductor";   ///< any registered Dynamo backend name
+  std::string backend = kInductorBackend;  ///< any registered Dynamo backend name
   std::string mode;                   ///< "" (default), "reduce-overhead", "max-autotune", ...
   std::optional<bool> dynamic;        ///< nullopt: torch's automatic dynamic shapes
   bool fullgraph = false;
   nlohmann::json inductorConfig = nlohmann::json::object();  ///< dotted name -> value
 
+  /// Whether the mode is torch.compile's default ("" or "default").
+  bool defaultMode() const;
+  /// Whether the backend is Inductor (mode presets and Inductor options take effect).
+  bool usesInductor() const { return backend == kInductorBackend; }
+  /// Sets the mode from its name; "default" becomes "".
+  void setMode(const std::string& name);
+
   /// The options that differ from torch.compile's defaults, as a JSON object (what a finding records).
   nlohmann::json nonDefault() const;
-  /// "backend=inductor mode=max-autotune cpp_wrapper=true", defaults left out.
-  std::string describe() const;
-  /// The job's "compile" field.
+  /// How describe() writes an Inductor option's string value: as JSON ("x") or bare (x).
+  enum class OptionText { Json, Bare };
+  /// "backend=inductor mode=max-autotune dynamic=true fullgraph=true cpp_wrapper=true", defaults left out.
+  std::string describe(OptionText strings = OptionText::Json) const;
+  /// The job's "compile" field: every key, null for the default mode and automatic dynamic.
   nlohmann::json toJson() const;
+  /// The inverse of toJson, and the reader of nonDefault's form: a missing or null key keeps its
+  /// default, unknown keys ("backward", "templates") are ignored, a mode, dynamic or inductor_config
+  /// of another type is ignored. A non-object gives the defaults. std::invalid_argument when backend
+  /// is not a string or fullgraph not a boolean.
+  static CompileConfig fromJson(const nlohmann::json& j);
 
   /// Parses "name=value" for an Inductor option; value is JSON (true, 3, "x") or else a bare string.
   /// Throws std::invalid_argument on a missing '='.
   void addInductorOverride(const std::string& assignment);
+
+  bool operator==(const CompileConfig&) const = default;
 };
+
+/// What a finding records about how it was compiled: the configuration and whether backward ran.
+struct FindingCompile {
+  CompileConfig config;
+  bool backward = false;
+};
+
+/// A finding's recorded config (SampledCompile::nonDefault: backend, mode, dynamic, fullgraph,
+/// inductor_config, backward, templates) as the configuration to test it under.
+FindingCompile findingCompile(const nlohmann::json& findingConfig);
+/// What a finding records for `config` and `backward`: nonDefault() plus "backward": true when set.
+nlohmann::json findingConfig(const CompileConfig& config, bool backward);
 
 }  // namespace tcfuzz::oracles

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -58,16 +59,15 @@ int64_t complexAttrCount(const Graph& g, const gen::OpCatalog& catalog) {
 /// The compile options of a case that differ from torch.compile's defaults, as (name, reset) edits.
 std::vector<std::pair<std::string, std::function<void(MinimizeCase&)>>> configOptions(const MinimizeCase& c) {
   std::vector<std::pair<std::string, std::function<void(MinimizeCase&)>>> out;
-  const json& k = c.compile;
-  if (k.contains("mode") && k["mode"].is_string() && k["mode"] != "default" && k["mode"] != "")
-    out.push_back({"mode", [](MinimizeCase& m) { m.compile["mode"] = nullptr; }});
-  if (k.contains("dynamic") && !k["dynamic"].is_null())
-    out.push_back({"dynamic", [](MinimizeCase& m) { m.compile["dynamic"] = nullptr; }});
-  if (k.value("fullgraph", false)) out.push_back({"fullgraph", [](MinimizeCase& m) { m.compile["fullgraph"] = false; }});
+  const CompileConfig& k = c.compile;
+  if (!k.defaultMode()) out.push_back({"mode", [](MinimizeCase& m) { m.compile.mode = CompileConfig{}.mode; }});
+  if (k.dynamic) out.push_back({"dynamic", [](MinimizeCase& m) { m.compile.dynamic = CompileConfig{}.dynamic; }});
+  if (k.fullgraph)
+    out.push_back({"fullgraph", [](MinimizeCase& m) { m.compile.fullgraph = CompileConfig{}.fullgraph; }});
   if (c.backward) out.push_back({"backward", [](MinimizeCase& m) { m.backward = false; }});
-  if (k.contains("inductor_config") && k["inductor_config"].is_object())
-    for (const auto& [name, _] : k["inductor_config"].items())
-      out.push_back({name, [name](MinimizeCase& m) { m.compile["inductor_config"].erase(name); }});
+  if (k.inductorConfig.is_object())
+    for (const auto& [name, _] : k.inductorConfig.items())
+      out.push_back({name, [name](MinimizeCase& m) { m.compile.inductorConfig.erase(name); }});
   return out;
 }
 
@@ -95,6 +95,245 @@ std::vector<gen::Source*> allSources(Graph& g) {
   for (auto& s : g.inputs) out.push_back(&s);
   for (auto& s : g.params) out.push_back(&s);
   return out;
+}
+
+// --- Passes ---------------------------------------------------------------------------------------
+
+/// A copy of `g` without the nodes marked in `remove`: a removed value that is only returned is
+/// dropped from the outputs, one that a kept node reads becomes a fresh program input of its type.
+Graph removeNodes(const Graph& g, const std::vector<bool>& remove) {
+  Graph out = g;
+  std::set<int> removedValues;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (remove[i])
+      for (int v : g.nodes[i].outputs) removedValues.insert(v);
+  out.outputs.clear();
+  for (int o : g.outputs)
+    if (!removedValues.count(o)) out.outputs.push_back(o);
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!remove[i]) kept.push_back(g.nodes[i]);
+  out.nodes = std::move(kept);
+  // A kept value that only removed nodes read is returned instead: cutting a chain below the
+  // faulty node must not make that node dead code.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (remove[i]) continue;
+    for (int v : g.nodes[i].outputs)
+      if (g.useCount(v) > 0 && out.useCount(v) == 0 &&
+          std::find(out.outputs.begin(), out.outputs.end(), v) == out.outputs.end())
+        out.outputs.push_back(v);
+  }
+  for (int v : removedValues) {
+    if (out.useCount(v) == 0) continue;
+    gen::TensorType type = g.typeOf(v);
+    int fresh = out.addValue(type);
+    out.inputs.push_back({fresh, fmt::format("x{}", fresh), gen::distributionFor(type, std::nullopt, false)});
+    rewire(out, v, fresh);
+  }
+  return out;
+}
+
+/// The candidates one pass proposes for one case, in the order proposed: each kept only when it is
+/// strictly smaller than the case, and a program only when repair makes it valid and it is new.
+class CandidateList {
+ public:
+  using Finish = std::function<std::optional<Graph>(Graph)>;
+  CandidateList(const MinimizeCase& c, std::string pass, const gen::OpCatalog& catalog, Finish finish)
+      : case_(c), pass_(std::move(pass)), catalog_(catalog), finish_(std::move(finish)), size_(sizeOf(c, catalog)) {}
+
+  /// The case's configuration with program `g` (repaired and compacted first).
+  void proposeGraph(Graph g) {
+    std::optional<Graph> done = finish_(std::move(g));
+    if (!done) return;
+    MinimizeCase m{*done, case_.compile, case_.backward, pass_};
+    if (!(sizeOf(m, catalog_) < size_)) return;
+    if (!seen_.insert(m.graph.contentHash()).second) return;
+    out_.push_back(std::move(m));
+  }
+  /// The case's program under another configuration.
+  void proposeConfig(MinimizeCase m) {
+    m.pass = pass_;
+    if (sizeOf(m, catalog_) < size_) out_.push_back(std::move(m));
+  }
+  std::vector<MinimizeCase> take() { return std::move(out_); }
+
+ private:
+  const MinimizeCase& case_;
+  std::string pass_;
+  const gen::OpCatalog& catalog_;
+  Finish finish_;
+  CaseSize size_;
+  std::set<std::string> seen_;  // content hashes of the programs proposed
+  std::vector<MinimizeCase> out_;
+};
+
+/// What a pass reads: the case it reduces, the op catalog and the minimizer's policy.
+struct PassInput {
+  const MinimizeCase& c;
+  const gen::OpCatalog& catalog;
+  const MinimizerPolicy& policy;
+};
+
+/// hinted-ops: keep only the nodes of one known bug's op multiset (its last occurrences, nearest the outputs).
+void hintedOps(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  const size_t n = g.nodes.size();
+  for (const auto& hint : in.policy.opHints) {
+    std::multiset<std::string> wanted(hint.begin(), hint.end());
+    std::vector<bool> remove(n, true);
+    for (size_t i = n; i-- > 0;)
+      if (auto it = wanted.find(g.nodes[i].op); it != wanted.end()) {
+        remove[i] = false;
+        wanted.erase(it);
+      }
+    if (!wanted.empty()) continue;  // the program lacks an op of this hint
+    out.proposeGraph(removeNodes(g, remove));
+  }
+}
+
+/// drop-config: reset one non-default compile option.
+void dropConfig(const PassInput& in, CandidateList& out) {
+  for (const auto& [name, reset] : configOptions(in.c)) {
+    MinimizeCase m = in.c;
+    reset(m);
+    out.proposeConfig(std::move(m));
+  }
+}
+
+/// drop-outputs: keep one output, then drop one output.
+void dropOutputs(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  if (g.outputs.size() <= 1) return;
+  for (int keep : g.outputs) {
+    Graph h = g;
+    h.outputs = {keep};
+    out.proposeGraph(h);
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    Graph h = g;
+    h.outputs.erase(h.outputs.begin() + static_cast<std::ptrdiff_t>(i));
+    out.proposeGraph(h);
+  }
+}
+
+/// remove-nodes: ddmin, chunks of n/2, n/4, ... 1 nodes, each removed on its own; the largest removals first.
+void removeNodeChunks(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  const size_t n = g.nodes.size();
+  for (size_t chunks = 2; n > 1 && chunks < 2 * n; chunks *= 2) {
+    size_t k = std::min(chunks, n);
+    for (size_t part = 0; part < k; ++part) {
+      size_t lo = part * n / k, hi = (part + 1) * n / k;
+      if (lo == hi) continue;
+      std::vector<bool> remove(n, false);
+      for (size_t i = lo; i < hi; ++i) remove[i] = true;
+      out.proposeGraph(removeNodes(g, remove));
+    }
+    if (k == n) break;
+  }
+}
+
+/// bypass-nodes: replace a node by its first input of the same type, last node first.
+void bypassNodes(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& node = g.nodes[i];
+    if (node.outputs.size() != 1) continue;
+    for (int input : node.inputs) {
+      if (!(g.typeOf(input) == g.typeOf(node.outputs[0]))) continue;
+      Graph h = g;
+      rewire(h, node.outputs[0], input);
+      h.nodes.erase(h.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+      out.proposeGraph(h);
+      break;
+    }
+  }
+}
+
+/// reset-attrs: set one attribute to its simplest value, on a node that stays valid as it stands.
+void resetAttrs(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const gen::OpSpec* spec = in.catalog.find(g.nodes[i].op);
+    if (!spec) continue;
+    for (const gen::AttrSpec& a : spec->attrs) {
+      if (!g.nodes[i].attrs.contains(a.name)) continue;
+      auto simple = simplestValue(a, g.nodes[i].attrs[a.name]);
+      if (!simple || *simple == g.nodes[i].attrs[a.name]) continue;
+      Graph h = g;
+      h.nodes[i].attrs[a.name] = *simple;
+      // Only a node that is valid as it stands: repair would redraw the attribute.
+      if (!gen::firstInvalidNode(in.catalog, h).empty()) continue;
+      out.proposeGraph(h);
+    }
+  }
+}
+
+/// shrink-ranks: drop one dimension of one program input or parameter, unit dimensions first.
+void shrinkRanks(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  Graph base = g;
+  auto sources = allSources(base);
+  for (size_t s = 0; s < sources.size(); ++s) {
+    const auto& shape = g.typeOf(sources[s]->value).shape;
+    if (shape.size() <= 1) continue;
+    // Unit dims first: dropping them changes the least.
+    std::vector<size_t> order(shape.size());
+    for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (shape[a] == 1) > (shape[b] == 1); });
+    for (size_t d : order) {
+      Graph h = g;
+      auto& t = h.typeOf(allSources(h)[s]->value).shape;
+      t.erase(t.begin() + static_cast<std::ptrdiff_t>(d));
+      out.proposeGraph(h);
+    }
+  }
+}
+
+/// shrink-shapes: halve every dimension of all sources, then of one source, then one dimension of one source.
+void shrinkShapes(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  auto halve = [](int64_t d) { return d > 1 ? (d + 1) / 2 : d; };
+  {
+    Graph h = g;
+    for (gen::Source* src : allSources(h))
+      for (int64_t& d : h.typeOf(src->value).shape) d = halve(d);
+    out.proposeGraph(h);
+  }
+  Graph base = g;
+  size_t count = allSources(base).size();
+  for (size_t s = 0; s < count; ++s) {
+    Graph h = g;
+    for (int64_t& d : h.typeOf(allSources(h)[s]->value).shape) d = halve(d);
+    out.proposeGraph(h);
+    const auto& shape = g.typeOf(allSources(base)[s]->value).shape;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] <= 1) continue;
+      Graph one = g;
+      auto& dims = one.typeOf(allSources(one)[s]->value).shape;
+      dims[d] = shape[d] > 2 ? halve(shape[d]) : 1;
+      out.proposeGraph(one);
+    }
+  }
+}
+
+/// A reduction pass by name (cvise's passes behind one interface); MinimizerPolicy::passes orders them.
+struct NamedPass {
+  std::string_view name;
+  void (*propose)(const PassInput&, CandidateList&);
+};
+
+constexpr NamedPass kPasses[] = {
+    {"hinted-ops", hintedOps},       {"drop-outputs", dropOutputs}, {"remove-nodes", removeNodeChunks},
+    {"bypass-nodes", bypassNodes},   {"drop-config", dropConfig},   {"reset-attrs", resetAttrs},
+    {"shrink-ranks", shrinkRanks},   {"shrink-shapes", shrinkShapes},
+};
+
+/// The pass called `name`; null when there is none.
+const NamedPass* findPass(std::string_view name) {
+  for (const NamedPass& p : kPasses)
+    if (p.name == name) return &p;
+  return nullptr;
 }
 
 }  // namespace
@@ -178,7 +417,7 @@ MinimizerPolicy MinimizerPolicy::fromJson(const json& doc) {
       if (!value.is_array()) throw std::invalid_argument("minimizer policy: 'passes' must be a list of pass names");
       p.passes.clear();
       for (const json& name : value) {
-        if (!name.is_string() || std::find(known.begin(), known.end(), name.get<std::string>()) == known.end())
+        if (!name.is_string() || !findPass(name.get<std::string>()))
           throw std::invalid_argument(
               fmt::format("minimizer policy: unknown pass {} (known: {})", name.dump(), fmt::join(known, ", ")));
         p.passes.push_back(name);
@@ -220,173 +459,12 @@ std::optional<Graph> Minimizer::finish(Graph g) const {
   return repaired;
 }
 
-Graph Minimizer::removeNodes(const Graph& g, const std::vector<bool>& remove) const {
-  Graph out = g;
-  std::set<int> removedValues;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (remove[i])
-      for (int v : g.nodes[i].outputs) removedValues.insert(v);
-  // A removed value that is only returned is dropped from the outputs; one that a kept node reads
-  // becomes a fresh program input of the same type.
-  out.outputs.clear();
-  for (int o : g.outputs)
-    if (!removedValues.count(o)) out.outputs.push_back(o);
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!remove[i]) kept.push_back(g.nodes[i]);
-  out.nodes = std::move(kept);
-  // A kept value that only removed nodes read is returned instead: cutting a chain below the
-  // faulty node must not make that node dead code.
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (remove[i]) continue;
-    for (int v : g.nodes[i].outputs)
-      if (g.useCount(v) > 0 && out.useCount(v) == 0 &&
-          std::find(out.outputs.begin(), out.outputs.end(), v) == out.outputs.end())
-        out.outputs.push_back(v);
-  }
-  for (int v : removedValues) {
-    if (out.useCount(v) == 0) continue;
-    gen::TensorType type = g.typeOf(v);
-    int fresh = out.addValue(type);
-    out.inputs.push_back({fresh, fmt::format("x{}", fresh), gen::distributionFor(type, std::nullopt, false)});
-    rewire(out, v, fresh);
-  }
-  return out;
-}
-
 std::vector<MinimizeCase> Minimizer::candidates(const std::string& pass, const MinimizeCase& c) const {
-  std::vector<MinimizeCase> out;
-  std::set<std::string> seen;
-  const CaseSize current = sizeOf(c, catalog_);
-  auto propose = [&](Graph g) {
-    std::optional<Graph> done = finish(std::move(g));
-    if (!done) return;
-    MinimizeCase m{*done, c.compile, c.backward, pass};
-    if (!(sizeOf(m, catalog_) < current)) return;
-    if (!seen.insert(m.graph.contentHash()).second) return;
-    out.push_back(std::move(m));
-  };
-  const Graph& g = c.graph;
-  const size_t n = g.nodes.size();
-
-  if (pass == "hinted-ops") {
-    for (const auto& hint : policy_.opHints) {
-      std::multiset<std::string> wanted(hint.begin(), hint.end());
-      std::vector<bool> remove(n, true);
-      // Keep, for each op of the hint, its last occurrences (the ones nearest the outputs).
-      for (size_t i = n; i-- > 0;)
-        if (auto it = wanted.find(g.nodes[i].op); it != wanted.end()) {
-          remove[i] = false;
-          wanted.erase(it);
-        }
-      if (!wanted.empty()) continue;  // the program lacks an op of this hint
-      propose(removeNodes(g, remove));
-    }
-  } else if (pass == "drop-config") {
-    for (const auto& [name, reset] : configOptions(c)) {
-      MinimizeCase m = c;
-      reset(m);
-      m.pass = pass;
-      if (sizeOf(m, catalog_) < current) out.push_back(std::move(m));
-    }
-  } else if (pass == "drop-outputs") {
-    if (g.outputs.size() > 1) {
-      for (int keep : g.outputs) {
-        Graph h = g;
-        h.outputs = {keep};
-        propose(h);
-      }
-      for (size_t i = 0; i < g.outputs.size(); ++i) {
-        Graph h = g;
-        h.outputs.erase(h.outputs.begin() + static_cast<std::ptrdiff_t>(i));
-        propose(h);
-      }
-    }
-  } else if (pass == "remove-nodes") {
-    // ddmin: chunks of n/2, n/4, ... 1 nodes, each removed on its own; the largest removals first.
-    for (size_t chunks = 2; n > 1 && chunks < 2 * n; chunks *= 2) {
-      size_t k = std::min(chunks, n);
-      for (size_t part = 0; part < k; ++part) {
-        size_t lo = part * n / k, hi = (part + 1) * n / k;
-        if (lo == hi) continue;
-        std::vector<bool> remove(n, false);
-        for (size_t i = lo; i < hi; ++i) remove[i] = true;
-        propose(removeNodes(g, remove));
-      }
-      if (k == n) break;
-    }
-  } else if (pass == "bypass-nodes") {
-    for (size_t i = n; i-- > 0;) {
-      const Node& node = g.nodes[i];
-      if (node.outputs.size() != 1) continue;
-      for (int in : node.inputs) {
-        if (!(g.typeOf(in) == g.typeOf(node.outputs[0]))) continue;
-        Graph h = g;
-        rewire(h, node.outputs[0], in);
-        h.nodes.erase(h.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-        propose(h);
-        break;
-      }
-    }
-  } else if (pass == "reset-attrs") {
-    for (size_t i = 0; i < n; ++i) {
-      const gen::OpSpec* spec = catalog_.find(g.nodes[i].op);
-      if (!spec) continue;
-      for (const gen::AttrSpec& a : spec->attrs) {
-        if (!g.nodes[i].attrs.contains(a.name)) continue;
-        auto simple = simplestValue(a, g.nodes[i].attrs[a.name]);
-        if (!simple || *simple == g.nodes[i].attrs[a.name]) continue;
-        Graph h = g;
-        h.nodes[i].attrs[a.name] = *simple;
-        // Only a node that is valid as it stands: repair would redraw the attribute.
-        if (!gen::firstInvalidNode(catalog_, h).empty()) continue;
-        propose(h);
-      }
-    }
-  } else if (pass == "shrink-ranks") {
-    Graph base = g;
-    auto sources = allSources(base);
-    for (size_t s = 0; s < sources.size(); ++s) {
-      const auto& shape = g.typeOf(sources[s]->value).shape;
-      if (shape.size() <= 1) continue;
-      // Unit dims first: dropping them changes the least.
-      std::vector<size_t> order(shape.size());
-      for (size_t d = 0; d < order.size(); ++d) order[d] = d;
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (shape[a] == 1) > (shape[b] == 1); });
-      for (size_t d : order) {
-        Graph h = g;
-        auto& t = h.typeOf(allSources(h)[s]->value).shape;
-        t.erase(t.begin() + static_cast<std::ptrdiff_t>(d));
-        propose(h);
-      }
-    }
-  } else if (pass == "shrink-shapes") {
-    auto halve = [](int64_t d) { return d > 1 ? (d + 1) / 2 : d; };
-    {
-      Graph h = g;
-      for (gen::Source* src : allSources(h))
-        for (int64_t& d : h.typeOf(src->value).shape) d = halve(d);
-      propose(h);
-    }
-    Graph base = g;
-    size_t count = allSources(base).size();
-    for (size_t s = 0; s < count; ++s) {
-      Graph h = g;
-      for (int64_t& d : h.typeOf(allSources(h)[s]->value).shape) d = halve(d);
-      propose(h);
-      const auto& shape = g.typeOf(allSources(base)[s]->value).shape;
-      for (size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] <= 1) continue;
-        Graph one = g;
-        auto& dims = one.typeOf(allSources(one)[s]->value).shape;
-        dims[d] = shape[d] > 2 ? halve(shape[d]) : 1;
-        propose(one);
-      }
-    }
-  } else {
-    throw std::invalid_argument(fmt::format("unknown minimizer pass '{}'", pass));
-  }
-  return out;
+  const NamedPass* named = findPass(pass);
+  if (!named) throw std::invalid_argument(fmt::format("unknown minimizer pass '{}'", pass));
+  CandidateList out(c, pass, catalog_, [this](Graph g) { return finish(std::move(g)); });
+  named->propose({c, catalog_, policy_}, out);
+  return out.take();
 }
 
 MinimizeResult Minimizer::minimize(const MinimizeCase& start, const CandidateTest& test) const {
@@ -394,7 +472,7 @@ MinimizeResult Minimizer::minimize(const MinimizeCase& start, const CandidateTes
   result.best = start;
   std::set<std::string> tried;  // candidates already tested (hash of the IR and the configuration)
   auto caseKey = [](const MinimizeCase& m) {
-    return m.graph.contentHash() + m.compile.dump() + (m.backward ? "b" : "f");
+    return m.graph.contentHash() + m.compile.toJson().dump() + (m.backward ? "b" : "f");
   };
   tried.insert(caseKey(start));
   for (int round = 0; round < policy_.maxRounds; ++round) {

@@ -6,7 +6,7 @@
 // from fp64 still reproduces (the accuracy minifier's rule). Candidates are handed to the test in
 // batches, so the caller can run a batch in parallel through the worker pool.
 //
-// Passes:
+// Passes (a table of name -> function in Minimizer.cpp; MinimizerPolicy::passes orders them):
 //   hinted-ops     keep only the nodes whose op is in a known bug's op multiset (one candidate per hint)
 //   drop-config    reset one non-default compile option (mode, dynamic, fullgraph, backward, an Inductor option)
 //   drop-outputs   keep one output, or drop one output
@@ -31,13 +31,14 @@
 
 #include "generators/Graph.h"
 #include "generators/OpCatalog.h"
+#include "oracles/CompileConfig.h"
 
 namespace tcfuzz::oracles {
 
 /// A program and the configuration it is tested under: what the minimizer shrinks.
 struct MinimizeCase {
   gen::Graph graph;
-  nlohmann::json compile = nlohmann::json::object();  ///< CompileConfig::toJson()
+  CompileConfig compile;
   bool backward = false;
   std::string pass;  ///< the pass that made this case ("" for the start)
 };
@@ -53,7 +54,8 @@ struct CaseSize {
 /// Tests candidates: for each one, whether it still shows the bug. May run them in parallel.
 using CandidateTest = std::function<std::vector<bool>(const std::vector<MinimizeCase>&)>;
 
-/// The minimizer's knobs, as data (JSON keys: passes, batch, max_candidates, max_rounds).
+/// The minimizer's knobs, as data (JSON keys: passes, batch, max_candidates, max_rounds). `passes`
+/// is the order the named passes run in; each name is one of Minimizer::passNames().
 struct MinimizerPolicy {
   std::vector<std::string> passes = {"hinted-ops",  "drop-outputs", "remove-nodes", "bypass-nodes",
                                      "drop-config", "reset-attrs",  "shrink-ranks", "shrink-shapes"};
@@ -95,7 +97,6 @@ class Minimizer {
  private:
   /// Repair, dead-node elimination and compaction; nullopt when the result is invalid or empty.
   std::optional<gen::Graph> finish(gen::Graph g) const;
-  gen::Graph removeNodes(const gen::Graph& g, const std::vector<bool>& remove) const;
 
   const gen::OpCatalog& catalog_;
   MinimizerPolicy policy_;

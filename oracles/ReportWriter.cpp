@@ -1,27 +1,22 @@
 #include "oracles/ReportWriter.h"
 
-#include "oracles/AtomicFile.h"
-
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <ctime>
-#include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string_view>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "oracles/AtomicFile.h"
+#include "oracles/IndexWriter.h"
+#include "oracles/MarkdownText.h"
 #include "oracles/ReproWriter.h"
 
 namespace tcfuzz::oracles {
+
+using namespace markdown;
+
 namespace {
 
 using nlohmann::json;
@@ -34,8 +29,6 @@ constexpr size_t kTracebackLines = 40;
 constexpr size_t kOutputLimit = 4000;      // the tail of repro.py's output
 constexpr size_t kCollectEnvLimit = 12000;
 constexpr size_t kProgramLimit = 20000;    // the original program (report.md only; original.py has it all)
-constexpr size_t kCellLimit = 300;         // a table cell
-constexpr size_t kInlineLimit = 240;       // a message quoted inside a sentence
 
 // The folder's files, in the order they are written; meta.json last (its presence marks a complete folder).
 constexpr const char* kReproFile = "repro.py";
@@ -44,144 +37,11 @@ constexpr const char* kProgramFile = "program.json";
 constexpr const char* kOriginalFile = "original.py";
 constexpr const char* kMetaFile = "meta.json";
 
-// --- Text helpers ------------------------------------------------------------------------------
-
-/// The largest prefix of at most `limit` bytes that does not split a UTF-8 sequence.
-size_t utf8Prefix(std::string_view text, size_t limit) {
-  if (text.size() <= limit) return text.size();
-  size_t n = limit;
-  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
-  return n;
-}
-
-/// At most `limit` bytes of the head of `text`, with a note when it was cut.
-std::string headBounded(std::string_view text, size_t limit) {
-  if (text.size() <= limit) return std::string(text);
-  size_t n = utf8Prefix(text, limit);
-  return fmt::format("{}\n[... cut by tcfuzz: {} of {} bytes shown]", text.substr(0, n), n, text.size());
-}
-
-/// At most `maxLines` lines and `limit` bytes of the tail of `text`, with a note when it was cut.
-std::string tailBounded(std::string_view text, size_t limit, size_t maxLines = SIZE_MAX) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-  size_t start = 0;
-  if (maxLines != SIZE_MAX) {
-    size_t lines = 0;
-    for (size_t i = text.size(); i > 0; --i)
-      if (text[i - 1] == '\n' && ++lines == maxLines) {
-        start = i;
-        break;
-      }
-  }
-  if (text.size() - start > limit) {
-    start = text.size() - limit;
-    while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
-  }
-  if (start == 0) return std::string(text);
-  return fmt::format("[... cut by tcfuzz: last {} of {} bytes shown]\n{}", text.size() - start, text.size(),
-                     text.substr(start));
-}
-
-/// One line: whitespace runs (newlines included) collapse to a space; at most `limit` bytes, "..." when cut.
-std::string oneLine(std::string_view text, size_t limit) {
-  std::string out;
-  bool space = false;
-  for (char c : text) {
-    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  if (out.size() > limit) {
-    out.resize(utf8Prefix(out, limit));
-    out += "...";
-  }
-  return out;
-}
-
-size_t longestRun(std::string_view text, char c) {
-  size_t best = 0, run = 0;
-  for (char x : text) {
-    run = x == c ? run + 1 : 0;
-    best = std::max(best, run);
-  }
-  return best;
-}
-
-/// A fenced code block that no backtick run inside `text` can close early.
-std::string codeBlock(std::string_view text, std::string_view lang = "") {
-  std::string fence(std::max<size_t>(3, longestRun(text, '`') + 1), '`');
-  std::string out = fence + std::string(lang) + "\n" + std::string(text);
-  if (out.back() != '\n') out += '\n';
-  return out + fence + "\n";
-}
-
-/// An inline code span for one line of text (bounded), safe against backticks inside it.
-std::string code(std::string_view text, size_t limit = kInlineLimit) {
-  std::string body = oneLine(text, limit);
-  if (body.empty()) return "``";
-  std::string ticks(longestRun(body, '`') + 1, '`');
-  bool pad = body.front() == '`' || body.back() == '`';
-  return ticks + (pad ? " " : "") + body + (pad ? " " : "") + ticks;
-}
-
-/// A GitHub table cell: one bounded line, '|' escaped (GFM applies this escape inside code spans too).
-std::string cell(std::string_view text, bool asCode = false) {
-  std::string line = asCode && !text.empty() ? code(text, kCellLimit) : oneLine(text, kCellLimit);
-  std::string out;
-  for (char c : line) {
-    if (c == '|') out += '\\';
-    if (!asCode && c == '<') {
-      out += "&lt;";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-std::string htmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  return out;
-}
-
-/// ISO 8601 UTC ("2024-05-01T12:00:00Z"); "" for an unset time (<= 0 or not finite).
-std::string isoTime(double unixSeconds) {
-  if (!(unixSeconds > 0) || !std::isfinite(unixSeconds)) return "";
-  std::time_t t = static_cast<std::time_t>(unixSeconds);
-  std::tm tm{};
-  if (!gmtime_r(&t, &tm)) return "";
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string isoOrUnknown(double unixSeconds) {
-  std::string iso = isoTime(unixSeconds);
-  return iso.empty() ? "unknown" : iso;
-}
-
+/// A figure for the report: 4 significant digits, or nan, inf, -inf.
 std::string number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return fmt::format("{:.4g}", v);
-}
-
-std::string verifiedText(const std::optional<bool>& verified) {
-  if (!verified) return "not checked";
-  return *verified ? "yes" : "no";
 }
 
 // --- Guarded JSON access (observed results come from other processes and may lack anything) -------
@@ -220,21 +80,17 @@ std::string verdictOf(const BugReport& bug) {
 }
 
 /// "`torch.compile(backend="inductor", dynamic=True)` with the Inductor options `cpp_wrapper=True`".
-std::string describeCompile(const ReproCase& repro) {
-  const json& c = repro.compile;
+std::string describeCompile(const CompileConfig& c) {
   std::string args;
   auto add = [&](const std::string& arg) { args += (args.empty() ? "" : ", ") + arg; };
-  std::string backend = text(&c, "backend");
-  add(fmt::format("backend=\"{}\"", backend.empty() ? "inductor" : backend));
-  if (const json* mode = child(c, "mode"); mode && !(mode->is_string() && mode->get<std::string>() == "default"))
-    add("mode=" + pythonLiteral(*mode));
-  if (const json* dynamic = child(c, "dynamic")) add("dynamic=" + pythonLiteral(*dynamic));
-  if (const json* fullgraph = child(c, "fullgraph"); fullgraph && fullgraph->is_boolean() && fullgraph->get<bool>())
-    add("fullgraph=True");
+  add(fmt::format("backend=\"{}\"", c.backend));
+  if (!c.defaultMode()) add("mode=" + pythonLiteral(c.mode));
+  if (c.dynamic) add("dynamic=" + pythonLiteral(*c.dynamic));
+  if (c.fullgraph) add("fullgraph=True");
   std::string out = code("torch.compile(" + args + ")");
-  if (const json* options = child(c, "inductor_config"); options && options->is_object() && !options->empty()) {
+  if (c.inductorConfig.is_object() && !c.inductorConfig.empty()) {
     std::vector<std::string> items;
-    for (const auto& [k, v] : options->items()) items.push_back(code(k + "=" + pythonLiteral(v)));
+    for (const auto& [k, v] : c.inductorConfig.items()) items.push_back(code(k + "=" + pythonLiteral(v)));
     out += fmt::format(" with the Inductor option{} {}", items.size() == 1 ? "" : "s", fmt::join(items, ", "));
   }
   return out;
@@ -356,7 +212,7 @@ void renderDescribe(std::string& md, const BugReport& bug, const std::string& re
   const ReproCase& r = bug.repro;
   md += "### 🐛 Describe the bug\n\n";
   md += symptomSentence(bug);
-  md += fmt::format(" Configuration: {}", describeCompile(r));
+  md += fmt::format(" Configuration: {}", describeCompile(r.compile));
   if (r.backward) md += ", with a backward pass (gradients are compared as well)";
   md += fmt::format(", on {}", r.device.empty() ? "cpu" : r.device);
   if (r.threads > 0) md += fmt::format(" with {} intra-op thread{}", r.threads, r.threads == 1 ? "" : "s");
@@ -531,7 +387,7 @@ void renderFacts(std::string& md, const BugReport& bug) {
   md += fmt::format("- original config: {}\n",
                     code(bug.originalConfig.is_null() ? std::string("{}") : bug.originalConfig.dump(), kMessageLimit));
   md += fmt::format("- minimized config: {} (backward: {})\n",
-                    code(bug.repro.compile.is_null() ? std::string("{}") : bug.repro.compile.dump(), kMessageLimit),
+                    code(bug.repro.compile.toJson().dump(), kMessageLimit),
                     bug.repro.backward ? "yes" : "no");
   md += fmt::format("- seed: {}; device: {}; threads: {}\n", bug.repro.seed, bug.repro.device,
                     bug.repro.threads > 0 ? std::to_string(bug.repro.threads) : "default");
@@ -552,20 +408,7 @@ json timeJson(double unixSeconds) {
   return iso.empty() ? json() : json(iso);
 }
 
-std::string sizeText(const BugReport& bug) {
-  return bug.minimized ? fmt::format("{} (from {})", bug.repro.nodes, bug.originalNodes)
-                       : fmt::format("{} (not minimized)", bug.repro.nodes);
-}
-
 }  // namespace
-
-int severityRank(const std::string& severity) {
-  if (severity == "crash") return 0;
-  if (severity == "hang") return 1;
-  if (severity == "wrong-result") return 2;
-  if (severity == "accepts-invalid") return 3;
-  return 4;
-}
 
 std::string renderReportMarkdown(const BugReport& bug, const std::string& reproPy) {
   std::string md = fmt::format("# {}\n\n", oneLine(bug.title.empty() ? bug.id : bug.title, 256));
@@ -586,7 +429,7 @@ nlohmann::json reportMeta(const BugReport& bug) {
                         {"reproduces", row.reproduces},
                         {"summary", row.summary}});
   const BisectOutcome& b = bug.bisect;
-  json minimizedConfig = bug.repro.compile.is_object() ? bug.repro.compile : json::object();
+  json minimizedConfig = bug.repro.compile.toJson();
   minimizedConfig["backward"] = bug.repro.backward;
   return json{
       {"schema_version", 1},
@@ -644,78 +487,6 @@ void writeReportFolder(const BugReport& bug, const std::string& reproPy, const s
   else
     writeFileAtomically(dir / kOriginalFile, bug.originalProgramPy);
   writeFileAtomically(dir / kMetaFile, reportMeta(bug).dump(2) + "\n");
-}
-
-void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
-                const std::filesystem::path& root) {
-  std::vector<const BugReport*> sorted;
-  int64_t rawFindings = 0;
-  for (const auto& bug : bugs) {
-    sorted.push_back(&bug);
-    rawFindings += bug.hits;
-  }
-  std::stable_sort(sorted.begin(), sorted.end(), [](const BugReport* a, const BugReport* b) {
-    int ra = severityRank(a->severity), rb = severityRank(b->severity);
-    if (ra != rb) return ra < rb;
-    if (a->hits != b->hits) return a->hits > b->hits;
-    if (a->firstSeen != b->firstSeen) return a->firstSeen < b->firstSeen;
-    return a->id < b->id;
-  });
-  std::string countLine = fmt::format("{} unique bug{} from {} raw finding{}", sorted.size(),
-                                      sorted.size() == 1 ? "" : "s", rawFindings, rawFindings == 1 ? "" : "s");
-
-  std::string md = "# tcfuzz findings\n\n";
-  for (const auto& [key, value] : campaignStats) md += fmt::format("- {}: {}\n", cell(key), cell(value));
-  if (!campaignStats.empty()) md += "\n";
-  md += countLine + ".\n\n";
-  md += "| rank | id | title | severity | component | hits | first seen | last seen | nodes (original) | verified |\n";
-  md += "|---:|---|---|---|---|---:|---|---|---|---|\n";
-  int rank = 0;
-  for (const BugReport* bug : sorted)
-    md += fmt::format("| {} | [{}](crashes/{}/report.md) | {} | {} | {} | {} | {} | {} | {} | {} |\n", ++rank,
-                      cell(bug->id), bug->id, cell(bug->title), cell(bug->severity), cell(bug->component), bug->hits,
-                      isoOrUnknown(bug->firstSeen), isoOrUnknown(bug->lastSeen), sizeText(*bug),
-                      verifiedText(bug->reproVerified));
-
-  std::string html =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>tcfuzz findings</title>\n"
-      "<style>\n"
-      "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
-      "table{border-collapse:collapse}\n"
-      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\n"
-      "th{background:#f0f0f0}\n"
-      "td.num{text-align:right}\n"
-      "dl.stats{display:grid;grid-template-columns:max-content auto;gap:2px 1em}\n"
-      "dl.stats dt{font-weight:bold}\n"
-      "dl.stats dd{margin:0}\n"
-      ".sev-crash{color:#b00}.sev-hang{color:#a60}.sev-wrong-result{color:#06a}\n"
-      "code{font-size:90%}\n"
-      "</style>\n</head>\n<body>\n<h1>tcfuzz findings</h1>\n";
-  if (!campaignStats.empty()) {
-    html += "<dl class=\"stats\">\n";
-    for (const auto& [key, value] : campaignStats)
-      html += fmt::format("<dt>{}</dt><dd>{}</dd>\n", htmlEscape(key), htmlEscape(value));
-    html += "</dl>\n";
-  }
-  html += fmt::format("<p>{}.</p>\n", htmlEscape(countLine));
-  html += "<table>\n<thead><tr><th>rank</th><th>id</th><th>title</th><th>severity</th><th>component</th>"
-          "<th>hits</th><th>first seen</th><th>last seen</th><th>nodes (original)</th><th>verified</th></tr></thead>\n"
-          "<tbody>\n";
-  rank = 0;
-  for (const BugReport* bug : sorted)
-    html += fmt::format(
-        "<tr><td class=\"num\">{}</td><td><a href=\"crashes/{}/report.md\"><code>{}</code></a></td><td>{}</td>"
-        "<td class=\"sev-{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td></tr>\n",
-        ++rank, htmlEscape(bug->id), htmlEscape(bug->id), htmlEscape(oneLine(bug->title, kCellLimit)),
-        htmlEscape(bug->severity), htmlEscape(bug->severity), htmlEscape(bug->component), bug->hits,
-        htmlEscape(isoOrUnknown(bug->firstSeen)), htmlEscape(isoOrUnknown(bug->lastSeen)),
-        htmlEscape(sizeText(*bug)), htmlEscape(verifiedText(bug->reproVerified)));
-  html += "</tbody>\n</table>\n</body>\n</html>\n";
-
-  makeDirectories(root);
-  writeFileAtomically(root / "index.md", md);
-  writeFileAtomically(root / "index.html", html);
 }
 
 }  // namespace tcfuzz::oracles

@@ -1,6 +1,6 @@
 #pragma once
 // Writes a triaged bug as a report folder crashes/<id>/ (repro.py, report.md, program.json,
-// meta.json) and the campaign's index of unique bugs (index.md, index.html).
+// meta.json); oracles/IndexWriter lists the folders.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -23,14 +23,5 @@ nlohmann::json reportMeta(const BugReport& bug);
 /// Writes dir/{repro.py, report.md, program.json, meta.json} (and original.py: the witness before
 /// minimization), each atomically; meta.json last, so a folder with meta.json is complete.
 void writeReportFolder(const BugReport& bug, const std::string& reproPy, const std::filesystem::path& dir);
-
-/// index.md and index.html (static, self-contained, no scripts fetched from anywhere) in `root`:
-/// one row per bug sorted by severity rank (crash, hang, wrong-result, accepts-invalid), then hits;
-/// each links to crashes/<id>/report.md. `campaignStats` (fuzzer_stats keys) heads the page.
-void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
-                const std::filesystem::path& root);
-
-/// Sort rank of a severity: crash 0, hang 1, wrong-result 2, accepts-invalid 3, anything else 4.
-int severityRank(const std::string& severity);
 
 }  // namespace tcfuzz::oracles

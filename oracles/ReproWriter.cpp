@@ -125,18 +125,6 @@ std::string ensureNewline(std::string text) {
   return text;
 }
 
-/// "backend=inductor mode=max-autotune dynamic=true fullgraph=true cpp_wrapper=true".
-std::string describeCompile(const nlohmann::json& compile) {
-  std::string out = fmt::format("backend={}", compile.value("backend", std::string("inductor")));
-  if (auto it = compile.find("mode"); it != compile.end() && it->is_string()) out += " mode=" + it->get<std::string>();
-  if (auto it = compile.find("dynamic"); it != compile.end() && it->is_boolean())
-    out += fmt::format(" dynamic={}", it->get<bool>());
-  if (compile.value("fullgraph", false)) out += " fullgraph=true";
-  if (auto it = compile.find("inductor_config"); it != compile.end() && it->is_object())
-    for (const auto& [k, v] : it->items()) out += fmt::format(" {}={}", k, v.is_string() ? v.get<std::string>() : v.dump());
-  return out;
-}
-
 /// "# ---- <title> -----...": a section rule of at least 100 columns, ending in dashes.
 std::string sectionRule(const std::string& title) {
   std::string line = "# ---- " + title + " ----";
@@ -165,12 +153,9 @@ std::string caseLiteral(const nlohmann::json& data) {
 }  // namespace
 
 nlohmann::json reproCaseData(const ReproCase& repro, const ComparatorOptions& tolerances) {
-  nlohmann::json compile = repro.compile.is_object() ? repro.compile : nlohmann::json::object();
-  if (!compile.contains("inductor_config") || !compile["inductor_config"].is_object())
-    compile["inductor_config"] = nlohmann::json::object();
   return {{"seed", repro.seed},
           {"verdict", repro.verdict},
-          {"compile", compile},
+          {"compile", repro.compile.toJson()},
           {"backward", repro.backward},
           {"threads", repro.threads},
           {"device", repro.device},
@@ -207,8 +192,7 @@ std::string renderRepro(const ReproCase& repro, const std::string& title, const 
   out += "# 0: it does not (fixed, or another verdict); killed by a signal: the compiled run crashed the\n";
   out += "# process (a crash that reproduces); 2: this torch lacks an option the case uses.\n#\n";
   out += fmt::format("# Expected verdict: {}\n", repro.verdict);
-  nlohmann::json compile = repro.compile.is_object() ? repro.compile : nlohmann::json::object();
-  out += fmt::format("# torch.compile:    {}\n", oneLine(describeCompile(compile)));
+  out += fmt::format("# torch.compile:    {}\n", oneLine(repro.compile.describe(CompileConfig::OptionText::Bare)));
   out += fmt::format("# Seed {}, device {}, backward {}, torch threads {}\n", repro.seed, repro.device,
                      repro.backward ? "yes" : "no", repro.threads > 0 ? std::to_string(repro.threads) : "default");
   for (const std::string& line : future) out += line + "\n";

@@ -34,7 +34,7 @@ class TempDir {
 inline WorkerSpec testWorkerSpec(const std::filesystem::path& workDir) {
   WorkerSpec spec;
   spec.python = TCFUZZ_DEFAULT_PYTHON;
-  spec.harness = std::filesystem::path(TCFUZZ_SOURCE_DIR) / "fuzzer/worker/harness.py";
+  spec.harness = std::filesystem::path(TCFUZZ_SOURCE_DIR) / "fuzzer/worker/zygote.py";
   spec.workDir = workDir;
   spec.sandbox = probeBubblewrap().empty() ? SandboxKind::Bubblewrap : SandboxKind::None;
   spec.expectedTorchGit = TCFUZZ_TORCH_GIT_VERSION;

@@ -49,7 +49,7 @@ class MinimizerTest : public ::testing::Test {
 TEST_F(MinimizerTest, ReducesATwentyNodeProgramToTheOneOpTheBugNeeds) {
   gen::Graph g = programWith(catalog_, "sigmoid", 20);
   ASSERT_GE(g.nodes.size(), 20u);
-  MinimizeCase start{g, oracles::CompileConfig{}.toJson(), false, ""};
+  MinimizeCase start{g, oracles::CompileConfig{}, false, ""};
   int calls = 0;
   std::vector<std::string> invalid;
   oracles::CandidateTest test = [&](const std::vector<MinimizeCase>& batch) {
@@ -79,7 +79,7 @@ TEST_F(MinimizerTest, KeepsOnlyTheConfigOptionsTheBugNeeds) {
   c.dynamic = true;
   c.fullgraph = true;
   c.inductorConfig = {{"cpp_wrapper", true}, {"freezing", true}};
-  MinimizeCase start{g, c.toJson(), true, ""};
+  MinimizeCase start{g, c, true, ""};
   EXPECT_EQ(oracles::configOptionNames(start).size(), 5u);
   MinimizerPolicy policy;
   policy.passes = {"drop-config"};
@@ -87,12 +87,12 @@ TEST_F(MinimizerTest, KeepsOnlyTheConfigOptionsTheBugNeeds) {
   auto r = Minimizer(catalog_, policy).minimize(start, [](const std::vector<MinimizeCase>& batch) {
     std::vector<bool> out;
     for (const auto& m : batch)
-      out.push_back(m.compile["dynamic"] == true && m.compile["inductor_config"].contains("freezing"));
+      out.push_back(m.compile.dynamic == true && m.compile.inductorConfig.contains("freezing"));
     return out;
   });
-  EXPECT_EQ(r.best.compile["dynamic"], true);
-  EXPECT_EQ(r.best.compile["inductor_config"], (nlohmann::json{{"freezing", true}}));
-  EXPECT_EQ(r.best.compile["fullgraph"], false);
+  EXPECT_EQ(r.best.compile.dynamic, std::optional<bool>(true));
+  EXPECT_EQ(r.best.compile.inductorConfig, (nlohmann::json{{"freezing", true}}));
+  EXPECT_FALSE(r.best.compile.fullgraph);
   EXPECT_FALSE(r.best.backward);
   EXPECT_EQ(r.best.graph.contentHash(), g.contentHash());  // only the configuration changed
 }
@@ -102,7 +102,7 @@ TEST_F(MinimizerTest, PassOrderIsDataAndOnlyListedPassesRun) {
   ASSERT_GT(g.outputs.size(), 0u);
   MinimizerPolicy policy = MinimizerPolicy::fromJson({{"passes", {"drop-outputs"}}, {"batch", 3}});
   std::set<std::string> passesSeen;
-  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}.toJson(), false, ""},
+  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}, false, ""},
                                                  [&](const std::vector<MinimizeCase>& batch) {
                                                    EXPECT_LE(batch.size(), 3u);
                                                    for (const auto& m : batch) passesSeen.insert(m.pass);
@@ -116,12 +116,41 @@ TEST_F(MinimizerTest, PassOrderIsDataAndOnlyListedPassesRun) {
   EXPECT_EQ(MinimizerPolicy::fromJson(MinimizerPolicy{}.toJson()).passes, Minimizer::passNames());
 }
 
+TEST_F(MinimizerTest, EveryPassOfThePolicyIsANamedPassAndUnknownNamesAreRejected) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 6);
+  oracles::CompileConfig c;
+  c.mode = "max-autotune";
+  c.fullgraph = true;
+  c.inductorConfig = {{"freezing", true}};
+  MinimizeCase start{g, c, true, ""};
+  Minimizer minimizer(catalog_, MinimizerPolicy{});
+  for (const std::string& pass : Minimizer::passNames())
+    for (const MinimizeCase& m : minimizer.candidates(pass, start)) {
+      EXPECT_EQ(m.pass, pass);
+      EXPECT_LT(oracles::sizeOf(m, catalog_), oracles::sizeOf(start, catalog_)) << pass;
+    }
+  // drop-config resets one option per candidate, in the order of configOptionNames.
+  EXPECT_EQ(oracles::configOptionNames(start),
+            (std::vector<std::string>{"mode", "fullgraph", "backward", "freezing"}));
+  std::vector<MinimizeCase> dropped = minimizer.candidates("drop-config", start);
+  ASSERT_EQ(dropped.size(), 4u);
+  EXPECT_EQ(dropped[0].compile.mode, "");
+  EXPECT_FALSE(dropped[1].compile.fullgraph);
+  EXPECT_FALSE(dropped[2].backward);
+  EXPECT_EQ(dropped[3].compile.inductorConfig, nlohmann::json::object());
+  EXPECT_EQ(dropped[3].compile.mode, "max-autotune");
+  EXPECT_THROW(minimizer.candidates("shuffle", start), std::invalid_argument);
+  EXPECT_EQ(Minimizer::passNames(), (std::vector<std::string>{"hinted-ops", "drop-outputs", "remove-nodes",
+                                                              "bypass-nodes", "drop-config", "reset-attrs",
+                                                              "shrink-ranks", "shrink-shapes"}));
+}
+
 TEST_F(MinimizerTest, AKnownBugsOpsAreTriedFirstAndEndTheSearch) {
   gen::Graph g = programWith(catalog_, "sigmoid", 12);
   MinimizerPolicy policy;
   policy.opHints = {{"cumsum"}, {"sigmoid"}};
   std::vector<std::string> firstBatchPasses;
-  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}.toJson(), false, ""},
+  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}, false, ""},
                                                  [&](const std::vector<MinimizeCase>& batch) {
                                                    if (firstBatchPasses.empty())
                                                      for (const auto& m : batch) firstBatchPasses.push_back(m.pass);
@@ -138,7 +167,7 @@ TEST_F(MinimizerTest, AKnownBugsOpsAreTriedFirstAndEndTheSearch) {
 
 TEST_F(MinimizerTest, ShrinksShapesAndResetsAttributesWhenTheBugAllows) {
   gen::Graph g = programWith(catalog_, "sigmoid", 3);
-  MinimizeCase start{g, oracles::CompileConfig{}.toJson(), false, ""};
+  MinimizeCase start{g, oracles::CompileConfig{}, false, ""};
   auto before = oracles::sizeOf(start, catalog_);
   MinimizerPolicy policy;
   policy.passes = {"shrink-shapes", "shrink-ranks", "reset-attrs"};
@@ -158,7 +187,7 @@ TEST_F(MinimizerTest, NothingIsAcceptedWhenTheBugNeverReproduces) {
   gen::Graph g = programWith(catalog_, "sigmoid", 10);
   MinimizerPolicy policy;
   policy.maxCandidates = 40;
-  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}.toJson(), false, ""},
+  auto r = Minimizer(catalog_, policy).minimize({g, oracles::CompileConfig{}, false, ""},
                                                  [](const std::vector<MinimizeCase>& batch) {
                                                    return std::vector<bool>(batch.size(), false);
                                                  });

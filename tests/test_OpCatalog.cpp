@@ -46,6 +46,8 @@ std::vector<std::string> opNames() {
   for (const auto& op : catalog().ops()) names.push_back(op->name);
   return names;
 }
+/// A parameterized test's name: the op's.
+std::string opTestName(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
 
 /// A seed fixed per op (FNV-1a of the name), so a failure replays.
 uint64_t seedFor(const std::string& name) {
@@ -55,16 +57,9 @@ uint64_t seedFor(const std::string& name) {
 }
 
 c10::ScalarType scalarType(DType d) {
-  switch (d) {
-    case DType::Float32: return c10::kFloat;
-    case DType::Float16: return c10::kHalf;
-    case DType::BFloat16: return c10::kBFloat16;
-    case DType::Float64: return c10::kDouble;
-    case DType::Int64: return c10::kLong;
-    case DType::Int32: return c10::kInt;
-    case DType::Bool: return c10::kBool;
-  }
-  return c10::kFloat;
+  constexpr c10::ScalarType kByDType[kDTypeCount] = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kDouble,
+                                                     c10::kLong,  c10::kInt,  c10::kBool};
+  return kByDType[static_cast<int>(d)];
 }
 
 std::string describe(const at::Tensor& t) {
@@ -154,32 +149,20 @@ c10::IValue toIValue(const json& v, const c10::TypePtr& type, const c10::TypePtr
         if (v.is_null()) throw fail("None for a list");
         for (int i = 0; i < n.value_or(1); ++i) items.push_back(v);  // int for int[2]: repeated
       }
+      // The items as a c10::List<T>, each accepted by `is` (else `what`).
+      auto list = [&]<class T>(bool (json::*is)() const noexcept, const char* what) {
+        c10::List<T> out;
+        for (const auto& e : items) {
+          if (!(e.*is)()) throw fail(what);
+          out.push_back(e.get<T>());
+        }
+        return c10::IValue(out);
+      };
       switch (elem->kind()) {
         case K::IntType:
-        case K::SymIntType: {
-          c10::List<int64_t> out;
-          for (const auto& e : items) {
-            if (!e.is_number_integer()) throw fail("not a list of integers");
-            out.push_back(e.get<int64_t>());
-          }
-          return c10::IValue(out);
-        }
-        case K::FloatType: {
-          c10::List<double> out;
-          for (const auto& e : items) {
-            if (!e.is_number()) throw fail("not a list of numbers");
-            out.push_back(e.get<double>());
-          }
-          return c10::IValue(out);
-        }
-        case K::BoolType: {
-          c10::List<bool> out;
-          for (const auto& e : items) {
-            if (!e.is_boolean()) throw fail("not a list of booleans");
-            out.push_back(e.get<bool>());
-          }
-          return c10::IValue(out);
-        }
+        case K::SymIntType: return list.operator()<int64_t>(&json::is_number_integer, "not a list of integers");
+        case K::FloatType: return list.operator()<double>(&json::is_number, "not a list of numbers");
+        case K::BoolType: return list.operator()<bool>(&json::is_boolean, "not a list of booleans");
         default: throw fail("unsupported list element type");
       }
     }
@@ -207,9 +190,23 @@ bool expectsTensorList(const c10::TypePtr& type) {
   return elem->kind() == c10::TypeKind::TensorType;
 }
 
-/// Resolves an op's ATen spelling to its dispatcher handle.
-c10::OperatorHandle findOperator(const AtenCall& call) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(call.op.c_str(), call.overload.c_str());
+/// An op's parsed ATen spelling and its dispatcher handle (unset, with `error`, when it does not resolve).
+struct ResolvedAten {
+  AtenCall call;
+  std::optional<c10::OperatorHandle> handle;
+  std::string error;
+};
+ResolvedAten resolveAten(const OpSpec& op) {
+  ResolvedAten r;
+  try {
+    r.call = parseAtenCall(op.aten);
+    r.handle = c10::Dispatcher::singleton().findSchemaOrThrow(r.call.op.c_str(), r.call.overload.c_str());
+  } catch (const c10::Error& e) {
+    r.error = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
 }
 
 /// The argument stack of `call` for one node (inputs and parameters as tensors of `mode`).
@@ -223,13 +220,8 @@ torch::jit::Stack buildStack(const OpSpec& op, const AtenCall& call, const c10::
   for (size_t k = 0; k < node.inputs.size(); ++k)
     inputs.push_back(makeTensor(node.inputs[k], node.ranges[k], mode, op.uniqueIndex && isInt(node.inputs[k].dtype)));
   std::map<std::string, at::Tensor> params;
-  if (op.params) {
-    OpContext ctx;
-    ctx.in = node.inputs;
-    ctx.ranges = node.ranges;
-    ctx.attrs = node.attrs;
-    for (const auto& [name, type] : op.params(ctx)) params[name] = makeTensor(type, {0.1, 1}, mode, false);
-  }
+  if (op.params)
+    for (const auto& [name, type] : op.params(node.context())) params[name] = makeTensor(type, {0.1, 1}, mode, false);
   torch::jit::Stack stack;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& schemaArg = args[i];
@@ -341,16 +333,8 @@ class OpAgainstATen : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OpAgainstATen, ShapeRuleMatchesATen) {
   const OpSpec& op = catalog().at(GetParam());
-  AtenCall call;
-  std::optional<c10::OperatorHandle> handle;
-  try {
-    call = parseAtenCall(op.aten);
-    handle = findOperator(call);
-  } catch (const c10::Error& e) {
-    FAIL() << op.name << ": " << op.aten << ": " << e.what_without_backtrace();
-  } catch (const std::exception& e) {
-    FAIL() << op.name << ": " << op.aten << ": " << e.what();
-  }
+  auto [call, handle, error] = resolveAten(op);
+  if (!handle) FAIL() << op.name << ": " << op.aten << ": " << error;
   Rng rng(seedFor(op.name));
   at::manual_seed(static_cast<uint64_t>(seedFor(op.name) & 0xffffffff));
   ShapeCaps caps;
@@ -375,8 +359,7 @@ TEST_P(OpAgainstATen, ShapeRuleMatchesATen) {
   EXPECT_EQ(failures, 0) << op.name << ": " << failures << " of " << samples << " samples disagree with ATen";
 }
 
-INSTANTIATE_TEST_SUITE_P(Catalog, OpAgainstATen, ::testing::ValuesIn(opNames()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Catalog, OpAgainstATen, ::testing::ValuesIn(opNames()), opTestName);
 
 /// Lowercase letters and digits of `s` ("nn.Conv2d" -> "nnconv2d").
 std::string compact(const std::string& s) {
@@ -461,14 +444,8 @@ class OpRanges : public ::testing::TestWithParam<std::string> {};
 // composites spelled with a different ATen operator.
 TEST_P(OpRanges, OutputsStayInPredictedRanges) {
   const OpSpec& op = catalog().at(GetParam());
-  AtenCall call;
-  std::optional<c10::OperatorHandle> handle;
-  try {
-    call = parseAtenCall(op.aten);
-    handle = findOperator(call);
-  } catch (const std::exception&) {
-    GTEST_SKIP() << "unresolved ATen spelling (reported by OpAgainstATen)";
-  }
+  auto [call, handle, error] = resolveAten(op);
+  if (!handle) GTEST_SKIP() << "unresolved ATen spelling (reported by OpAgainstATen)";
   if (op.params) GTEST_SKIP() << "layer: weights come from the module's init";
   if (atenIsProxy(op, call)) GTEST_SKIP() << op.aten << " stands in for " << op.python;
   Rng rng(seedFor(op.name));
@@ -481,12 +458,7 @@ TEST_P(OpRanges, OutputsStayInPredictedRanges) {
     ++samples;
     std::string problem;
     try {
-      OpContext ctx;
-      ctx.in = node->inputs;
-      ctx.ranges = node->ranges;
-      ctx.attrs = node->attrs;
-      ctx.caps = &caps;
-      auto predicted = inferRanges(op, ctx, node->outputs.size());
+      auto predicted = inferRanges(op, node->context(&caps), node->outputs.size());
       torch::jit::Stack stack = buildStack(op, call, handle->schema(), *node, Mode::Cpu);
       handle->callBoxed(stack);
       problem = checkRanges(predicted, node->outputs, returnedTensors(stack));
@@ -502,8 +474,7 @@ TEST_P(OpRanges, OutputsStayInPredictedRanges) {
   EXPECT_EQ(failures, 0) << op.name << ": " << failures << " of " << samples << " samples leave the predicted range";
 }
 
-INSTANTIATE_TEST_SUITE_P(Catalog, OpRanges, ::testing::ValuesIn(opNames()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Catalog, OpRanges, ::testing::ValuesIn(opNames()), opTestName);
 
 // --- The Python spelling: each sample emitted as a one-node program and run in eager ------------
 
@@ -558,39 +529,6 @@ for line in open(sys.argv[1]):
             break
 )PY";
 
-/// The one-node program of a sample: inputs drawn from their ranges, the node's outputs returned.
-Graph oneNodeGraph(const OpSpec& op, const SampledNode& node) {
-  Graph g;
-  Node n;
-  n.op = op.name;
-  n.attrs = node.attrs;
-  for (size_t k = 0; k < node.inputs.size(); ++k) {
-    const TensorType& t = node.inputs[k];
-    Interval r = node.ranges[k];
-    Distribution d;
-    if (t.dtype == DType::Bool) {
-      d.kind = "bernoulli";
-      d.p = r.lo > 0 ? 1.0 : r.hi < 1 ? 0.0 : 0.5;
-    } else if (isInt(t.dtype)) {
-      d.kind = op.uniqueIndex && r.hi - r.lo + 1 >= static_cast<double>(t.numel()) ? "randperm" : "randint";
-      d.low = r.lo;
-      d.high = r.hi + 1;
-    } else {
-      d.low = r.lo;
-      d.high = r.hi;
-    }
-    int id = g.addValue(t);
-    g.inputs.push_back(Source{id, fmt::format("x{}", k), d});
-    n.inputs.push_back(id);
-  }
-  for (const auto& t : node.outputs) {
-    n.outputs.push_back(g.addValue(t));
-    g.outputs.push_back(n.outputs.back());
-  }
-  g.nodes.push_back(n);
-  return g;
-}
-
 /// Eager's verdicts on the emitted samples, per op: the problems found (empty when all ran clean).
 struct EagerResults {
   std::string error;  // the checker itself failed
@@ -630,15 +568,10 @@ const EagerResults& eagerResults() {
         for (int i = 0; i < kSamplesPerOp; ++i) {
           auto node = sampleNode(op, rng, caps);
           if (!node) break;
-          OpContext ctx;
-          ctx.in = node->inputs;
-          ctx.ranges = node->ranges;
-          ctx.attrs = node->attrs;
-          ctx.caps = &caps;
           json outputs = json::array(), ranges = json::array();
           std::vector<Interval> predicted;
           try {
-            predicted = inferRanges(op, ctx, node->outputs.size());
+            predicted = inferRanges(op, node->context(&caps), node->outputs.size());
           } catch (const std::exception& e) {
             r.problems[op.name].push_back({{"sample", i}, {"kind", "range"}, {"problem", std::string("range rule throws: ") + e.what()}});
             predicted.assign(node->outputs.size(), Interval{});
@@ -716,8 +649,7 @@ TEST_P(OpInPython, EmittedProgramRunsInEager) {
   EXPECT_TRUE(byKind.empty()) << op.name << " fails in eager";
 }
 
-INSTANTIATE_TEST_SUITE_P(Catalog, OpInPython, ::testing::ValuesIn(opNames()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Catalog, OpInPython, ::testing::ValuesIn(opNames()), opTestName);
 
 class SamplerYield : public ::testing::TestWithParam<std::string> {};
 
@@ -731,8 +663,7 @@ TEST_P(SamplerYield, FiftyValidSamples) {
   EXPECT_EQ(valid, kSamplesPerOp) << op.name << " gave only " << valid << " valid nodes";
 }
 
-INSTANTIATE_TEST_SUITE_P(Catalog, SamplerYield, ::testing::ValuesIn(opNames()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Catalog, SamplerYield, ::testing::ValuesIn(opNames()), opTestName);
 
 TEST(OpCatalogCoverage, EveryFamilyIsPresent) {
   std::set<std::string> families;
@@ -746,15 +677,8 @@ TEST(OpCatalogCoverage, EveryFamilyIsPresent) {
 TEST(OpCatalogCoverage, AtLeast150Ops) { EXPECT_GE(catalog().size(), 150u); }
 
 TEST(OpCatalogCoverage, EveryAtenSpellingResolves) {
-  for (const auto& op : catalog().ops()) {
-    try {
-      findOperator(parseAtenCall(op->aten));
-    } catch (const c10::Error& e) {
-      ADD_FAILURE() << op->name << ": " << op->aten << ": " << e.what_without_backtrace();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << op->name << ": " << op->aten << ": " << e.what();
-    }
-  }
+  for (const auto& op : catalog().ops())
+    if (auto aten = resolveAten(*op); !aten.handle) ADD_FAILURE() << op->name << ": " << op->aten << ": " << aten.error;
 }
 
 TEST(CatalogReport, ListsEveryOpAndCountsCoverage) {

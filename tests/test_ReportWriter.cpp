@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "oracles/IndexWriter.h"
+#include "oracles/MarkdownText.h"
 #include "oracles/ReportWriter.h"
 
 using namespace tcfuzz::oracles;
@@ -76,11 +78,8 @@ BugReport crashBug() {
   r.programIr = {{"inputs", {{{"shape", {3, 4}}, {"dtype", "float32"}}}},
                  {"nodes", {{{"op", "sigmoid"}}, {{"op", "cumsum"}, {"attrs", {{"dim", 0}}}}}}};
   r.nodes = 2;
-  r.compile = {{"backend", "inductor"},
-               {"mode", nullptr},
-               {"dynamic", true},
-               {"fullgraph", false},
-               {"inductor_config", {{"cpp_wrapper", true}}}};
+  r.compile.dynamic = true;
+  r.compile.inductorConfig = {{"cpp_wrapper", true}};
   r.backward = true;
   r.seed = 1234;
   r.verdict = "crash-mismatch";
@@ -108,7 +107,7 @@ BugReport crashBug() {
       {"backend=aot_eager", {{"backend", "aot_eager"}}, "agree", false, "compiled ran"},
       {"backend=aot_eager_decomp_partition", {{"backend", "aot_eager_decomp_partition"}}, "agree", false,
        "compiled ran"},
-      {"backend=inductor", r.compile, "crash-mismatch", true,
+      {"backend=inductor", r.compile.toJson(), "crash-mismatch", true,
        "compiled raised InductorError: error: 'tmp3' | tmp2 not declared"},
       {"without cpp_wrapper", {{"dynamic", true}}, "agree", false, "compiled ran"},
   };
@@ -168,7 +167,8 @@ BugReport numericBug() {
   bug.minimized = true;
   bug.repro.nodes = 3;
   bug.repro.verdict = "numeric-divergence";
-  bug.repro.compile = {{"backend", "inductor"}, {"mode", "max-autotune"}, {"fullgraph", true}};
+  bug.repro.compile.mode = "max-autotune";
+  bug.repro.compile.fullgraph = true;
   bug.repro.divergingLeaves = {1};
   bug.repro.observed = {{"verdict", "numeric-divergence"},
                         {"reason", "leaf 1: compiled further from fp64 than eager"},
@@ -180,7 +180,7 @@ BugReport numericBug() {
                           leaf(1, "grad(param linear.weight)", 3.5e-3, 1.2e-7, 4.9e-5, false)}}};
   bug.ablation = {{"backend=aot_eager_decomp_partition", {{"backend", "aot_eager_decomp_partition"}}, "agree", false,
                    "rmse ratio 1.0"},
-                  {"backend=inductor", bug.repro.compile, "numeric-divergence", true, "rmse ratio 408.3"}};
+                  {"backend=inductor", bug.repro.compile.toJson(), "numeric-divergence", true, "rmse ratio 408.3"}};
   bug.bisect.note = "not available in this torch";
   return bug;
 }
@@ -518,4 +518,20 @@ TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
   EXPECT_LT(html.find("crashes/b0000000000000a1/report.md"), html.find("crashes/" + wrong.id + "/report.md"));
   EXPECT_EQ(html.find("http"), std::string::npos) << "nothing is fetched from anywhere";
   fs::remove_all(root);
+}
+
+TEST(MarkdownText, QuotesCannotBreakOutOfTheirCodeSpanCellOrBlock) {
+  EXPECT_EQ(markdown::code("a `b` c"), "``a `b` c``");
+  EXPECT_EQ(markdown::code("`x`"), "`` `x` ``");
+  EXPECT_EQ(markdown::code(""), "``");
+  EXPECT_EQ(markdown::cell("a | b <i>"), "a \\| b &lt;i>");
+  EXPECT_EQ(markdown::cell("a|b", true), "`a\\|b`");
+  EXPECT_EQ(markdown::codeBlock("x ``` y", "python"), "````python\nx ``` y\n````\n");
+  EXPECT_EQ(markdown::oneLine("  one\n two\tthree  ", 100), "one two three");
+  EXPECT_EQ(markdown::oneLine("abcdef", 3), "abc...");
+  EXPECT_EQ(markdown::headBounded("abcdef", 4), "abcd\n[... cut by tcfuzz: 4 of 6 bytes shown]");
+  EXPECT_EQ(markdown::tailBounded("1\n2\n3\n", 100, 2), "[... cut by tcfuzz: last 3 of 5 bytes shown]\n2\n3");
+  EXPECT_EQ(markdown::htmlEscape("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
+  EXPECT_EQ(markdown::isoTime(kMay1Noon), "2024-05-01T12:00:00Z");
+  EXPECT_EQ(markdown::isoOrUnknown(0), "unknown");
 }

@@ -2,9 +2,12 @@
 // script through a real worker pool with the planted TEST FIXTURE backends.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include <ATen/ATen.h>
 
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
@@ -13,6 +16,7 @@
 #include "oracles/CompileConfig.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "oracles/Comparator.h"
+#include "oracles/OutputLoader.h"
 #include "oracles/ReproWriter.h"
 
 using namespace tcfuzz;
@@ -35,7 +39,7 @@ ReproCase makeCase(const std::string& program, const std::string& backend, const
   c.programPy = readText(sourcePath(program));
   oracles::CompileConfig config;
   config.backend = backend;
-  c.compile = config.toJson();
+  c.compile = config;
   c.seed = 0;
   c.verdict = verdict;
   c.plugins = {kPlantedPlugin};
@@ -120,7 +124,7 @@ TEST(ReproWriter, CaseDataSurvivesQuotesAndBackslashes) {
   config.dynamic = true;
   config.inductorConfig["weird.option"] = "a'''b\"\"\"c\\'d\\\\e\nf\u00e9'";  // every quoting hazard
   config.inductorConfig["cpp_wrapper"] = true;
-  c.compile = config.toJson();
+  c.compile = config;
   c.seed = 1234567;
   c.backward = true;
   c.threads = 2;
@@ -269,4 +273,167 @@ TEST_F(ReproEndToEnd, PlantedCompilerSegfaultKillsTheScript) {
   EXPECT_EQ(reproVerdict(r.stdoutTail), "");  // no verdict: the process died in the compiled run
   EXPECT_NE(r.stdoutTail.find("eager: ok"), std::string::npos) << describe(r);
   EXPECT_NE(r.stderrTail.find("Fatal Python error: Segmentation fault"), std::string::npos) << describe(r);
+}
+
+// --- The one documented duplication: repro.py keeps its own copy of the worker child's seeding and
+// fp64 widening (it must stand alone). The copies are marked in both files and must stay identical,
+// in text and in what they compute.
+
+namespace {
+
+/// The shared block of a Python file: its begin and end marker lines, the lines between them with
+/// their leading indentation stripped, the whole block as written (markers included), and how many
+/// begin and end markers the file has.
+struct SharedBlock {
+  std::string begin, end;
+  std::vector<std::string> lines;
+  std::string verbatim;
+  int beginMarkers = 0, endMarkers = 0;
+};
+
+constexpr std::string_view kSharedBlockBegin = "# >>> tcfuzz shared block begin: seeding and fp64 widening";
+constexpr std::string_view kSharedBlockEnd = "# <<< tcfuzz shared block end: seeding and fp64 widening";
+
+/// Reads the "seeding and fp64 widening" block of `file` (repo-relative).
+SharedBlock sharedBlock(const std::string& file) {
+  SharedBlock block;
+  std::istringstream in(readText(sourcePath(file)));
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    std::string stripped = line.substr(std::min(line.size(), line.find_first_not_of(" \t")));
+    if (stripped.starts_with(kSharedBlockBegin)) {
+      ++block.beginMarkers;
+      block.begin = stripped;
+      inside = true;
+    } else if (stripped.starts_with(kSharedBlockEnd)) {
+      ++block.endMarkers;
+      block.end = stripped;
+      block.verbatim += line + "\n";
+      inside = false;
+    } else if (inside) {
+      block.lines.push_back(stripped);
+    }
+    if (inside) block.verbatim += line + "\n";
+  }
+  return block;
+}
+
+std::string joinLines(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver) {
+  SharedBlock child = sharedBlock("fuzzer/worker/child.py");
+  SharedBlock driver = sharedBlock("oracles/repro_driver.py");
+  ASSERT_EQ(child.beginMarkers, 1);
+  ASSERT_EQ(child.endMarkers, 1);
+  ASSERT_EQ(driver.beginMarkers, 1);
+  ASSERT_EQ(driver.endMarkers, 1);
+  // Each copy names its twin.
+  EXPECT_EQ(child.begin, std::string(kSharedBlockBegin) + " (twin: oracles/repro_driver.py)");
+  EXPECT_EQ(child.end, std::string(kSharedBlockEnd) + " (twin: oracles/repro_driver.py)");
+  EXPECT_EQ(driver.begin, std::string(kSharedBlockBegin) + " (twin: fuzzer/worker/child.py)");
+  EXPECT_EQ(driver.end, std::string(kSharedBlockEnd) + " (twin: fuzzer/worker/child.py)");
+  EXPECT_EQ(joinLines(child.lines), joinLines(driver.lines));
+  // The block is the code both sides run, not an empty pair of markers.
+  std::string text = joinLines(child.lines);
+  for (const char* def : {"def seed_everything(seed):\n", "def widen_dtype(dtype):\n", "def widen_tensor(t):\n",
+                          "def widen_model_and_inputs(model, inputs):\n", "class Fp64Casts(", "def call_in_fp64(fn, args):\n"})
+    EXPECT_NE(text.find(def), std::string::npos) << def;
+
+  // A repro.py whose program binds none of the block's names carries the block verbatim.
+  ReproCase c = makeCase("corpus/conv1d_mean_linear.py", "eager", "numeric-divergence");
+  std::string repro = renderRepro(c, "t");
+  EXPECT_NE(repro.find(driver.verbatim), std::string::npos);
+}
+
+namespace {
+
+/// A program whose forward casts explicitly (.float(), dtype=torch.float32, which the fp64 reference
+/// must widen) and whose model draws from torch's and Python's generators (which both must seed).
+constexpr const char* kExplicitCastsProgram = R"(import random
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 6)
+        self.gain = nn.Parameter(torch.randn(6))
+        self.scale = random.uniform(0.5, 2.0)
+
+    def forward(self, x):
+        h = self.linear(x).float()
+        h = torch.tanh(h * self.gain.to(dtype=torch.float32)) * self.scale
+        bias = torch.full((6,), 0.1, dtype=torch.float32)
+        return h + bias, h.sum(dim=0, dtype=torch.float32)
+
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(4, 8, generator=g),)
+)";
+
+/// What one worker run of `program` in `mode` saved: its output tensors, as the oracle loads them.
+std::vector<at::Tensor> workerOutputs(ProgramTester& tester, const std::filesystem::path& program, RunMode mode,
+                                      const TestSettings& settings) {
+  ProgramTester::PendingRun pending = tester.submitOne(program, mode, settings);
+  oracles::RunResult r = pending.result.get();
+  EXPECT_TRUE(r.ok()) << describe(r);
+  if (!r.ok() || !r.outputs) return {};
+  return oracles::loadOutputs(*r.outputs, pending.jobDir).tensors;
+}
+
+}  // namespace
+
+TEST_F(ReproEndToEnd, ExplicitCastsGiveTheWorkersEagerAndFp64OutputsInReproPy) {
+  std::filesystem::path folder = dir_->path() / "explicit_casts";
+  std::filesystem::create_directories(folder / "saved");
+  std::ofstream(folder / "program.py") << kExplicitCastsProgram;
+  TestSettings s;
+  s.seed = 7;
+  s.limits = Limits{600, 4096};
+  s.compile.backend = "eager";
+  std::vector<at::Tensor> eager = workerOutputs(*tester_, folder / "program.py", RunMode::Eager, s);
+  std::vector<at::Tensor> fp64 = workerOutputs(*tester_, folder / "program.py", RunMode::Fp64, s);
+
+  ReproCase c;
+  c.programPy = kExplicitCastsProgram;
+  c.compile = s.compile;
+  c.seed = 7;
+  c.verdict = "numeric-divergence";  // the eager backend agrees: repro.py exits 0
+  std::ofstream(folder / "repro.py") << renderRepro(c, "explicit casts");
+  bp::ipstream out;
+  bp::child python(std::string(TCFUZZ_DEFAULT_PYTHON), (folder / "repro.py").string(),
+                   bp::env["TCFUZZ_REPRO_OUTPUTS"] = (folder / "saved").string(), bp::start_dir = folder.string(),
+                   (bp::std_out & bp::std_err) > out);
+  std::string printed;
+  for (std::string line; std::getline(out, line);) printed += line + "\n";
+  python.wait();
+  EXPECT_EQ(python.exit_code(), 0) << printed;
+  EXPECT_EQ(reproVerdict(printed), "agree") << printed;
+  std::vector<at::Tensor> reproEager = oracles::loadSavedTensors(folder / "saved" / "eager.pt");
+  std::vector<at::Tensor> reproFp64 = oracles::loadSavedTensors(folder / "saved" / "fp64.pt");
+
+  ASSERT_EQ(eager.size(), 2u);
+  ASSERT_EQ(fp64.size(), 2u);
+  ASSERT_EQ(reproEager.size(), 2u);
+  ASSERT_EQ(reproFp64.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE("leaf " + std::to_string(i));
+    EXPECT_EQ(eager[i].scalar_type(), at::kFloat);
+    EXPECT_EQ(fp64[i].scalar_type(), at::kDouble);  // the explicit float32 casts were widened
+    EXPECT_TRUE(at::equal(reproEager[i], eager[i]));  // bit for bit: same seeds, same program
+    EXPECT_TRUE(at::equal(reproFp64[i], fp64[i]));
+    EXPECT_FALSE(at::equal(fp64[i], eager[i].to(at::kDouble)));  // fp64 really ran in float64
+    EXPECT_TRUE(at::allclose(fp64[i], eager[i].to(at::kDouble), 1e-4, 1e-5));
+  }
+  EXPECT_EQ(eager[0].sizes(), at::IntArrayRef({4, 6}));
+  EXPECT_EQ(eager[1].sizes(), at::IntArrayRef({6}));
 }

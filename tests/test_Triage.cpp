@@ -92,7 +92,7 @@ TEST_F(TriageTest, PlantedNumericBugInATwentyNodeProgramMinimizesToAtMostThreeNo
     if (start.nodes.size() < 20 || !hasOp(start, "sigmoid")) continue;
     oracles::CompileConfig c;
     c.backend = "tcfuzz_planted_sigmoid";
-    TriagedCase candidate = triage.triageCase({start, c.toJson(), false, ""}, settings().test);
+    TriagedCase candidate = triage.triageCase({start, c, false, ""}, settings().test);
     if (candidate.status == "done") t = candidate;  // a program whose sigmoid reaches an output
   }
   ASSERT_TRUE(t) << "no 20-node program with a diverging sigmoid among the first 40";
@@ -242,18 +242,13 @@ TEST_F(TriageTest, RegressWritesTheStatusOfKnownFindings) {
       << text;
 }
 
-TEST(TriageConversions, FindingConfigBecomesACompileConfigAndBack) {
-  auto [compile, backward] = findingCompile({{"backend", "aot_eager"}, {"dynamic", true}, {"backward", true},
-                                             {"templates", {"freezing"}}, {"inductor_config", {{"freezing", true}}}});
-  EXPECT_TRUE(backward);
-  oracles::CompileConfig c = compileConfigFromJson(compile);
-  EXPECT_EQ(c.backend, "aot_eager");
-  EXPECT_EQ(c.dynamic, std::optional<bool>(true));
-  EXPECT_EQ(c.inductorConfig, (json{{"freezing", true}}));
-  auto [plain, noBackward] = findingCompile(json::object());
-  EXPECT_FALSE(noBackward);
-  EXPECT_EQ(compileConfigFromJson(plain).backend, "inductor");
+TEST(TriageSteps, ThePipelineRunsItsNamedStepsInOrder) {
+  std::vector<std::string> names;
+  for (const TriageStep& step : triageSteps()) names.push_back(std::string(step.name));
+  EXPECT_EQ(names, (std::vector<std::string>{"replay", "minimize", "repro", "ablate", "bisect", "title", "verify"}));
+}
 
+TEST(TriageConversions, ATriagedCaseSurvivesItsTriageRow) {
   TriagedCase t;
   t.status = "done";
   t.signature.symptom = "numeric-divergence";
@@ -263,14 +258,20 @@ TEST(TriageConversions, FindingConfigBecomesACompileConfigAndBack) {
   t.repro.verdict = "numeric-divergence";
   t.repro.divergingLeaves = {0};
   t.ablation.push_back({"backend=eager", json::object(), "agree", false, "matches"});
+  t.repro.compile.backend = "aot_eager";
+  t.repro.compile.dynamic = true;
+  t.repro.backward = true;
   t.reproVerified = true;
   t.title = "x";
   json j = toJson(t);
+  EXPECT_EQ(j["repro"]["compile"].dump(),
+            R"({"backend":"aot_eager","dynamic":true,"fullgraph":false,"inductor_config":{},"mode":null})");
   TriagedCase back = triagedCaseFromJson(j);
   EXPECT_EQ(back.signature, t.signature);
   EXPECT_EQ(back.repro.divergingLeaves, t.repro.divergingLeaves);
   EXPECT_EQ(back.ablation.size(), 1u);
   EXPECT_EQ(back.reproVerified, std::optional<bool>(true));
+  EXPECT_EQ(back.repro.compile, t.repro.compile);
   EXPECT_EQ(toJson(back), j);
 }
 

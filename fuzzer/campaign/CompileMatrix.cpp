@@ -151,8 +151,8 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
   c.backend = pinned.backend ? *pinned.backend : drawKey(rng, backends);
   // mode names Inductor presets: drawn for Inductor only (other backends get torch's default).
   std::string mode = pinned.mode ? *pinned.mode : drawKey(rng, modes);
-  if (!pinned.mode && c.backend != "inductor") mode = "default";
-  c.mode = mode == "default" ? "" : mode;
+  if (!pinned.mode && !c.usesInductor()) mode = oracles::kDefaultModeName;
+  c.setMode(mode);
   if (pinned.dynamic) {
     c.dynamic = *pinned.dynamic;
   } else {
@@ -165,7 +165,7 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
     c.inductorConfig = *pinned.inductorConfig;
     return s;
   }
-  if (c.backend != "inductor" || maxTemplates <= 0 || !rng.chance(templateShare)) return s;
+  if (!c.usesInductor() || maxTemplates <= 0 || !rng.chance(templateShare)) return s;
   bool cuda = device.starts_with("cuda");
   std::vector<const InductorTemplate*> pool;
   std::vector<double> weights;
@@ -187,8 +187,7 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
 }
 
 json SampledCompile::nonDefault() const {
-  json j = config.nonDefault();
-  if (backward) j["backward"] = true;
+  json j = oracles::findingConfig(config, backward);
   if (!templates.empty()) j["templates"] = templates;
   return j;
 }

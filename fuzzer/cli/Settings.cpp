@@ -38,7 +38,7 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir) {
   if (spec.sandbox == SandboxKind::Bubblewrap)
     if (std::string problem = probeBubblewrap(); !problem.empty()) throw WorkerStartError(problem);
   spec.python = o.python;
-  spec.harness = fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "harness.py";
+  spec.harness = fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "zygote.py";
   spec.device = o.device;
   spec.workDir = workDir;
   if (!o.inductorCache.empty()) spec.inductorCacheDir = fs::absolute(o.inductorCache);
@@ -50,7 +50,7 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir) {
 oracles::CompileConfig compileConfigFrom(const Options& o) {
   oracles::CompileConfig c;
   c.backend = o.backend;
-  c.mode = o.mode == "default" ? "" : o.mode;
+  c.setMode(o.mode);
   if (o.dynamic == "true") c.dynamic = true;
   else if (o.dynamic == "false") c.dynamic = false;
   else if (o.dynamic != "auto") throw std::invalid_argument("--dynamic takes auto, true or false, not " + o.dynamic);
@@ -168,6 +168,13 @@ json readJsonFile(const fs::path& file) {
   } catch (const json::exception& e) {
     throw std::invalid_argument(fmt::format("{} is not valid JSON: {}", file.string(), e.what()));
   }
+}
+
+fs::path campaignStorePath(const fs::path& dir) {
+  fs::path store = dir / "findings.sqlite";
+  if (!fs::exists(store))
+    throw std::invalid_argument(fmt::format("{} holds no campaign (no findings.sqlite)", dir.string()));
+  return store;
 }
 
 void logLine(const std::string& line) { std::cerr << "tcfuzz: " << line << std::endl; }

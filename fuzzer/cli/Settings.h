@@ -58,6 +58,9 @@ LlmSettings llmSettingsFrom(const Options& options, const std::set<std::string>&
 /// Parses --max-time: "600", "90s", "10m", "2h" (seconds; 0 = unbounded); std::invalid_argument otherwise.
 double parseDuration(const std::string& text);
 
+/// The findings.sqlite of a campaign directory; std::invalid_argument when `dir` holds no campaign.
+std::filesystem::path campaignStorePath(const std::filesystem::path& dir);
+
 /// A JSON file a flag names; std::invalid_argument naming the file when it is unreadable or not JSON.
 nlohmann::json readJsonFile(const std::filesystem::path& file);
 

@@ -54,7 +54,7 @@ oracles::RunResult ProgramTester::bisect(const std::filesystem::path& program, c
                                          const nlohmann::json& spec) {
   Job job = makeJob(program, RunMode::Compiled, settings);
   asKind(job, "bisect");
-  job.compile.backend = "inductor";  // the bisector walks eager, aot_eager, ... up to Inductor itself
+  job.compile.backend = oracles::kInductorBackend;  // the bisector walks eager, aot_eager, ... up to Inductor itself
   job.bisect = spec.is_null() ? nlohmann::json::object() : spec;
   job.bisect["tolerances"] = comparator_.options().toleranceTable();  // the oracle's own table, never a copy
   return pool_.submit(std::move(job)).get();

@@ -29,9 +29,9 @@ int minimizeCommand(const Options& o, const std::string& finding) {
     json meta = readJsonFile(path / "meta.json");
     json config = meta.value("config", json::object());
     if (config.contains("original")) config = config["original"];
-    auto [compile, backward] = findingCompile(config);
-    start.compile = compile;
-    start.backward = backward;
+    oracles::FindingCompile recorded = oracles::findingCompile(config);
+    start.compile = recorded.config;
+    start.backward = recorded.backward;
     if (fs::exists(path / "result.json")) {
       json result = readJsonFile(path / "result.json");
       if (result.contains("seed") && result["seed"].is_number_unsigned()) settings.test.seed = result["seed"];
@@ -47,8 +47,7 @@ int minimizeCommand(const Options& o, const std::string& finding) {
     outDir = o.out.empty() ? path / "minimized" : fs::path(o.out);
   } else {
     start.graph = gen::Graph::load(path.string());
-    oracles::CompileConfig c = compileConfigFrom(o);
-    start.compile = c.toJson();
+    start.compile = compileConfigFrom(o);
     start.backward = o.backward;
     outDir = o.out.empty() ? path.parent_path() / (path.stem().string() + "-minimized") : fs::path(o.out);
   }
@@ -67,8 +66,7 @@ int minimizeCommand(const Options& o, const std::string& finding) {
   oracles::BugReport b = bugReportOf(t);
   b.hits = 1;
   b.originalProgramPy = gen::PythonEmitter(catalog).emit(start.graph);
-  b.originalConfig = compileConfigFromJson(start.compile).nonDefault();
-  if (start.backward) b.originalConfig["backward"] = true;
+  b.originalConfig = oracles::findingConfig(start.compile, start.backward);
   b.torchVersion = settings.torchVersion;
   b.torchGit = settings.torchGit;
   oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), outDir);

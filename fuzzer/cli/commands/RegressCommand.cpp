@@ -10,9 +10,9 @@
 #include "fuzzer/cli/Driver.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
-#include "fuzzer/triage/Triage.h"
 #include "generators/PythonEmitter.h"
 #include "oracles/AtomicFile.h"
+#include "oracles/CompileConfig.h"
 
 namespace tcfuzz {
 
@@ -67,9 +67,9 @@ int regressCommand(const Options& o, const std::vector<std::string>& dirs) {
       fs::path file = work.path() / (name + ".py");
       writeFileAtomically(file, emitter.emit(g));
       TestSettings s = base;
-      auto [compile, backward] = findingCompile(cfg);
-      s.compile = compileConfigFromJson(compile);
-      s.backward = backward;
+      oracles::FindingCompile recorded = oracles::findingCompile(cfg);
+      s.compile = recorded.config;
+      s.backward = recorded.backward;
       if (finding.contains("seed")) s.seed = finding["seed"].get<uint64_t>();
       if (finding.contains("threads") && o.threads == 0) s.threads = finding["threads"].get<int>();
       ProgramTestResult r = tester.test(file, s);

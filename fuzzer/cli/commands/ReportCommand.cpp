@@ -16,17 +16,11 @@ using nlohmann::json;
 
 int reportCommand(const Options& o, const std::string& campaignDir) {
   fs::path root = campaignDir;
-  if (!fs::exists(root / "findings.sqlite"))
-    throw std::invalid_argument(fmt::format("{} holds no campaign (no findings.sqlite)", root.string()));
-  FindingStore store(root / "findings.sqlite");
+  FindingStore store(campaignStorePath(root));
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   Triage reports(catalog, triageSettingsFrom(o, 1), root, store, nullptr, logLine);
-  auto bugs = reports.writeReports();
-  size_t untriaged = reports.pending().size();
-  TriageSummary s;
-  s.bugs = static_cast<int>(bugs.size());
-  for (const auto& b : bugs) s.rawFindings += static_cast<int>(b.hits);
-  s.pending = static_cast<int>(untriaged);
+  TriageSummary s = reports.rewriteReports();
+  size_t untriaged = static_cast<size_t>(s.pending);
   std::cout << s.describe(root);
   if (untriaged) logLine(fmt::format("{} signature(s) are not triaged yet: run tcfuzz triage {}", untriaged, campaignDir));
   return kExitOk;

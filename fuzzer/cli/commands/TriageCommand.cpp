@@ -16,8 +16,7 @@ using nlohmann::json;
 
 int triageCommand(const Options& o, const std::string& campaignDir) {
   fs::path root = campaignDir;
-  if (!fs::exists(root / "findings.sqlite"))
-    throw std::invalid_argument(fmt::format("{} holds no campaign (no findings.sqlite)", root.string()));
+  campaignStorePath(root);  // a clear error for a folder that holds no campaign
   CampaignOutput output(root, CampaignOutput::OpenMode::Resume);  // the lock: not while a campaign runs here
   FindingStore store(output.storePath());
   int workers = workerCount(o);
@@ -28,10 +27,7 @@ int triageCommand(const Options& o, const std::string& campaignDir) {
   Triage reports(catalog, settings, root, store, nullptr, logLine);
   std::vector<std::string> waiting = reports.pending();
   if (waiting.empty()) {
-    auto bugs = reports.writeReports();
-    TriageSummary s;
-    s.bugs = static_cast<int>(bugs.size());
-    for (const auto& b : bugs) s.rawFindings += static_cast<int>(b.hits);
+    TriageSummary s = reports.rewriteReports();
     logLine("nothing left to triage; reports rewritten");
     std::cout << s.describe(root);
     return kExitOk;

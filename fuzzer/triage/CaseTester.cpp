@@ -1,0 +1,109 @@
+#include "fuzzer/triage/CaseTester.h"
+
+#include <algorithm>
+#include <future>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "oracles/AtomicFile.h"
+
+namespace tcfuzz {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Removes a file and a job folder, ignoring what is already gone.
+void removeQuietly(const fs::path& file, const fs::path& jobDir) {
+  std::error_code ec;
+  fs::remove(file, ec);
+  if (!jobDir.empty()) fs::remove_all(jobDir, ec);
+}
+
+}  // namespace
+
+CaseTester::CaseTester(const gen::OpCatalog& catalog, ProgramTester* tester, fs::path scratch)
+    : tester_(tester), emitter_(catalog), scratch_(std::move(scratch)) {}
+
+ProgramTester& CaseTester::tester() const {
+  if (!tester_) throw std::logic_error("triage without a worker pool cannot test programs");
+  return *tester_;
+}
+
+std::string CaseTester::numberedFile(const std::string& tag) { return fmt::format("{}-{:06d}.py", tag, nextFile_++); }
+
+fs::path CaseTester::writeScratch(const std::string& fileName, const std::string& text) const {
+  fs::create_directories(scratch_);
+  fs::path file = scratch_ / fileName;
+  writeFileAtomically(file, text);
+  return file;
+}
+
+ProgramTestResult CaseTester::test(const oracles::MinimizeCase& c, const TestSettings& base, const std::string& tag) {
+  ProgramTester& programs = tester();
+  fs::path file = writeScratch(numberedFile(tag), emitter_.emit(c.graph));
+  TestSettings s = base;
+  s.compile = c.compile;
+  s.backward = c.backward;
+  ProgramTestResult r;
+  try {
+    r = programs.test(file, s);
+  } catch (const oracles::OutputLoadError& e) {
+    r.verdict.verdict = oracles::Verdict::InvalidProgram;
+    r.verdict.reason = fmt::format("outputs unreadable: {}", e.what());
+  } catch (const oracles::ConfigurationError& e) {
+    r.verdict.verdict = oracles::Verdict::InvalidProgram;
+    r.verdict.reason = fmt::format("configuration rejected: {}", e.what());
+  } catch (...) {
+    removeQuietly(file, {});
+    throw;
+  }
+  removeQuietly(file, {});
+  for (const auto* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64}) removeQuietly({}, run->jobDir);
+  return r;
+}
+
+std::vector<ProgramTestResult> CaseTester::testAll(const std::vector<oracles::MinimizeCase>& cases,
+                                                   const TestSettings& base, const std::string& tag) {
+  std::vector<std::future<ProgramTestResult>> running;
+  for (const auto& c : cases)
+    running.push_back(std::async(std::launch::async, [this, &c, &base, &tag] { return test(c, base, tag); }));
+  std::vector<ProgramTestResult> out;
+  std::exception_ptr first;
+  for (auto& f : running) {
+    try {
+      out.push_back(f.get());
+    } catch (...) {
+      if (!first) first = std::current_exception();
+      out.emplace_back();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  return out;
+}
+
+oracles::RunResult CaseTester::bisect(const oracles::MinimizeCase& c, const TestSettings& base,
+                                      const nlohmann::json& spec) {
+  ProgramTester& programs = tester();
+  fs::path file = writeScratch(numberedFile("bisect"), emitter_.emit(c.graph));
+  TestSettings s = base;
+  s.compile = c.compile;
+  s.backward = c.backward;
+  oracles::RunResult r = programs.bisect(file, s, spec);
+  removeQuietly(file, r.jobDir);
+  return r;
+}
+
+oracles::RunResult CaseTester::runScript(const std::string& fileName, const std::string& text,
+                                         const TestSettings& base) {
+  ProgramTester& programs = tester();
+  fs::path file = writeScratch(fileName, text);
+  TestSettings s = base;
+  s.limits.timeoutSeconds = std::max(s.limits.timeoutSeconds, 120.0);
+  oracles::RunResult r = programs.runScript(file, s);
+  removeQuietly(file, r.jobDir);
+  return r;
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,55 @@
+#pragma once
+// How triage runs programs: each case is emitted to a numbered file in a scratch folder, run through
+// the ProgramTester, and removed with its job folders once its result is read.
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/worker/ProgramTester.h"
+#include "generators/OpCatalog.h"
+#include "generators/PythonEmitter.h"
+#include "oracles/Minimizer.h"
+
+namespace tcfuzz {
+
+/// Tests, bisects and runs triage's programs. Thread-safe: test() may run concurrently.
+class CaseTester {
+ public:
+  /// `tester` may be null (report-only use): then canRun() is false and running anything throws std::logic_error.
+  CaseTester(const gen::OpCatalog& catalog, ProgramTester* tester, std::filesystem::path scratch);
+
+  /// Whether there is a worker pool to run programs with.
+  bool canRun() const { return tester_ != nullptr; }
+  /// The emitter that turns a case's graph into its program text.
+  const gen::PythonEmitter& emitter() const { return emitter_; }
+
+  /// Tests `c` under `base` with the case's compile config and backward flag. Unreadable outputs and a
+  /// rejected configuration become an InvalidProgram verdict; other errors propagate.
+  ProgramTestResult test(const oracles::MinimizeCase& c, const TestSettings& base, const std::string& tag);
+  /// test() for every case at once (the pool's parallelism); the first error is rethrown once all are done.
+  std::vector<ProgramTestResult> testAll(const std::vector<oracles::MinimizeCase>& cases, const TestSettings& base,
+                                         const std::string& tag);
+  /// Runs torch._inductor.compiler_bisector on `c` (ProgramTester::bisect); spec: check and leaves.
+  oracles::RunResult bisect(const oracles::MinimizeCase& c, const TestSettings& base, const nlohmann::json& spec);
+  /// Runs `text` as a plain Python script named `fileName` in a fresh process (ProgramTester::runScript),
+  /// with a timeout of at least 120 s (a cold import of torch and a compile).
+  oracles::RunResult runScript(const std::string& fileName, const std::string& text, const TestSettings& base);
+  /// A fresh file name for the scratch folder: "<tag>-000042.py".
+  std::string numberedFile(const std::string& tag);
+
+ private:
+  ProgramTester& tester() const;
+  /// Writes `text` to scratch/<fileName> and returns its path.
+  std::filesystem::path writeScratch(const std::string& fileName, const std::string& text) const;
+
+  ProgramTester* tester_;
+  gen::PythonEmitter emitter_;
+  std::filesystem::path scratch_;
+  std::atomic<uint64_t> nextFile_{0};
+};
+
+}  // namespace tcfuzz

@@ -1,0 +1,267 @@
+#include "fuzzer/triage/TriageSteps.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "oracles/Ablation.h"
+#include "oracles/ReproWriter.h"
+
+namespace tcfuzz {
+
+using nlohmann::json;
+using oracles::MinimizeCase;
+using oracles::Signature;
+
+namespace {
+
+// --- What the steps read from a test and a case ---------------------------------------------------
+
+/// Whether a test of a candidate shows the bug of `baseline`: for numeric divergences the divergence
+/// from fp64 still reproduces (the accuracy minifier's rule); otherwise the signature is unchanged.
+bool showsBug(const Signature& baseline, const ProgramTestResult& r) {
+  if (baseline.symptom == "numeric-divergence") return r.verdict.verdict == oracles::Verdict::NumericDivergence;
+  if (!oracles::isFinding(r.verdict.verdict)) return false;
+  return oracles::signatureOf(r.runs, r.verdict, {}).key() == baseline.key();
+}
+
+/// The first line of `text`, cut to `limit` characters with "..." when longer.
+std::string firstLine(const std::string& text, size_t limit) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() > limit) line = line.substr(0, limit - 3) + "...";
+  return line;
+}
+
+/// The failing run's exception message, as raised (not normalized).
+std::string rawMessage(const ProgramTestResult& r) {
+  const oracles::RunResult& failing = r.runs.compiled.ok() ? r.runs.eager : r.runs.compiled;
+  if (failing.exception) return failing.exception->message;
+  return failing.summary();
+}
+
+/// The graph's distinct ops in node order: "sigmoid, cumsum", at most `limit` then "...".
+std::string uniqueOps(const gen::Graph& g, size_t limit = 4) {
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes)
+    if (std::find(ops.begin(), ops.end(), n.op) == ops.end()) ops.push_back(n.op);
+  if (ops.size() > limit) {
+    ops.resize(limit);
+    ops.push_back("...");
+  }
+  return fmt::format("{}", fmt::join(ops, ", "));
+}
+
+/// "backend=inductor dynamic=true backward".
+std::string configText(const MinimizeCase& c) {
+  std::string text = c.compile.describe();
+  if (c.backward) text += " backward";
+  return text;
+}
+
+/// The title's tag for a component: "[dynamo]", "[aot_autograd]", "[inductor]", "[<backend>]", "[torch.compile]".
+std::string componentTag(const std::string& component) {
+  if (component.rfind("dynamo", 0) == 0) return "[dynamo]";
+  if (component.rfind("aot_autograd", 0) == 0) return "[aot_autograd]";
+  if (component.rfind("inductor", 0) == 0) return "[inductor]";
+  if (component.rfind("backend ", 0) == 0) return "[" + firstLine(component.substr(8), 40) + "]";
+  return "[torch.compile]";
+}
+
+/// "wrong-result", "accepts-invalid", "hang" or "crash".
+std::string severityOf(const Signature& s) {
+  if (s.symptom == "numeric-divergence") return "wrong-result";
+  if (s.symptom == "status-mismatch") return "accepts-invalid";
+  if (s.kind == "timeout") return "hang";
+  return "crash";
+}
+
+/// What torch._inductor.compiler_bisector said, from its run.
+oracles::BisectOutcome bisectOutcomeOf(const oracles::RunResult& r) {
+  oracles::BisectOutcome out;
+  const json& b = r.bisect;
+  if (!r.ok()) {
+    out.note = "the bisector failed: " + r.summary();
+  } else if (!b.is_object() || !b.value("available", false)) {
+    out.note = "torch._inductor.compiler_bisector is not available in this torch";
+  } else if (!b.value("found", false)) {
+    out.ran = true;
+    out.note = "the bisector found no failing subsystem (the failure did not reproduce under it)";
+  } else {
+    out.ran = true;
+    out.backend = b.value("backend", "");
+    out.subsystem = b.value("subsystem", "");
+    out.bisectNumber =
+        b.contains("bisect_number") && b["bisect_number"].is_number_integer() ? b["bisect_number"].get<int64_t>() : -1;
+    out.debugInfo = b.contains("debug_info") && b["debug_info"].is_string() ? b["debug_info"].get<std::string>() : "";
+  }
+  return out;
+}
+
+// --- When a step applies --------------------------------------------------------------------------
+
+bool always(const CaseInTriage&, const TriageSettings&) { return true; }
+
+/// The case still shows its finding and is no known bug's duplicate.
+bool isDone(const CaseInTriage& c, const TriageSettings&) { return c.result.status == "done"; }
+
+/// Minimizing is on, and the finding is not one whose every test costs the whole time or memory limit.
+bool canMinimize(const CaseInTriage& c, const TriageSettings& s) {
+  const Signature& baseline = c.result.baseline;
+  return isDone(c, s) && s.minimize && baseline.kind != "timeout" && baseline.kind != "oom";
+}
+
+bool verifying(const CaseInTriage& c, const TriageSettings& s) { return isDone(c, s) && s.verify; }
+
+// --- The steps ------------------------------------------------------------------------------------
+
+void replay(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  t.originalNodes = static_cast<int>(c.start.graph.nodes.size());
+  c.bestRun = tools.cases.test(c.start, c.settings, "replay");
+  t.baseline = oracles::signatureOf(c.bestRun.runs, c.bestRun.verdict, oracles::opsOf(c.start.graph));
+  if (!oracles::isFinding(c.bestRun.verdict.verdict)) {
+    t.status = "unreproducible";
+    tools.log(fmt::format("replay gives {} ({}): not minimized", t.baseline.symptom, c.bestRun.verdict.reason));
+  }
+}
+
+void minimize(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  oracles::MinimizerPolicy policy = tools.settings.minimizer;
+  policy.opHints = c.opHints;
+  policy.seed = c.settings.seed;
+  oracles::Minimizer minimizer(tools.catalog, policy);
+  std::map<std::string, ProgramTestResult> accepted;  // IR hash + config -> its test
+  auto key = [](const MinimizeCase& m) {
+    return m.graph.contentHash() + m.compile.toJson().dump() + (m.backward ? "b" : "");
+  };
+  oracles::CandidateTest test = [&](const std::vector<MinimizeCase>& batch) {
+    std::vector<ProgramTestResult> results = tools.cases.testAll(batch, c.settings, "min");
+    std::vector<bool> verdicts;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      bool ok = showsBug(t.baseline, results[i]);
+      verdicts.push_back(ok);
+      if (ok) accepted[key(batch[i])] = results[i];
+    }
+    return verdicts;
+  };
+  t.minimization = minimizer.minimize(c.start, test);
+  c.best = t.minimization.best;
+  if (t.minimization.acceptedByPass.count("hinted-ops")) t.status = "duplicate";
+  if (auto it = accepted.find(key(c.best)); it != accepted.end()) c.bestRun = it->second;
+  tools.log(fmt::format("minimized {} -> {} nodes in {} candidates", c.start.graph.nodes.size(),
+                        c.best.graph.nodes.size(), t.minimization.candidatesTested));
+}
+
+void recordRepro(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  const MinimizeCase& best = c.best;
+  t.minimization.best = best;
+  t.signature = t.status != "unreproducible"
+                    ? oracles::signatureOf(c.bestRun.runs, c.bestRun.verdict, oracles::opsOf(best.graph))
+                    : t.baseline;
+  oracles::ReproCase& repro = t.repro;
+  repro.programPy = tools.cases.emitter().emit(best.graph);
+  repro.programIr = best.graph.toJson();
+  repro.nodes = static_cast<int>(best.graph.nodes.size());
+  repro.compile = best.compile;
+  repro.backward = best.backward;
+  repro.seed = c.settings.seed;
+  repro.threads = c.settings.threads;
+  repro.device = c.settings.device;
+  for (const auto& p : c.settings.plugins) repro.plugins.push_back(p.string());
+  repro.verdict = t.signature.symptom;
+  if (c.bestRun.verdict.comparison)
+    for (const auto& l : c.bestRun.verdict.comparison->leaves)
+      if (!l.passed) repro.divergingLeaves.push_back(static_cast<int>(l.leaf));
+  repro.observed = toJson(c.bestRun);
+}
+
+void ablate(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  const std::string& backend = c.best.compile.backend;
+  if (!tools.settings.ablate) {
+    t.component = oracles::componentOfBackend(backend);
+    return;
+  }
+  std::vector<oracles::AblationVariant> variants = oracles::ablationVariants(c.best);
+  std::vector<MinimizeCase> reruns;
+  for (const auto& v : variants) reruns.push_back(v.rerun);
+  std::vector<ProgramTestResult> results = tools.cases.testAll(reruns, c.settings, "ablate");
+  for (size_t i = 0; i < variants.size(); ++i)
+    t.ablation.push_back(oracles::ablationRow(variants[i], std::string(oracles::toString(results[i].verdict.verdict)),
+                                              showsBug(t.baseline, results[i]),
+                                              firstLine(results[i].verdict.reason, 240)));
+  t.component = oracles::componentAtFault(t.ablation, backend);
+}
+
+void bisect(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  if (!tools.settings.bisect) {
+    t.bisect.note = "not run (--no-bisect)";
+  } else if (t.component.rfind("inductor", 0) != 0 || !c.best.compile.usesInductor()) {
+    t.bisect.note = "not an Inductor bug: the bisector only splits Inductor";
+  } else {
+    json spec{{"check", t.signature.symptom == "numeric-divergence" ? "numeric" : "crash"},
+              {"leaves", t.repro.divergingLeaves}};
+    t.bisect = bisectOutcomeOf(tools.cases.bisect(c.best, c.settings, spec));
+  }
+}
+
+void title(CaseInTriage& c, TriageTools&) {
+  TriagedCase& t = c.result;
+  const MinimizeCase& best = c.best;
+  t.severity = severityOf(t.signature);
+  std::string tag = componentTag(t.component);
+  std::string where = t.signature.phase.empty() ? "" : " in " + t.signature.phase;
+  if (t.signature.symptom == "numeric-divergence") {
+    t.title = fmt::format("{} compiled result is further from float64 than eager: {} ({})", tag, uniqueOps(best.graph),
+                          configText(best));
+  } else if (t.signature.symptom == "status-mismatch") {
+    t.title = fmt::format("{} compiled accepts what eager rejects ({}): {} ({})", tag,
+                          firstLine(rawMessage(c.bestRun), 80), uniqueOps(best.graph), configText(best));
+  } else if (t.signature.kind == "exception") {
+    t.title = fmt::format("{} {}{}: {} ({}; {})", tag, t.signature.exceptionType, where,
+                          firstLine(rawMessage(c.bestRun), 90), uniqueOps(best.graph), configText(best));
+  } else {
+    t.title = fmt::format("{} compiled run ends with {}{} ({}; {})", tag, t.signature.kind, where,
+                          uniqueOps(best.graph), configText(best));
+  }
+}
+
+void verify(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  oracles::RunResult r = tools.cases.runScript(tools.cases.numberedFile("repro"),
+                                               oracles::renderRepro(t.repro, t.title), c.settings);
+  std::string printed = oracles::reproVerdict(r.stdoutTail);
+  if (t.signature.kind.rfind("signal", 0) == 0) {
+    t.reproVerified = r.status == oracles::RunStatus::Signal && r.signal != 0;
+  } else if (t.signature.kind == "timeout") {
+    t.reproVerified = r.status == oracles::RunStatus::Timeout;
+  } else {
+    t.reproVerified = printed == t.repro.verdict && r.exitCode.value_or(-1) == 1;
+  }
+  std::string out = r.stdoutTail;
+  if (out.size() > 3000) out = "..." + out.substr(out.size() - 3000);
+  t.reproOutput = out.empty() ? r.summary() : out;
+  tools.log(fmt::format("repro.py {}: printed '{}'", *t.reproVerified ? "verified" : "NOT verified", printed));
+}
+
+constexpr TriageStep kSteps[] = {
+    {"replay", always, replay},    {"minimize", canMinimize, minimize}, {"repro", always, recordRepro},
+    {"ablate", isDone, ablate},    {"bisect", isDone, bisect},          {"title", isDone, title},
+    {"verify", verifying, verify},
+};
+
+}  // namespace
+
+std::span<const TriageStep> triageSteps() { return kSteps; }
+
+void runTriageSteps(CaseInTriage& c, TriageTools& tools) {
+  for (const TriageStep& step : triageSteps())
+    if (step.applies(c, tools.settings)) step.run(c, tools);
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,67 @@
+#pragma once
+// The triage pipeline as named steps run in order over one case (DESIGN.md, "Triage"):
+//   replay    test the start case again; a start that no longer shows a finding is "unreproducible"
+//   minimize  delta debugging (oracles/Minimizer); reduced to a known bug's ops, the case is a "duplicate"
+//   repro     the minimized case's signature and its ReproCase (program, config, observed runs)
+//   ablate    rerun under each backend and without each option (oracles/Ablation): the component at fault
+//   bisect    torch._inductor.compiler_bisector narrows an Inductor bug to a subsystem
+//   title     severity and a GitHub-issue title
+//   verify    repro.py run as plain python in a fresh sandboxed process
+// Each step says when it applies; ablate and the steps after it apply only to a case that is "done".
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzzer/triage/CaseTester.h"
+#include "fuzzer/triage/TriagedCase.h"
+#include "fuzzer/worker/ProgramTester.h"
+#include "generators/OpCatalog.h"
+#include "oracles/Minimizer.h"
+
+namespace tcfuzz {
+
+/// How triage runs.
+struct TriageSettings {
+  TestSettings test;  ///< limits, device, plugins, threads and seed defaults (each finding brings its own config)
+  oracles::MinimizerPolicy minimizer;
+  bool minimize = true;
+  bool ablate = true;
+  bool bisect = true;   ///< when the bug is Inductor's and torch has compiler_bisector
+  bool verify = true;   ///< run repro.py in a clean process inside the sandbox
+  std::string torchVersion, torchGit;
+};
+
+/// One case on its way through the pipeline: what it started as, and what the steps found so far.
+struct CaseInTriage {
+  const oracles::MinimizeCase& start;
+  const TestSettings& settings;                          ///< the case's seed, threads, plugins and limits
+  const std::vector<std::vector<std::string>>& opHints;  ///< op multisets of numeric bugs already minimized
+  oracles::MinimizeCase best;   ///< the smallest case that still shows the bug (the start until minimized)
+  ProgramTestResult bestRun;    ///< the test of `best`
+  TriagedCase result;
+};
+
+/// What the steps run with besides the case.
+struct TriageTools {
+  const gen::OpCatalog& catalog;
+  const TriageSettings& settings;
+  CaseTester& cases;
+  const std::function<void(const std::string&)>& log;
+};
+
+/// One named step: `run` extends the case when `applies` holds for it as the steps before left it.
+struct TriageStep {
+  std::string_view name;
+  bool (*applies)(const CaseInTriage& c, const TriageSettings& settings);
+  void (*run)(CaseInTriage& c, TriageTools& tools);
+};
+
+/// The pipeline, in the order it runs: replay, minimize, repro, ablate, bisect, title, verify.
+std::span<const TriageStep> triageSteps();
+
+/// Runs the steps of triageSteps() that apply, in order; the outcome is c.result.
+void runTriageSteps(CaseInTriage& c, TriageTools& tools);
+
+}  // namespace tcfuzz

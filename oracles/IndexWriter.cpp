@@ -1,0 +1,110 @@
+#include "oracles/IndexWriter.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "oracles/AtomicFile.h"
+#include "oracles/MarkdownText.h"
+
+namespace tcfuzz::oracles {
+
+using namespace markdown;
+
+namespace {
+
+/// "yes", "no", or "not checked" for a repro.py verification.
+std::string verifiedText(const std::optional<bool>& verified) {
+  if (!verified) return "not checked";
+  return *verified ? "yes" : "no";
+}
+
+/// "3 (from 20)", or "20 (not minimized)".
+std::string sizeText(const BugReport& bug) {
+  return bug.minimized ? fmt::format("{} (from {})", bug.repro.nodes, bug.originalNodes)
+                       : fmt::format("{} (not minimized)", bug.repro.nodes);
+}
+
+}  // namespace
+
+int severityRank(const std::string& severity) {
+  if (severity == "crash") return 0;
+  if (severity == "hang") return 1;
+  if (severity == "wrong-result") return 2;
+  if (severity == "accepts-invalid") return 3;
+  return 4;
+}
+
+void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
+                const std::filesystem::path& root) {
+  std::vector<const BugReport*> sorted;
+  int64_t rawFindings = 0;
+  for (const auto& bug : bugs) {
+    sorted.push_back(&bug);
+    rawFindings += bug.hits;
+  }
+  std::stable_sort(sorted.begin(), sorted.end(), [](const BugReport* a, const BugReport* b) {
+    int ra = severityRank(a->severity), rb = severityRank(b->severity);
+    if (ra != rb) return ra < rb;
+    if (a->hits != b->hits) return a->hits > b->hits;
+    if (a->firstSeen != b->firstSeen) return a->firstSeen < b->firstSeen;
+    return a->id < b->id;
+  });
+  std::string countLine = fmt::format("{} unique bug{} from {} raw finding{}", sorted.size(),
+                                      sorted.size() == 1 ? "" : "s", rawFindings, rawFindings == 1 ? "" : "s");
+
+  std::string md = "# tcfuzz findings\n\n";
+  for (const auto& [key, value] : campaignStats) md += fmt::format("- {}: {}\n", cell(key), cell(value));
+  if (!campaignStats.empty()) md += "\n";
+  md += countLine + ".\n\n";
+  md += "| rank | id | title | severity | component | hits | first seen | last seen | nodes (original) | verified |\n";
+  md += "|---:|---|---|---|---|---:|---|---|---|---|\n";
+  int rank = 0;
+  for (const BugReport* bug : sorted)
+    md += fmt::format("| {} | [{}](crashes/{}/report.md) | {} | {} | {} | {} | {} | {} | {} | {} |\n", ++rank,
+                      cell(bug->id), bug->id, cell(bug->title), cell(bug->severity), cell(bug->component), bug->hits,
+                      isoOrUnknown(bug->firstSeen), isoOrUnknown(bug->lastSeen), sizeText(*bug),
+                      verifiedText(bug->reproVerified));
+
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>tcfuzz findings</title>\n"
+      "<style>\n"
+      "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
+      "table{border-collapse:collapse}\n"
+      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\n"
+      "th{background:#f0f0f0}\n"
+      "td.num{text-align:right}\n"
+      "dl.stats{display:grid;grid-template-columns:max-content auto;gap:2px 1em}\n"
+      "dl.stats dt{font-weight:bold}\n"
+      "dl.stats dd{margin:0}\n"
+      ".sev-crash{color:#b00}.sev-hang{color:#a60}.sev-wrong-result{color:#06a}\n"
+      "code{font-size:90%}\n"
+      "</style>\n</head>\n<body>\n<h1>tcfuzz findings</h1>\n";
+  if (!campaignStats.empty()) {
+    html += "<dl class=\"stats\">\n";
+    for (const auto& [key, value] : campaignStats)
+      html += fmt::format("<dt>{}</dt><dd>{}</dd>\n", htmlEscape(key), htmlEscape(value));
+    html += "</dl>\n";
+  }
+  html += fmt::format("<p>{}.</p>\n", htmlEscape(countLine));
+  html += "<table>\n<thead><tr><th>rank</th><th>id</th><th>title</th><th>severity</th><th>component</th>"
+          "<th>hits</th><th>first seen</th><th>last seen</th><th>nodes (original)</th><th>verified</th></tr></thead>\n"
+          "<tbody>\n";
+  rank = 0;
+  for (const BugReport* bug : sorted)
+    html += fmt::format(
+        "<tr><td class=\"num\">{}</td><td><a href=\"crashes/{}/report.md\"><code>{}</code></a></td><td>{}</td>"
+        "<td class=\"sev-{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td></tr>\n",
+        ++rank, htmlEscape(bug->id), htmlEscape(bug->id), htmlEscape(oneLine(bug->title, kCellLimit)),
+        htmlEscape(bug->severity), htmlEscape(bug->severity), htmlEscape(bug->component), bug->hits,
+        htmlEscape(isoOrUnknown(bug->firstSeen)), htmlEscape(isoOrUnknown(bug->lastSeen)),
+        htmlEscape(sizeText(*bug)), htmlEscape(verifiedText(bug->reproVerified)));
+  html += "</tbody>\n</table>\n</body>\n</html>\n";
+
+  makeDirectories(root);
+  writeFileAtomically(root / "index.md", md);
+  writeFileAtomically(root / "index.html", html);
+}
+
+}  // namespace tcfuzz::oracles

@@ -1,0 +1,100 @@
+// Ablation: the variants a minimized case is rerun under, and how their rows name the component at
+// fault (the runs themselves go through workers in test_Triage).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "oracles/Ablation.h"
+
+using namespace tcfuzz;
+using nlohmann::json;
+using oracles::AblationRow;
+using oracles::MinimizeCase;
+
+namespace {
+
+/// A case under `backend` with max-autotune, dynamic shapes, cpp_wrapper and backward.
+MinimizeCase caseUnder(const std::string& backend) {
+  MinimizeCase c;
+  c.compile.backend = backend;
+  c.compile.mode = "max-autotune";
+  c.compile.dynamic = true;
+  c.compile.inductorConfig = {{"cpp_wrapper", true}};
+  c.backward = true;
+  return c;
+}
+
+/// The rows of `names` with the given reproduces flags.
+std::vector<AblationRow> rows(const std::vector<std::pair<std::string, bool>>& outcome) {
+  std::vector<AblationRow> out;
+  for (const auto& [variant, reproduces] : outcome) out.push_back({variant, json::object(), "", reproduces, ""});
+  return out;
+}
+
+}  // namespace
+
+TEST(Ablation, VariantsAreTheStandardBackendsThenTheCaseWithoutEachOption) {
+  std::vector<oracles::AblationVariant> v = oracles::ablationVariants(caseUnder("inductor"));
+  std::vector<std::string> names;
+  for (const auto& variant : v) names.push_back(variant.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"backend=eager", "backend=aot_eager", "backend=aot_eager_decomp_partition",
+                                             "backend=inductor", "without mode", "without dynamic", "without backward",
+                                             "without cpp_wrapper"}));
+  // The non-Inductor backends lose Inductor's mode and options; dynamic and backward stay.
+  EXPECT_EQ(oracles::findingConfig(v[0].rerun.compile, v[0].rerun.backward),
+            (json{{"backend", "eager"}, {"dynamic", true}, {"backward", true}}));
+  EXPECT_EQ(v[3].rerun.compile, caseUnder("inductor").compile);
+  EXPECT_EQ(v[4].rerun.compile.mode, "");
+  EXPECT_FALSE(v[5].rerun.compile.dynamic.has_value());
+  EXPECT_FALSE(v[6].rerun.backward);
+  EXPECT_EQ(v[7].rerun.compile.inductorConfig, json::object());
+
+  AblationRow row = oracles::ablationRow(v[1], "agree", false, "compiled ran");
+  EXPECT_EQ(row.variant, "backend=aot_eager");
+  EXPECT_EQ(row.config, (json{{"backend", "aot_eager"}, {"dynamic", true}, {"backward", true}}));
+  EXPECT_EQ(row.verdict, "agree");
+  EXPECT_FALSE(row.reproduces);
+  EXPECT_EQ(row.summary, "compiled ran");
+}
+
+TEST(Ablation, AnotherBackendIsTriedAfterTheStandardOnesAndKeepsItsOptions) {
+  std::vector<oracles::AblationVariant> v = oracles::ablationVariants(caseUnder("my_backend"));
+  ASSERT_GE(v.size(), 5u);
+  EXPECT_EQ(v[4].name, "backend=my_backend");
+  EXPECT_EQ(v[4].rerun.compile, caseUnder("my_backend").compile);
+  EXPECT_EQ(v[3].rerun.compile.mode, "max-autotune");  // Inductor keeps the case's mode
+  EXPECT_TRUE(oracles::isStandardBackend("aot_eager_decomp_partition"));
+  EXPECT_FALSE(oracles::isStandardBackend("my_backend"));
+}
+
+TEST(Ablation, TheLeastCompilerThatReproducesIsBlamed) {
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=eager", true}, {"backend=aot_eager", true}}), "inductor"),
+            "dynamo");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=eager", false}, {"backend=aot_eager", true}}), "inductor"),
+            "aot_autograd");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=aot_eager_decomp_partition", true}, {"backend=inductor", true}}),
+                                      "inductor"),
+            "aot_autograd (decompositions or partitioner)");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=eager", false}, {"backend=inductor", true}}), "inductor"),
+            "inductor");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", false}, {"backend=planted", true}}), "planted"),
+            "backend planted");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", false}}), "inductor"),
+            "unknown (no backend variant reproduces)");
+}
+
+TEST(Ablation, OptionsWithoutWhichTheBugIsGoneAreNamed) {
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", true},
+                                            {"without mode", true},
+                                            {"without dynamic", false},
+                                            {"without cpp_wrapper", false}}),
+                                      "inductor"),
+            "inductor (needs dynamic, cpp_wrapper)");
+}
+
+TEST(Ablation, WithoutAblationTheBackendNamesTheComponent) {
+  EXPECT_EQ(oracles::componentOfBackend("eager"), "dynamo");
+  EXPECT_EQ(oracles::componentOfBackend("aot_eager"), "aot_eager");
+  EXPECT_EQ(oracles::componentOfBackend("inductor"), "inductor");
+  EXPECT_EQ(oracles::componentOfBackend("planted"), "backend planted");
+}

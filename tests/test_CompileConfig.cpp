@@ -1,0 +1,110 @@
+// CompileConfig: its defaults, its JSON forms (the job's "compile", a finding's non-default options)
+// and the parse that reads both back.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "oracles/CompileConfig.h"
+
+using namespace tcfuzz;
+using nlohmann::json;
+using oracles::CompileConfig;
+
+TEST(CompileConfig, DefaultsAreInductorDefaultModeAutomaticDynamicAndNoOptions) {
+  CompileConfig c;
+  EXPECT_EQ(c.backend, "inductor");
+  EXPECT_TRUE(c.usesInductor());
+  EXPECT_TRUE(c.defaultMode());
+  EXPECT_FALSE(c.dynamic.has_value());
+  EXPECT_FALSE(c.fullgraph);
+  EXPECT_EQ(c.inductorConfig, json::object());
+  EXPECT_EQ(c.nonDefault(), json::object());
+  EXPECT_EQ(c.toJson().dump(),
+            R"({"backend":"inductor","dynamic":null,"fullgraph":false,"inductor_config":{},"mode":null})");
+  EXPECT_EQ(c.describe(), "backend=inductor");
+}
+
+TEST(CompileConfig, TheDefaultModeHasTwoNamesAndIsNeverRecorded) {
+  CompileConfig c;
+  c.setMode("default");
+  EXPECT_EQ(c.mode, "");
+  c.mode = "default";  // set directly, as a --mode flag may
+  EXPECT_TRUE(c.defaultMode());
+  EXPECT_EQ(c.nonDefault(), json::object());
+  EXPECT_TRUE(c.toJson()["mode"].is_null());
+  c.setMode("max-autotune");
+  EXPECT_FALSE(c.defaultMode());
+  EXPECT_EQ(c.nonDefault(), (json{{"mode", "max-autotune"}}));
+}
+
+TEST(CompileConfig, ToJsonAndFromJsonRoundTrip) {
+  CompileConfig c;
+  c.backend = "aot_eager";
+  c.mode = "reduce-overhead";
+  c.dynamic = false;
+  c.fullgraph = true;
+  c.addInductorOverride("cpp_wrapper=true");
+  c.addInductorOverride("triton.max_tiles=3");
+  c.addInductorOverride("name=bare words");
+  EXPECT_EQ(c.inductorConfig, (json{{"cpp_wrapper", true}, {"triton.max_tiles", 3}, {"name", "bare words"}}));
+  EXPECT_EQ(CompileConfig::fromJson(c.toJson()), c);
+  EXPECT_EQ(CompileConfig::fromJson(c.nonDefault()), c);
+  EXPECT_EQ(c.describe(),
+            "backend=aot_eager mode=reduce-overhead dynamic=false fullgraph=true cpp_wrapper=true "
+            "name=\"bare words\" triton.max_tiles=3");
+  EXPECT_EQ(c.describe(CompileConfig::OptionText::Bare),
+            "backend=aot_eager mode=reduce-overhead dynamic=false fullgraph=true cpp_wrapper=true "
+            "name=bare words triton.max_tiles=3");
+  EXPECT_THROW(c.addInductorOverride("no_equals_sign"), std::invalid_argument);
+  EXPECT_THROW(c.addInductorOverride("=3"), std::invalid_argument);
+}
+
+TEST(CompileConfig, FromJsonKeepsDefaultsForMissingNullAndIgnoredKeys) {
+  EXPECT_EQ(CompileConfig::fromJson(json::object()), CompileConfig{});
+  EXPECT_EQ(CompileConfig::fromJson(json()), CompileConfig{});
+  EXPECT_EQ(CompileConfig::fromJson(json::array()), CompileConfig{});
+  EXPECT_EQ(CompileConfig::fromJson(json{{"backend", nullptr}, {"mode", nullptr}, {"dynamic", nullptr},
+                                         {"fullgraph", nullptr}, {"inductor_config", nullptr}}),
+            CompileConfig{});
+  // Keys of a finding's record that are not compile arguments, and values of another type, are ignored.
+  CompileConfig c = CompileConfig::fromJson(
+      json{{"backward", true}, {"templates", {"freezing"}}, {"mode", 3}, {"dynamic", "yes"}, {"inductor_config", 1}});
+  EXPECT_EQ(c, CompileConfig{});
+  EXPECT_EQ(CompileConfig::fromJson(json{{"mode", "default"}}).mode, "");
+}
+
+TEST(CompileConfig, FromJsonRejectsABackendOrFullgraphOfTheWrongType) {
+  try {
+    CompileConfig::fromJson(json{{"backend", 7}});
+    FAIL() << "a numeric backend was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'backend'"), std::string::npos) << e.what();
+  }
+  try {
+    CompileConfig::fromJson(json{{"fullgraph", "true"}});
+    FAIL() << "a string fullgraph was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'fullgraph'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CompileConfig, AFindingsRecordedConfigBecomesAConfigAndBack) {
+  json recorded{{"backend", "aot_eager"}, {"dynamic", true}, {"backward", true}, {"templates", {"freezing"}},
+                {"inductor_config", {{"freezing", true}}}};
+  oracles::FindingCompile f = oracles::findingCompile(recorded);
+  EXPECT_TRUE(f.backward);
+  EXPECT_EQ(f.config.backend, "aot_eager");
+  EXPECT_EQ(f.config.dynamic, std::optional<bool>(true));
+  EXPECT_EQ(f.config.inductorConfig, (json{{"freezing", true}}));
+  // Back: everything but the templates (a campaign fact, not a compile argument).
+  json back = recorded;
+  back.erase("templates");
+  EXPECT_EQ(oracles::findingConfig(f.config, f.backward), back);
+
+  oracles::FindingCompile plain = oracles::findingCompile(json::object());
+  EXPECT_FALSE(plain.backward);
+  EXPECT_EQ(plain.config, CompileConfig{});
+  EXPECT_EQ(oracles::findingCompile(json("not an object")).config, CompileConfig{});
+  EXPECT_EQ(oracles::findingConfig(CompileConfig{}, false), json::object());
+  EXPECT_EQ(oracles::findingConfig(CompileConfig{}, true), (json{{"backward", true}}));
+}
