@@ -115,14 +115,16 @@ TensorType Generator::randomType(Rng& rng, const OpSpec& op, int k) const {
   return t;
 }
 
-Graph Generator::generate(uint64_t index) {
+Graph Generator::generate(uint64_t index) { return generate(index, {policy_.minNodes, policy_.maxNodes}); }
+
+Graph Generator::generate(uint64_t index, NodeRange nodes) {
   Rng rng = Rng::forProgram(seed_, index);
   Graph g;
   g.origin = {"grammar", seed_, index};
   GraphRepairer repairer(catalog_, policy_.caps, rng, solver_);
   repairer.attach(g);
 
-  int target = static_cast<int>(rng.uniform(policy_.minNodes, policy_.maxNodes));
+  int target = static_cast<int>(rng.uniform(nodes.minNodes, nodes.maxNodes));
   int initialInputs = static_cast<int>(rng.uniform(1, policy_.maxInputs));
   for (int i = 0; i < initialInputs; ++i) {
     const OpSpec& op = pickOp(rng);

@@ -32,12 +32,20 @@ struct GenPolicy {
   static GenPolicy fromJson(const nlohmann::json& doc);
 };
 
+/// A program's target node count range, both ends included.
+struct NodeRange {
+  int minNodes = 6, maxNodes = 14;
+};
+
 /// Grows programs from a seed. One Generator per thread; programs replay from (seed, index).
 class Generator {
  public:
   Generator(const OpCatalog& catalog, GenPolicy policy, uint64_t seed);
   /// Program `index` of this generator's seed: the same (seed, index) always gives the same graph.
   Graph generate(uint64_t index);
+  /// As generate(index), with `nodes` in place of the policy's node range: the same (seed, index,
+  /// nodes) always gives the same graph, and generate(i, {minNodes, maxNodes}) == generate(i).
+  Graph generate(uint64_t index, NodeRange nodes);
   /// Repair counters summed over every program generated so far.
   const RepairStats& stats() const { return stats_; }
   int64_t solverCalls() const { return solver_.calls(); }

@@ -126,6 +126,12 @@ RunResult runResultFromJson(const nlohmann::json& j) {
                          numberField(t, "run_s"),  numberField(t, "save_s"),  numberField(t, "child_wall_s"), 0.0,
                          numberField(t, "backward_s")};
   }
+  numberMap(j, "compile_phases", r.times.compilePhases);
+  if (auto it = j.find("child"); it != j.end() && it->is_object()) {
+    r.child.persistent = it->value("persistent", false);
+    r.child.jobsBefore = it->value("jobs_before", 0);
+    r.child.stateLeak = stringField(*it, "state_leak");
+  }
   if (auto it = j.find("outputs"); it != j.end() && !it->is_null()) r.outputs = outputSetFromJson(*it);
   if (auto it = j.find("repeat_outputs"); it != j.end() && it->is_array())
     for (const auto& o : *it) r.repeatOutputs.push_back(outputSetFromJson(o));
@@ -159,6 +165,9 @@ nlohmann::json toJson(const RunResult& r) {
                      {"child_wall_s", r.times.childWall},
                      {"round_trip_s", r.times.roundTrip}}}};
   if (r.times.backward > 0) j["times"]["backward_s"] = r.times.backward;
+  if (!r.times.compilePhases.empty()) j["compile_phases"] = r.times.compilePhases;
+  j["child"] = {{"persistent", r.child.persistent}, {"jobs_before", r.child.jobsBefore}};
+  if (!r.child.stateLeak.empty()) j["child"]["state_leak"] = r.child.stateLeak;
   if (!r.backwardNote.empty()) j["backward"] = r.backwardNote;
   // Tails only: a report quotes the end of a traceback, where the root cause is.
   auto tailOf = [](const std::string& text, size_t limit) {

@@ -61,6 +61,16 @@ struct PhaseTimes {
   double fork = 0, setup = 0, compile = 0, run = 0, save = 0, childWall = 0;
   double roundTrip = 0;  ///< job written to result parsed, as the C++ side saw it
   double backward = 0;   ///< the part of `run` spent computing gradients (backward jobs)
+  /// `compile` split into exclusive phases (compiled jobs): dynamo, aot_autograd, lowering, scheduling,
+  /// cxx_compile, codegen_load (see fuzzer/worker/compile_stats.py); empty when torch reports none.
+  std::map<std::string, double> compilePhases;
+};
+
+/// The worker process a job ran in.
+struct ChildInfo {
+  bool persistent = false;  ///< a warm persistent child (else a fresh fork of the zygote)
+  int jobsBefore = 0;       ///< jobs that process ran before this one (0: a cold process)
+  std::string stateLeak;    ///< what the job left changed in torch's global state (the child retired); "" if clean
 };
 
 /// The result of one job.
@@ -83,6 +93,7 @@ struct RunResult {
   std::optional<OutputSet> outputs;
   std::vector<OutputSet> repeatOutputs;  ///< further runs of the same job (nondeterminism check)
   std::optional<CompileFacts> compileFacts;
+  ChildInfo child;
   std::string backwardNote;  ///< backward jobs: "ok", or why it was skipped ("skipped: no differentiable output")
   std::filesystem::path jobDir;
 

@@ -659,6 +659,7 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
     case Verdict::Agree:
     case Verdict::Nondeterministic:
     case Verdict::InvalidProgram:
+    case Verdict::StateLeakSuspect:
       break;
   }
   return sig;

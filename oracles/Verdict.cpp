@@ -12,6 +12,7 @@ constexpr std::pair<Verdict, std::string_view> kVerdictNames[] = {
     {Verdict::NumericDivergence, "numeric-divergence"},
     {Verdict::Nondeterministic, "nondeterministic"},
     {Verdict::InvalidProgram, "invalid-program"},
+    {Verdict::StateLeakSuspect, "state-leak-suspect"},
 };
 
 bool failedToLoad(const RunResult& r) { return !r.ok() && (r.phase == "load" || r.phase == "setup"); }
@@ -32,6 +33,7 @@ int exitCodeFor(Verdict verdict) {
     case Verdict::NumericDivergence: return 12;
     case Verdict::Nondeterministic: return 13;
     case Verdict::InvalidProgram: return 14;
+    case Verdict::StateLeakSuspect: return 15;
   }
   return 3;
 }

@@ -10,9 +10,14 @@
 
 namespace tcfuzz::oracles {
 
-enum class Verdict { Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram };
+/// StateLeakSuspect: a finding made in a warm persistent worker that a fresh process does not reproduce
+/// (state one program left for the next, a harness problem): recorded, never reported as a torch bug.
+enum class Verdict {
+  Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram, StateLeakSuspect
+};
 
-/// "agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic", "invalid-program".
+/// "agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic", "invalid-program",
+/// "state-leak-suspect".
 std::string_view toString(Verdict verdict);
 /// The process exit code `tcfuzz run` uses for a verdict (README, "Exit codes").
 int exitCodeFor(Verdict verdict);

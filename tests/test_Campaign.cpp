@@ -16,6 +16,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "fuzzer/campaign/CampaignOutput.h"
 #include "fuzzer/campaign/FindingStore.h"
@@ -126,6 +127,35 @@ TEST(Campaign, FindsAPlantedNumericBugAndWritesTheOutputDirectory) {
   auto again = runFuzz(fuzzArgs({"-o", out.string(), "--max-programs", "1"}));
   EXPECT_EQ(again.exitCode, 2);
   EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
+}
+
+// A default campaign's programs run in warm persistent children, and each program row says where its
+// time went: the compile phases, the job seconds, the child it ran in; every finding is confirmed.
+TEST(Campaign, ProgramsRunInWarmChildrenAndRecordTheirCompilePhases) {
+  TempDir dir("tcfuzz-campaign");
+  fs::path out = dir.path() / "out";
+  auto run = runFuzz(fuzzArgs({"-o", out.string(), "--seed", "5", "--max-programs", "6", "--backend", "inductor",
+                               "--no-triage"}));
+  ASSERT_EQ(run.exitCode, 0) << run.output;
+  SQLite::Database d((out / "findings.sqlite").string(), SQLite::OPEN_READONLY);
+  SQLite::Statement rows(d, "SELECT verdict, phases FROM programs");
+  int compiled = 0, warm = 0;
+  while (rows.executeStep()) {
+    nlohmann::json p = nlohmann::json::parse(rows.getColumn(1).getString());
+    ASSERT_TRUE(p.contains("eager_s") && p.contains("fp64_s") && p.contains("compile_phases")) << p.dump();
+    if (p.value("compile_skipped", false)) continue;
+    ++compiled;
+    double sum = 0;
+    for (const auto& [phase, seconds] : p["compile_phases"].items()) sum += seconds.get<double>();
+    EXPECT_NEAR(sum, p["compile_s"].get<double>(), 1e-6) << p.dump();
+    EXPECT_TRUE(p["persistent"].get<bool>()) << p.dump();
+    warm += p["jobs_before"].get<int>() > 0;
+    std::string verdict = rows.getColumn(0).getString();
+    if (verdict == "crash-mismatch" || verdict == "numeric-divergence" || verdict == "state-leak-suspect")
+      EXPECT_TRUE(p.contains("confirmation")) << p.dump();
+  }
+  EXPECT_GE(compiled, 4);
+  EXPECT_GE(warm, compiled - 2);  // two zygotes: at most one cold first job each
 }
 
 // kill -9 in the middle of a campaign, then --resume: every finding committed before the kill is

@@ -27,6 +27,21 @@ TEST_F(GeneratorTest, SameSeedAndIndexReplayTheSameProgram) {
   EXPECT_NE(a.generate(3).contentHash(), c.generate(3).contentHash());
 }
 
+// A node range in place of the policy's (the scheduler's size buckets): the policy's own range
+// replays generate(index), a larger one grows larger programs.
+TEST_F(GeneratorTest, NodeRangeReplacesThePolicyRange) {
+  GenPolicy policy;
+  Generator a(catalog, policy, 21), b(catalog, policy, 21);
+  size_t small = 0, large = 0;
+  for (uint64_t i = 0; i < 40; ++i) {
+    EXPECT_EQ(a.generate(i).contentHash(), b.generate(i, {policy.minNodes, policy.maxNodes}).contentHash());
+    small += b.generate(i, {3, 4}).nodes.size();
+    large += b.generate(i, {24, 28}).nodes.size();
+  }
+  EXPECT_LE(small, 40u * 6);
+  EXPECT_GE(large, 40u * 20);
+}
+
 TEST_F(GeneratorTest, GeneratedGraphsAreValidAndRespectThePolicy) {
   GenPolicy policy;
   policy.minNodes = 5;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -51,6 +52,26 @@ void removeQuietly(const fs::path& p) {
   fs::remove_all(p, ec);
 }
 
+/// Where a program's time went, for programs.phases in findings.sqlite (ProgramRecord::phases).
+json phaseRecord(const ProgramTestResult& r) {
+  const oracles::RunResult& c = r.runs.compiled;
+  json j{{"eager_s", r.runs.eager.times.childWall},
+         {"fp64_s", r.runs.fp64.times.childWall},
+         {"compiled_s", c.times.childWall},
+         {"compile_s", c.times.compile},
+         {"run_s", c.times.run},
+         {"backward_s", c.times.backward},
+         {"compile_phases", c.times.compilePhases},
+         {"persistent", c.child.persistent},
+         {"jobs_before", c.child.jobsBefore}};
+  if (r.compileSkipped) j["compile_skipped"] = true;
+  if (r.confirmation != Confirmation::NotChecked) {
+    j["confirmation"] = toString(r.confirmation);
+    j["confirm_s"] = r.confirmSeconds;
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string statsKey(const std::string& verdict) {
@@ -65,7 +86,8 @@ json CampaignPolicy::toJson() const {
   return {{"mutation_share", mutationShare},
           {"mutation_attempts", mutationAttempts},
           {"generation", generation.toJson()},
-          {"compile", compile.toJson()}};
+          {"compile", compile.toJson()},
+          {"schedule", schedule.toJson()}};
 }
 
 CampaignPolicy CampaignPolicy::fromJson(const json& doc) {
@@ -84,6 +106,8 @@ CampaignPolicy CampaignPolicy::fromJson(const json& doc) {
       p.generation = gen::GenPolicy::fromJson(v);
     } else if (key == "compile") {
       p.compile = CompileMatrix::fromJson(v);
+    } else if (key == "schedule") {
+      p.schedule = SchedulePolicy::fromJson(v);
     } else {
       throw std::invalid_argument(fmt::format("campaign policy: unknown key '{}'", key));
     }
@@ -106,7 +130,8 @@ Campaign::Campaign(const gen::OpCatalog& catalog, CampaignPolicy policy, Campaig
       view_(view),
       emitter_(catalog),
       mutator_(catalog, policy_.generation),
-      queueSampler_(settings_.seed ^ 0x71756575652d6c6cULL) {
+      queueSampler_(settings_.seed ^ 0x71756575652d6c6cULL),
+      scheduler_(policy_.schedule) {
   totals_ = store_.totals();
   nextIndex_ = totals_.maxProgramIndex + 1;
 }
@@ -119,6 +144,15 @@ std::vector<std::string> Campaign::restore() {
   nextIndex_ = totals_.maxProgramIndex + 1;
   lastNewSignatureAt_ = totals_.lastNewSignatureAt;
   features_.add(store_.features());
+  if (fs::exists(output_.schedulePath())) {
+    try {
+      std::ifstream in(output_.schedulePath());
+      scheduler_.restore(json::parse(in));
+    } catch (const std::exception& e) {  // only the schedule's learning is lost: it starts afresh
+      problems.push_back(fmt::format("{} cannot be read ({}); the arm statistics start afresh",
+                                     output_.schedulePath().string(), e.what()));
+    }
+  }
   for (const auto& id : store_.signatureIds()) signatures_.insert(id);
 
   // The queue files are the queue: a row whose file is missing is re-written from the store, a
@@ -231,7 +265,14 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
       }
     }
   }
-  if (!made && !c.llm) c.graph = generator.generate(static_cast<uint64_t>(index));
+  if (!made && !c.llm) {
+    gen::NodeRange size;
+    {
+      std::lock_guard lock(mutex_);  // bandit off: the policy's range, no draw
+      size = scheduler_.sampleSize(policy_.generation, rng, c.pulls);
+    }
+    c.graph = generator.generate(static_cast<uint64_t>(index), size);
+  }
   std::string hash = c.graph.contentHash();
   std::lock_guard lock(mutex_);
   if (!testedHashes_.insert(hash).second) {
@@ -252,7 +293,7 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
   {
     std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
     gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
-    sc = policy_.compile.sample(rng, settings_.device, settings_.pinned);
+    sc = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, settings_.pinned, c.pulls);
   }
   TestSettings ts = settings_.test;
   ts.compile = sc.config;
@@ -296,7 +337,14 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     r.verdict.reason = "graph break under fullgraph=True (the documented outcome, not a bug)";
   }
   std::vector<std::string> features = runFeatures(c.graph, sc, r);
-  double torchSeconds = r.runs.eager.times.childWall + r.runs.compiled.times.childWall + r.runs.fp64.times.childWall;
+  ProgramYield yield;  // for the scheduler's credit below
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& f : features_.novel(features)) yield.newOpFeatures += isGraphFeature(f);
+  }
+  // Confirming a finding (fresh processes, cold cache) is part of what the program cost.
+  double torchSeconds = r.runs.eager.times.childWall + r.runs.compiled.times.childWall + r.runs.fp64.times.childWall +
+                        r.confirmSeconds;
   std::string verdict(oracles::toString(r.verdict.verdict));
   json config = sc.nonDefault();
   double now = unixNow();
@@ -306,6 +354,7 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     std::vector<std::string> ops;
     for (const auto& n : c.graph.nodes) ops.push_back(n.op);
     oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, ops);
+    if (r.confirmation == Confirmation::CacheOnly) sig.kind = "cache-only " + sig.kind;  // a cache bug: its own signature
     json result = toJson(r);
     result["config"] = config;
     result["seed"] = ts.seed;
@@ -327,7 +376,16 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
   }
 
   ProgramRecord pr{c.index, c.graph.contentHash(), c.origin, c.parent, config.dump(), verdict, r.verdict.reason, 0,
-                   r.wallSeconds, torchSeconds, now};
+                   r.wallSeconds, torchSeconds, now, phaseRecord(r).dump()};
+  if (r.verdict.verdict == oracles::Verdict::StateLeakSuspect) {
+    // Never a torch bug report: kept beside the findings, for whoever looks after the harness.
+    json leak = toJson(r);
+    leak["config"] = config;
+    leak["seed"] = ts.seed;
+    output_.writeStateLeakSuspect(c.index, py, leak);
+    view_.event(fmt::format("program {:06d}: a finding only in a persistent worker (state-leak suspect), kept in "
+                            "state-leaks/: {}", c.index, r.verdict.reason.substr(0, 160)));
+  }
   bool queueable = r.verdict.verdict == oracles::Verdict::Agree ||
                    r.verdict.verdict == oracles::Verdict::NumericDivergence;
   std::optional<QueueRecord> queued;
@@ -358,6 +416,12 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
       }
     }
     if (queued) queue_.push_back({queued->name, c.graph, c.index, 0});
+  }
+  {
+    std::lock_guard lock(mutex_);
+    yield.newFeatures = pr.newFeatures;
+    yield.newSignatures = static_cast<int>(newSignatures.size());
+    scheduler_.credit(c.pulls, torchSeconds, yield);
   }
   if (c.llm) llm_->feedback(*c.llm, true, pr.newFeatures, static_cast<int>(findings.size()), !newSignatures.empty());
   if (queued) output_.writeQueueEntry(queued->name, c.graph, py);
@@ -453,6 +517,7 @@ void Campaign::writeStats() {
   }
   kv.emplace_back("findings", std::to_string(s.findings));
   kv.emplace_back("unique_signatures", std::to_string(s.uniqueSignatures));
+  std::string schedule;
   {
     std::lock_guard lock(mutex_);
     kv.emplace_back("last_find", fmt::format("{:.0f}", totals_.lastFindingAt));
@@ -462,6 +527,9 @@ void Campaign::writeStats() {
     std::string templates;
     for (const auto& t : policy_.compile.usableTemplates(settings_.device)) templates += (templates.empty() ? "" : ",") + t;
     kv.emplace_back("templates", templates);
+    for (auto& line : scheduler_.statsLines(policy_.compile, policy_.generation, settings_.device, settings_.pinned))
+      kv.push_back(std::move(line));
+    schedule = scheduler_.toJson().dump(1);
   }
   kv.emplace_back("queue_size", std::to_string(s.queue));
   kv.emplace_back("features", std::to_string(s.features));
@@ -475,6 +543,7 @@ void Campaign::writeStats() {
   else
     kv.emplace_back("llm_state", "off");
   output_.writeStats(kv);
+  writeFileAtomically(output_.schedulePath(), schedule);
 }
 
 CampaignEnd Campaign::run() {

@@ -16,6 +16,7 @@
 
 #include "fuzzer/campaign/CampaignOutput.h"
 #include "fuzzer/campaign/CompileMatrix.h"
+#include "fuzzer/campaign/CostAwareScheduler.h"
 #include "fuzzer/campaign/FeatureSet.h"
 #include "fuzzer/campaign/FindingStore.h"
 #include "fuzzer/llm/LlmProposer.h"
@@ -34,9 +35,11 @@ struct CampaignPolicy {
   int mutationAttempts = 4;     ///< mutators tried on a parent before falling back to generation
   gen::GenPolicy generation;
   CompileMatrix compile;
+  SchedulePolicy schedule;      ///< the cost-aware bandit over compile choices and program sizes
 
   nlohmann::json toJson() const;
-  /// Keys: mutation_share, mutation_attempts, generation (a GenPolicy), compile (a CompileMatrix).
+  /// Keys: mutation_share, mutation_attempts, generation (a GenPolicy), compile (a CompileMatrix),
+  /// schedule (a SchedulePolicy).
   /// Unknown keys and bad values raise std::invalid_argument naming them.
   static CampaignPolicy fromJson(const nlohmann::json& doc);
 };
@@ -97,6 +100,7 @@ class Campaign {
     std::string parent, donor;       ///< queue entry names
     int64_t parentIndex = -1;
     std::optional<LlmProposal> llm;  ///< set for LLM proposals
+    ArmPulls pulls;                  ///< the scheduler's arms it drew, credited with its result
   };
 
   void lane(int laneIndex);
@@ -128,6 +132,7 @@ class Campaign {
   int64_t started_ = 0;        ///< programs started this session
   int64_t sessionDone_ = 0, generated_ = 0, mutated_ = 0, llmProposed_ = 0, duplicates_ = 0, errors_ = 0;
   gen::Rng queueSampler_{0};  ///< draws for sampleQueueProgram
+  CostAwareScheduler scheduler_;
   double sessionTorchSeconds_ = 0;
   double lastNewSignatureAt_ = 0;  ///< unix time
   std::chrono::steady_clock::time_point began_;

@@ -77,6 +77,13 @@ void CampaignOutput::writeQueueEntry(const std::string& name, const gen::Graph& 
   writeFileAtomically(queueDir() / (name + ".json"), graph.toJson().dump(1) + "\n");
 }
 
+void CampaignOutput::writeStateLeakSuspect(int64_t index, const std::string& python, const nlohmann::json& result) {
+  fs::path dir = root_ / "state-leaks";
+  makeDirectories(dir);
+  writeFileAtomically(dir / fmt::format("{:06d}.py", index), python);
+  writeFileAtomically(dir / fmt::format("{:06d}.json", index), result.dump(1) + "\n");
+}
+
 fs::path CampaignOutput::quarantine(const fs::path& file) {
   makeDirectories(quarantineDir());
   auto stamp = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());

@@ -145,12 +145,25 @@ bool CompileMatrix::disableTemplate(const std::string& name) {
   return false;
 }
 
+CompileShares CompileMatrix::shares(const std::string& device) const {
+  CompileShares s{backends, modes, backwardShare, templateShare, {}};
+  bool cuda = device.starts_with("cuda");
+  for (const auto& t : templates)
+    if (t.weight > 0 && (cuda || !t.needsCuda)) s.templates.emplace_back(t.name, t.weight);
+  return s;
+}
+
 SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, const PinnedCompile& pinned) const {
+  return sample(rng, device, pinned, shares(device));
+}
+
+SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, const PinnedCompile& pinned,
+                                     const CompileShares& shares) const {
   SampledCompile s;
   oracles::CompileConfig& c = s.config;
-  c.backend = pinned.backend ? *pinned.backend : drawKey(rng, backends);
+  c.backend = pinned.backend ? *pinned.backend : drawKey(rng, shares.backends);
   // mode names Inductor presets: drawn for Inductor only (other backends get torch's default).
-  std::string mode = pinned.mode ? *pinned.mode : drawKey(rng, modes);
+  std::string mode = pinned.mode ? *pinned.mode : drawKey(rng, shares.modes);
   if (!pinned.mode && !c.usesInductor()) mode = oracles::kDefaultModeName;
   c.setMode(mode);
   if (pinned.dynamic) {
@@ -160,20 +173,21 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
     if (d != "auto") c.dynamic = d == "true";
   }
   c.fullgraph = pinned.fullgraph ? *pinned.fullgraph : rng.chance(fullgraphShare);
-  s.backward = pinned.backward ? *pinned.backward : rng.chance(backwardShare);
+  s.backward = pinned.backward ? *pinned.backward : rng.chance(shares.backwardShare);
   if (pinned.inductorConfig) {
     c.inductorConfig = *pinned.inductorConfig;
     return s;
   }
-  if (!c.usesInductor() || maxTemplates <= 0 || !rng.chance(templateShare)) return s;
-  bool cuda = device.starts_with("cuda");
+  if (!c.usesInductor() || maxTemplates <= 0 || !rng.chance(shares.templateShare)) return s;
   std::vector<const InductorTemplate*> pool;
   std::vector<double> weights;
-  for (const auto& t : templates)
-    if (t.weight > 0 && (cuda || !t.needsCuda)) {
-      pool.push_back(&t);
-      weights.push_back(t.weight);
+  for (const auto& [name, weight] : shares.templates) {
+    auto t = std::find_if(templates.begin(), templates.end(), [&](const auto& it) { return it.name == name; });
+    if (weight > 0 && t != templates.end()) {
+      pool.push_back(&*t);
+      weights.push_back(weight);
     }
+  }
   int count = static_cast<int>(rng.uniform(1, maxTemplates));
   for (int i = 0; i < count && !pool.empty(); ++i) {
     size_t k = rng.weighted(weights);

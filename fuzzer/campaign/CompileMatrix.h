@@ -38,6 +38,15 @@ struct SampledCompile {
   nlohmann::json nonDefault() const;
 };
 
+/// The weights one draw uses for the dimensions a scheduler may retune; CompileMatrix::shares gives
+/// the configured ones (dynamic and fullgraph always keep the matrix's own shares).
+struct CompileShares {
+  std::map<std::string, double> backends, modes;  ///< relative weights; a zero weight is never drawn
+  double backwardShare = 0;
+  double templateShare = 0;  ///< chance that an Inductor run applies templates
+  std::vector<std::pair<std::string, double>> templates;  ///< the usable templates, in matrix order
+};
+
 /// Weights per dimension, as data: JSON-loadable so a campaign policy can retune it without a rebuild.
 class CompileMatrix {
  public:
@@ -59,6 +68,12 @@ class CompileMatrix {
 
   /// Draws one configuration for `device` ("cpu", "cuda", "cuda:1"); pinned dimensions are kept.
   SampledCompile sample(gen::Rng& rng, const std::string& device, const PinnedCompile& pinned) const;
+  /// As sample(), drawing backend, mode, backward and templates from `shares` instead; the same
+  /// draws in the same order, so sample(rng, d, p, shares(d)) == sample(rng, d, p).
+  SampledCompile sample(gen::Rng& rng, const std::string& device, const PinnedCompile& pinned,
+                        const CompileShares& shares) const;
+  /// The configured weights of the dimensions a scheduler may retune, templates limited to `device`'s.
+  CompileShares shares(const std::string& device) const;
   /// Stops sampling a template (for example one the installed torch rejects); false if unknown.
   bool disableTemplate(const std::string& name);
   /// The templates a campaign on `device` can draw.

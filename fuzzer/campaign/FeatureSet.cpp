@@ -33,6 +33,8 @@ void runStatus(std::vector<std::string>& out, const char* mode, const oracles::R
 
 }  // namespace
 
+bool isGraphFeature(const std::string& feature) { return feature.starts_with("op:"); }
+
 std::vector<std::string> runFeatures(const gen::Graph& g, const SampledCompile& compile, const ProgramTestResult& result) {
   std::vector<std::string> out;
   for (const auto& n : g.nodes) {

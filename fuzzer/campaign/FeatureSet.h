@@ -22,6 +22,9 @@ int64_t countBucket(double count);
 std::vector<std::string> runFeatures(const gen::Graph& program, const SampledCompile& compile,
                                      const ProgramTestResult& result);
 
+/// Whether `feature` is one the program's graph alone decides ("op:..."), whatever its compile configuration.
+bool isGraphFeature(const std::string& feature);
+
 /// The features seen so far in a campaign. Not thread-safe.
 class FeatureSet {
  public:

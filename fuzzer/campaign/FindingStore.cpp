@@ -10,14 +10,15 @@ namespace tcfuzz {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// Version 2 added programs.phases; a version-1 store is migrated in place (the column is added).
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS programs (
   idx INTEGER PRIMARY KEY, hash TEXT NOT NULL, origin TEXT NOT NULL, parent TEXT NOT NULL,
   config TEXT NOT NULL, verdict TEXT NOT NULL, reason TEXT NOT NULL, new_features INTEGER NOT NULL,
-  wall_s REAL NOT NULL, torch_s REAL NOT NULL, finished_at REAL NOT NULL);
+  wall_s REAL NOT NULL, torch_s REAL NOT NULL, finished_at REAL NOT NULL, phases TEXT NOT NULL DEFAULT '{}');
 CREATE TABLE IF NOT EXISTS findings (
   id INTEGER PRIMARY KEY AUTOINCREMENT, program_idx INTEGER NOT NULL, found_at REAL NOT NULL,
   verdict TEXT NOT NULL, reason TEXT NOT NULL, signature_id TEXT NOT NULL, signature TEXT NOT NULL,
@@ -61,12 +62,15 @@ FindingStore::FindingStore(const std::filesystem::path& file) : file_(file) {
     db_->exec("PRAGMA journal_mode=WAL");
     db_->exec("PRAGMA synchronous=NORMAL");
     db_->exec(kSchema);
+    SQLite::Statement columns(*db_, "SELECT COUNT(*) FROM pragma_table_info('programs') WHERE name = 'phases'");
+    if (columns.executeStep() && columns.getColumn(0).getInt() == 0)
+      db_->exec("ALTER TABLE programs ADD COLUMN phases TEXT NOT NULL DEFAULT '{}'");
   } catch (const SQLite::Exception& e) {
     if (isDiskFull(e)) throw DiskFullError(fmt::format("{}: cannot create the store (disk full?): {}", file.string(), e.what()));
     throw StoreError(fmt::format("{} is not a usable findings store: {}", file.string(), e.what()));
   }
   auto version = meta("schema_version");
-  if (!version) setMeta("schema_version", std::to_string(kSchemaVersion));
+  if (!version || *version == "1") setMeta("schema_version", std::to_string(kSchemaVersion));
   else if (*version != std::to_string(kSchemaVersion))
     throw StoreError(fmt::format("{} has schema version {}, this tcfuzz writes version {}", file.string(), *version,
                                  kSchemaVersion));
@@ -94,9 +98,9 @@ void FindingStore::recordProgram(const ProgramRecord& p, std::vector<FindingReco
   write("record a tested program", [&] {
     SQLite::Statement prog(*db_,
                            "INSERT OR REPLACE INTO programs(idx, hash, origin, parent, config, verdict, reason, "
-                           "new_features, wall_s, torch_s, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+                           "new_features, wall_s, torch_s, finished_at, phases) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     SQLite::bind(prog, p.index, p.hash, p.origin, p.parent, p.config, p.verdict, p.reason, p.newFeatures,
-                 p.wallSeconds, p.torchSeconds, p.finishedAt);
+                 p.wallSeconds, p.torchSeconds, p.finishedAt, p.phases.empty() ? std::string("{}") : p.phases);
     prog.exec();
     for (auto& f : findings) {
       SQLite::Statement s(*db_,

@@ -36,6 +36,10 @@ struct ProgramRecord {
   double wallSeconds = 0;    ///< submit to verdict
   double torchSeconds = 0;   ///< summed child wall time of its jobs
   double finishedAt = 0;     ///< unix time
+  /// JSON: where the time went (Campaign::phaseRecord): the compiled job's compile phases, run and
+  /// backward seconds, the eager and fp64 job seconds, the worker process (persistent, jobs before),
+  /// the confirmation; "" is stored as {}.
+  std::string phases;
 };
 
 /// One raw finding, self-contained: the program, its config, the runs and the signature.

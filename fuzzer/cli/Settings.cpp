@@ -32,7 +32,7 @@ ScratchDir::~ScratchDir() {
   if (!keep_) fs::remove_all(path_, ec);
 }
 
-WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir) {
+WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, int defaultChildJobs) {
   WorkerSpec spec;
   spec.sandbox = parseSandboxKind(o.sandbox);
   if (spec.sandbox == SandboxKind::Bubblewrap)
@@ -42,6 +42,8 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir) {
   spec.device = o.device;
   spec.workDir = workDir;
   if (!o.inductorCache.empty()) spec.inductorCacheDir = fs::absolute(o.inductorCache);
+  spec.childJobs = o.childJobs < 0 ? defaultChildJobs : o.childJobs;
+  spec.childRssMb = o.childRssMb;
   spec.expectedTorchGit = TCFUZZ_TORCH_GIT_VERSION;
   spec.expectedTorchVersion = TORCH_VERSION;
   return spec;

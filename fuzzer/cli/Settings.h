@@ -31,9 +31,13 @@ class ScratchDir {
   bool keep_;
 };
 
-/// The worker set-up the options describe, writing under workDir. Throws WorkerStartError when
-/// the bubblewrap sandbox is asked for and cannot run here.
-WorkerSpec workerSpecFrom(const Options& options, const std::filesystem::path& workDir);
+/// Program jobs a campaign's persistent worker child serves when --child-jobs is not given.
+inline constexpr int kCampaignChildJobs = 200;
+
+/// The worker set-up the options describe, writing under workDir; `defaultChildJobs` stands for
+/// --child-jobs -1 (the command's default). Throws WorkerStartError when the bubblewrap sandbox is
+/// asked for and cannot run here.
+WorkerSpec workerSpecFrom(const Options& options, const std::filesystem::path& workDir, int defaultChildJobs = 1);
 
 /// The compile flags of the command line (--backend, --mode, --dynamic, --fullgraph, --inductor-config);
 /// std::invalid_argument for a bad --dynamic or override.

@@ -25,6 +25,7 @@ Job ProgramTester::makeJob(const std::filesystem::path& program, RunMode mode, c
   job.plugins = settings.plugins;
   job.threads = settings.threads;
   job.backward = settings.backward;
+  job.persistent = settings.persistent;
   return job;
 }
 
@@ -75,21 +76,113 @@ oracles::RunResult ProgramTester::lift(const std::filesystem::path& program, con
   return pool_.submit(std::move(job)).get();
 }
 
-ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
+std::string_view toString(Confirmation confirmation) {
+  switch (confirmation) {
+    case Confirmation::NotChecked: return "";
+    case Confirmation::Confirmed: return "fresh-cold-cache";
+    case Confirmation::CacheOnly: return "cache-only";
+    case Confirmation::NotReproduced: return "not-reproduced";
+  }
+  return "";
+}
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// The compiled run of a program whose eager run failed under cheap checks first: never submitted.
+oracles::RunResult notCompiled(const oracles::RunResult& eager) {
+  oracles::RunResult r;
+  r.status = oracles::RunStatus::Exception;
+  r.phase = "skipped";
+  r.exception = oracles::ExceptionInfo{"NotCompiled", "tcfuzz.NotCompiled",
+                                       "not compiled: eager failed first (" + eager.summary() + ")", ""};
+  return r;
+}
+
+}  // namespace
+
+ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, const TestSettings& settings,
+                                          const std::filesystem::path& cacheDir) {
   auto began = std::chrono::steady_clock::now();
-  // The compiled job is the slow one: submit it first so it starts first.
-  auto compiled = pool_.submit(makeJob(program, RunMode::Compiled, settings));
-  auto eager = pool_.submit(makeJob(program, RunMode::Eager, settings));
-  auto fp64 = pool_.submit(makeJob(program, RunMode::Fp64, settings));
+  auto job = [&](RunMode mode) {
+    Job j = makeJob(program, mode, settings);
+    if (!cacheDir.empty()) {
+      j.cacheDir = cacheDir;
+      j.persistent = false;
+    }
+    return j;
+  };
   ProgramTestResult result;
   result.program = program;
-  result.runs = oracles::TripleRun{eager.get(), compiled.get(), fp64.get()};
+  if (settings.cheapChecksFirst) {
+    auto eager = pool_.submit(job(RunMode::Eager));
+    auto fp64 = pool_.submit(job(RunMode::Fp64));
+    result.runs.eager = eager.get();
+    if (result.runs.eager.ok()) {
+      result.runs.compiled = pool_.submit(job(RunMode::Compiled)).get();
+    } else {
+      result.runs.compiled = notCompiled(result.runs.eager);
+      result.compileSkipped = true;
+    }
+    result.runs.fp64 = fp64.get();
+  } else {
+    // The compiled job is the slow one: submit it first so it starts first.
+    auto compiled = pool_.submit(job(RunMode::Compiled));
+    auto eager = pool_.submit(job(RunMode::Eager));
+    auto fp64 = pool_.submit(job(RunMode::Fp64));
+    result.runs = oracles::TripleRun{eager.get(), compiled.get(), fp64.get()};
+  }
   auto judged = std::chrono::steady_clock::now();
-  result.verdict = oracles::judge(result.runs, comparator_);
-  auto done = std::chrono::steady_clock::now();
-  result.compareSeconds = std::chrono::duration<double>(done - judged).count();
-  result.wallSeconds = std::chrono::duration<double>(done - began).count();
+  if (result.compileSkipped)
+    result.verdict = {oracles::Verdict::InvalidProgram,
+                      fmt::format("eager fails, so the program was not compiled: {}", result.runs.eager.summary()),
+                      {}};
+  else
+    result.verdict = oracles::judge(result.runs, comparator_);
+  result.compareSeconds = secondsSince(judged);
+  result.wallSeconds = secondsSince(began);
   return result;
+}
+
+ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
+  ProgramTestResult result = testOnce(program, settings, {});
+  if (settings.confirmFindings && oracles::isFinding(result.verdict.verdict)) confirm(program, settings, result);
+  return result;
+}
+
+void ProgramTester::confirm(const std::filesystem::path& program, const TestSettings& settings,
+                            ProgramTestResult& result) {
+  auto began = std::chrono::steady_clock::now();
+  double firstWall = result.wallSeconds;
+  TestSettings fresh = settings;
+  fresh.persistent = false;
+  std::filesystem::path coldCache = jobsRoot_ / fmt::format("cold-cache-{:06d}", nextJob_++);
+  ProgramTestResult cold = testOnce(program, fresh, coldCache);
+  std::error_code ignored;
+  std::filesystem::remove_all(coldCache, ignored);
+  if (oracles::isFinding(cold.verdict.verdict)) {
+    result = std::move(cold);
+    result.confirmation = Confirmation::Confirmed;
+  } else {
+    ProgramTestResult warm = testOnce(program, fresh, {});
+    if (oracles::isFinding(warm.verdict.verdict)) {
+      result = std::move(warm);
+      result.confirmation = Confirmation::CacheOnly;
+      result.verdict.reason = "cache-only (a fresh process with a cold Inductor cache agrees): " + result.verdict.reason;
+    } else {
+      result.confirmation = Confirmation::NotReproduced;
+      result.verdict.verdict =
+          settings.persistent ? oracles::Verdict::StateLeakSuspect : oracles::Verdict::Nondeterministic;
+      result.verdict.reason = fmt::format("not reproduced in a fresh process ({}); first seen{}: {}",
+                                          cold.verdict.reason, settings.persistent ? " in a persistent worker" : "",
+                                          result.verdict.reason);
+    }
+  }
+  result.confirmSeconds = secondsSince(began);
+  result.wallSeconds = firstWall + result.confirmSeconds;
 }
 
 }  // namespace tcfuzz
@@ -115,6 +208,11 @@ nlohmann::json toJson(const ProgramTestResult& result) {
                    {"fp64", oracles::toJson(result.runs.fp64)},
                    {"wall_s", result.wallSeconds},
                    {"compare_s", result.compareSeconds}};
+  if (result.confirmation != Confirmation::NotChecked) {
+    j["confirmation"] = toString(result.confirmation);
+    j["confirm_s"] = result.confirmSeconds;
+  }
+  if (result.compileSkipped) j["compile_skipped"] = true;
   if (v.comparison) {
     nlohmann::json leaves = nlohmann::json::array();
     for (const auto& l : v.comparison->leaves)

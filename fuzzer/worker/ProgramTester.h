@@ -22,7 +22,23 @@ struct TestSettings {
   int threads = 0;
   std::vector<std::filesystem::path> plugins;
   bool backward = false;  ///< also run backward in every mode; gradients become extra output leaves
+  bool persistent = false;        ///< program jobs run in the zygotes' warm persistent children
+  /// Eager and fp64 first; the compiled job only once eager ran: an invalid program (one that does not
+  /// load, fails or exceeds the limits in eager) never reaches the compiler. Off: all three at once.
+  bool cheapChecksFirst = false;
+  /// A finding is tested again in fresh processes with a cold Inductor cache before it counts (see
+  /// ProgramTestResult::confirmation).
+  bool confirmFindings = false;
 };
+
+/// How a finding held up when tested again (ProgramTester::test with confirmFindings).
+enum class Confirmation {
+  NotChecked,   ///< not a finding, or confirmation off
+  Confirmed,    ///< reproduced in fresh processes with a cold cache: the result is that run
+  CacheOnly,    ///< reproduced fresh only with the shared warm cache, not with a cold one: a cache bug
+  NotReproduced ///< a fresh process agrees: StateLeakSuspect (persistent) or Nondeterministic
+};
+std::string_view toString(Confirmation confirmation);
 
 /// The three runs, the verdict, and what the oracle cost.
 struct ProgramTestResult {
@@ -31,6 +47,9 @@ struct ProgramTestResult {
   oracles::VerdictReport verdict;
   double wallSeconds = 0;     ///< submit to verdict
   double compareSeconds = 0;  ///< loading outputs and comparing them in C++
+  bool compileSkipped = false;  ///< cheap checks first: eager failed, so no compiled job ran
+  Confirmation confirmation = Confirmation::NotChecked;
+  double confirmSeconds = 0;    ///< the part of wallSeconds spent confirming
 };
 
 /// Tests programs through a shared pool. Thread-safe: test() may run concurrently.
@@ -39,8 +58,9 @@ class ProgramTester {
   /// jobsRoot must be writable inside the worker sandbox (under WorkerSpec::workDir).
   ProgramTester(WorkerPool& pool, oracles::Comparator comparator, std::filesystem::path jobsRoot);
 
-  /// Submits the three jobs at once and waits for them. Throws ConfigurationError for a bad
-  /// compile configuration and OutputLoadError for unreadable outputs.
+  /// Runs the three jobs (all at once, or cheap checks first) and judges them; with
+  /// settings.confirmFindings, a finding is tested again fresh with a cold cache (confirm). Throws
+  /// ConfigurationError for a bad compile configuration and OutputLoadError for unreadable outputs.
   ProgramTestResult test(const std::filesystem::path& program, const TestSettings& settings);
 
   /// A single run of `program` in `mode`, once (checking generated programs); its outputs lie in jobDir.
@@ -72,6 +92,12 @@ class ProgramTester {
 
  private:
   Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
+  /// One judged run of the three jobs; `cacheDir` non-empty: every job fresh with that private cache.
+  ProgramTestResult testOnce(const std::filesystem::path& program, const TestSettings& settings,
+                             const std::filesystem::path& cacheDir);
+  /// Re-tests the finding in `result` in fresh processes, first with a cold cache, then with the shared
+  /// one, and rewrites `result` with what held up (ProgramTestResult::confirmation).
+  void confirm(const std::filesystem::path& program, const TestSettings& settings, ProgramTestResult& result);
   /// Turns a program job into a single run of another kind ("script", "bisect", "lift"): its id, directory, repeat.
   void asKind(Job& job, const std::string& kind) const;
 

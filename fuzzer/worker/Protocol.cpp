@@ -35,6 +35,8 @@ std::string encodeJob(const Job& job) {
   nlohmann::json plugins = nlohmann::json::array();
   for (const auto& p : job.plugins) plugins.push_back(p.string());
   j["plugins"] = plugins;
+  if (job.persistent) j["persistent"] = true;
+  if (!job.cacheDir.empty()) j["cache_dir"] = job.cacheDir.string();
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -56,6 +58,11 @@ WorkerMessage decodeMessage(std::string_view line) {
       h.device = j.value("device", "cpu");
       h.pid = j.value("pid", 0);
       h.importSeconds = j.value("import_s", 0.0);
+      h.childJobs = j.value("child_jobs", 1);
+      h.warm = j.value("warm", false);
+      if (auto w = j.find("warm_s"); w != j.end() && w->is_object())
+        for (const auto& [step, seconds] : w->items())
+          if (seconds.is_number()) h.warmSeconds[step] = seconds.get<double>();
       if (auto it = j.find("cuda"); it != j.end() && it->is_object()) {
         h.cudaAvailable = it->value("available", false);
         h.cudaDevices = it->value("count", 0);

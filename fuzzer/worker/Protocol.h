@@ -1,6 +1,7 @@
 #pragma once
 // The JSON-lines protocol between tcfuzz and the worker zygote (fuzzer/worker/zygote.py).
 #include <cstdint>
+#include <map>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,12 @@ struct Job {
   std::vector<std::filesystem::path> plugins;  ///< trusted Python files run before compiling
   int threads = 0;                 ///< torch intra-op threads in the child; 0: torch's default
   bool backward = false;           ///< also compare gradients (inputs and parameters) after each forward
+  /// Run in the zygote's warm persistent child (program jobs, when the zygote keeps one) instead of a
+  /// fresh process; a finding made there is confirmed fresh (ProgramTester).
+  bool persistent = false;
+  /// A private TORCHINDUCTOR_CACHE_DIR (and Triton cache) for this job: a cold cache. Empty: the
+  /// workers' shared cache. Such a job always runs in a fresh process.
+  std::filesystem::path cacheDir;
   /// "bisect" jobs: {"check": "crash" | "numeric", "leaves": [int], "tolerances": ComparatorOptions::toleranceTable()}; else null.
   nlohmann::json bisect;
   /// "lift" jobs: {"table": liftTable(catalog), "dtypes": [supported dtype names], "max_rank": int,
@@ -51,6 +58,9 @@ struct Hello {
   std::string torchVersion, torchGit, torchDir, python, device;
   int pid = 0;
   double importSeconds = 0;
+  std::map<std::string, double> warmSeconds;  ///< what the zygote warmed before forking: step -> seconds (<0: skipped)
+  int childJobs = 1;                          ///< jobs a persistent child serves (1: none is kept)
+  bool warm = false;  ///< the zygote warmed up before its hello; false: it does so before its first compiled job
   bool cudaAvailable = false;
   int cudaDevices = 0;
 };

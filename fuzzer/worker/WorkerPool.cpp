@@ -59,7 +59,8 @@ const Hello& Worker::start() {
   std::filesystem::create_directories(spec_.workDir / "cache");
   SandboxPolicy policy{spec_.sandbox, {spec_.workDir, cacheDir}, spec_.device};
   std::vector<std::string> argv = sandboxedCommand(
-      policy, {spec_.python.string(), "-u", spec_.harness.string(), "--device", spec_.device});
+      policy, {spec_.python.string(), "-u", spec_.harness.string(), "--device", spec_.device, "--child-jobs",
+               std::to_string(spec_.childJobs), "--child-rss-mb", std::to_string(spec_.childRssMb)});
 
   bp::native_environment env = boost::this_process::environment();
   bp::environment childEnv;
@@ -120,6 +121,7 @@ const Hello& Worker::start() {
   if (spec_.device.starts_with("cuda") && !hello.cudaAvailable)
     throw WorkerStartError(fmt::format("device {} was requested, but torch {} sees no CUDA GPU on this machine",
                                        spec_.device, hello.torchVersion));
+  zygoteWarm_ = hello.warm;
   hello_ = std::move(hello);
   return *hello_;
 }
@@ -172,8 +174,12 @@ oracles::RunResult Worker::run(const Job& job) {
     data += put;
     left -= static_cast<size_t>(put);
   }
+  // A zygote that warms lazily does so before its first compiled job: that job may take as long as a start.
+  bool compiles = job.mode == RunMode::Compiled || job.kind == "bisect";
+  double warming = compiles && !zygoteWarm_ ? spec_.startTimeoutSeconds : 0;
+  if (compiles) zygoteWarm_ = true;
   auto deadline = began + std::chrono::milliseconds(
-                              static_cast<int64_t>((job.limits.timeoutSeconds + spec_.graceSeconds) * 1000));
+                              static_cast<int64_t>((job.limits.timeoutSeconds + spec_.graceSeconds + warming) * 1000));
   while (true) {
     auto reply = readLine(deadline);
     if (!reply && cancelled_ && cancelled_->load()) {

@@ -30,9 +30,11 @@ struct WorkerSpec {
   SandboxKind sandbox = SandboxKind::Bubblewrap;
   std::string expectedTorchGit;        ///< refuse a Python whose torch differs; empty: no check
   std::string expectedTorchVersion;    ///< for the message only
-  double startTimeoutSeconds = 180;    ///< import torch on a cold disk can be slow
+  double startTimeoutSeconds = 300;    ///< import torch on a cold disk, then the zygote warm-up (ISA probe), can be slow
   double graceSeconds = 30;            ///< beyond a job's timeout before the zygote is declared hung
   std::map<std::string, std::string> extraEnv;
+  int childJobs = 1;       ///< program jobs one warm persistent child serves before it is replaced (<= 1: none)
+  int childRssMb = 3072;   ///< a persistent child whose RSS exceeds this is replaced after its job (0: no bound)
 };
 
 /// The zygote could not be started, or its torch is not the one tcfuzz links.
@@ -75,6 +77,7 @@ class Worker {
   struct Process;
   std::unique_ptr<Process> process_;
   std::optional<Hello> hello_;
+  bool zygoteWarm_ = false;  ///< the running zygote has warmed up (Hello::warm, or it ran a compiled job)
   std::string buffer_;
 };
 

@@ -20,6 +20,7 @@ import torch._dynamo
 import torch._inductor.config
 import torch.utils._pytree as pytree
 
+from compile_stats import compile_facts, compile_phases
 from lift import run_lift_job
 
 PHASE_FILE = "phase"
@@ -113,6 +114,16 @@ class ChildRun:
 
         handler.register_start_callback(on_start)
         handler.register_end_callback(on_end)
+        self._callbacks = (on_start, on_end)
+
+    def release(self):
+        """Removes what this job registered with torch (its compile callbacks): a persistent child runs
+        further jobs in this process."""
+        if getattr(self, "_callbacks", None):
+            handler = torch._dynamo.callback_handler
+            handler.remove_start_callback(self._callbacks[0])
+            handler.remove_end_callback(self._callbacks[1])
+            self._callbacks = None
 
     def compiled(self, model):
         cfg = self.job.get("compile") or {}
@@ -224,6 +235,7 @@ class ChildRun:
             result["backward"] = self.backward_note
         if mode == "compiled":
             result["compile_facts"] = compile_facts()
+            result["compile_phases"] = compile_phases(self.compile_seconds)
         return result
 
     # -- "script" jobs: a plain Python script (a repro.py) in a fresh interpreter -----------------
@@ -513,38 +525,6 @@ def leaves_agree(eager, compiled, fp64, leaves, tolerances):
     return True
 
 
-def compile_facts():
-    from torch._dynamo.utils import counters
-    stats = counters.get("stats", {})
-    breaks = dict(counters.get("graph_break", {}))
-    return {
-        "graph_count": int(stats.get("unique_graphs", 0)),
-        "graph_breaks": int(sum(breaks.values())),
-        "break_reasons": {str(k)[:300]: int(v) for k, v in list(breaks.items())[:20]},
-        "inductor_counters": _numeric(counters.get("inductor", {})),
-        "inductor_metrics": inductor_metrics(),
-        "aot_autograd_counters": _numeric(counters.get("aot_autograd", {})),
-    }
-
-
-def _numeric(mapping):
-    return {str(k): v for k, v in mapping.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-
-
-# The numeric module globals of torch._inductor.metrics (torch 2.11 has all of these; older or newer
-# torch may lack some: those are skipped). Each child is a fresh fork, so they count this job only.
-INDUCTOR_METRICS = (
-    "generated_kernel_count", "generated_cpp_vec_kernel_count", "ir_nodes_pre_fusion", "num_bytes_accessed",
-    "cpp_to_dtype_count", "num_comprehensive_padding", "num_matches_for_scatter_upon_const_tensor",
-    "num_loop_reordering", "parallel_reduction_count", "codegen_mix_order_reduction", "num_auto_chunking",
-)
-
-
-def inductor_metrics():
-    import torch._inductor.metrics as metrics
-    return _numeric({name: getattr(metrics, name, None) for name in INDUCTOR_METRICS})
-
-
 def exception_record(exc):
     t = type(exc)
     tb = "".join(traceback.format_exception(t, exc, exc.__traceback__))
@@ -563,28 +543,42 @@ def is_oom(exc):
     return any(m in text for m in OOM_MARKERS)
 
 
-def child_main(job, done_fd):
-    """Runs in the forked child. Never returns: writes result.json, then one byte to done_fd, then exits."""
-    os.setsid()  # own process group: the zygote kills the whole group, compile workers included
-    job_dir = job["job_dir"]
-    out = os.open(os.path.join(job_dir, STDOUT_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    err = os.open(os.path.join(job_dir, STDERR_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(out, 1)
-    os.dup2(err, 2)
-    sys.stdout = os.fdopen(1, "w", buffering=1)
-    sys.stderr = os.fdopen(2, "w", buffering=1)
-    import faulthandler
-    faulthandler.enable(file=sys.stderr)  # a segfault leaves the Python stack in stderr.txt
+def redirect_job_output(job_dir):
+    """Points fds 1 and 2 (and sys.stdout/sys.stderr) at the job's stdout.txt and stderr.txt."""
+    for fd, name in ((1, STDOUT_FILE), (2, STDERR_FILE)):
+        target = os.open(os.path.join(job_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+
+
+def limit_address_space(job):
+    """Caps this process's address space at its current size plus the job's memory_mb (CPU jobs; the
+    soft limit only, so that a persistent child can move it up again for its next job)."""
     memory_mb = int((job.get("limits") or {}).get("memory_mb", 0))
     if memory_mb and job.get("device", "cpu") == "cpu":
         # RLIMIT_AS counts address space; CUDA reserves huge ranges, so there the RSS watchdog rules.
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
         limit = vm_size_bytes() + memory_mb * 2 ** 20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def lift_address_space_limit():
+    """Lifts the soft address-space limit again (between the jobs of a persistent child)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
+def execute_job(job):
+    """Runs one job of any kind in this process and returns its result object (never raises: what the
+    program raises is the result)."""
     threads = int(job.get("threads", 0))
     if threads > 0:
         torch.set_num_threads(threads)
     run = ChildRun(job)
-    code = 0
     kind = job.get("kind", "program")
     try:
         if kind == "script":
@@ -603,12 +597,34 @@ def child_main(job, done_fd):
         if run.job.get("mode") == "compiled":
             try:
                 result["compile_facts"] = compile_facts()
+                result["compile_phases"] = compile_phases(run.compile_seconds)
             except Exception:  # noqa: BLE001
                 pass
+    run.release()
     try:
         run.write_result(result)
-        os.write(done_fd, b"1")
     except BaseException:  # noqa: BLE001
+        return None
+    return result
+
+
+def child_main(job, done_fd):
+    """Runs in a fresh forked child. Never returns: writes result.json, then one byte to done_fd, then exits."""
+    os.setsid()  # own process group: the zygote kills the whole group, compile workers included
+    if job.get("cache_dir"):  # a cold cache of its own (read by Inductor and Triton at each use)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = job["cache_dir"]
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(job["cache_dir"], "triton")
+    redirect_job_output(job["job_dir"])
+    import faulthandler
+    faulthandler.enable(file=sys.stderr)  # a segfault leaves the Python stack in stderr.txt
+    limit_address_space(job)
+    code = 0
+    if execute_job(job) is not None:
+        try:
+            os.write(done_fd, b"1")
+        except BaseException:  # noqa: BLE001
+            code = 3
+    else:
         code = 3
     sys.stdout.flush()
     sys.stderr.flush()

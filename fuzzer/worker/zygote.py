@@ -50,6 +50,9 @@ if _WORKER_DIR not in sys.path:
 from child import (  # noqa: E402  (imported once here, module code only, inherited by every child)
     PHASE_FILE, RESULT_FILE, STDERR_FILE, child_main, exception_record, tail,
 )
+from persistent import (  # noqa: E402
+    DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, LEAK_FILE, serve_jobs, warm_zygote, write_job,
+)
 
 
 def send(msg):
@@ -82,32 +85,62 @@ def set_parent_death_signal():
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
+def close_inherited_fds(keep):
+    """In a freshly forked child: closes every descriptor but 0, 1, 2 and `keep` (other children's pipe
+    ends the zygote held at the fork), so that closing a pipe in the zygote is seen as EOF."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def enter_child(job_r, done_w):
+    """The first steps of every forked child: die with the zygote, hold only its own pipe ends, never
+    touch the protocol pipe, read nothing from the zygote's stdin."""
+    set_parent_death_signal()
+    close_inherited_fds({job_r, done_w})  # the protocol pipe's descriptor included: only the zygote speaks it
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+
+
+def fork_child(body):
+    """Forks a child with a job pipe and a done pipe; the child runs body(job_r, done_w) and never returns.
+    Returns (pid, job_w, done_r), the zygote's ends."""
+    job_r, job_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            enter_child(job_r, done_w)
+            body(job_r, done_w)
+        finally:
+            os._exit(4)
+    os.close(job_r)
+    os.close(done_w)
+    return pid, job_w, done_r
+
+
 class SpareChild:
-    """A child forked ahead of time that blocks until it is handed a job: the fork is off the hot path."""
+    """A fresh child forked ahead of time that blocks until it is handed one job: the fork is off the hot path."""
+
+    persistent = False
+    jobs = 1
 
     def __init__(self):
-        job_r, job_w = os.pipe()
-        done_r, done_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                set_parent_death_signal()
-                os.close(job_w)
-                os.close(done_r)
-                _PROTOCOL_OUT.close()  # only the zygote speaks the protocol
-                devnull = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(devnull, 0)
-                data = b""
-                while chunk := os.read(job_r, 1 << 16):
-                    data += chunk
-                if not data:
-                    os._exit(0)  # the zygote is shutting down
-                child_main(json.loads(data), done_w)
-            finally:
-                os._exit(4)
-        os.close(job_r)
-        os.close(done_w)
-        self.pid, self.job_w, self.done_r = pid, job_w, done_r
+        self.pid, self.job_w, self.done_r = fork_child(self.serve_one)
+
+    @staticmethod
+    def serve_one(job_r, done_w):
+        data = b""
+        while chunk := os.read(job_r, 1 << 16):
+            data += chunk
+        if not data:
+            os._exit(0)  # the zygote is shutting down
+        child_main(json.loads(data), done_w)
 
     def dispatch(self, job):
         os.write(self.job_w, json.dumps(job).encode())
@@ -119,20 +152,84 @@ class SpareChild:
         os.waitpid(self.pid, 0)
 
 
-class Zygote:
-    """Runs jobs one at a time in forked children, keeping one spare child forked in advance."""
+class PersistentChild:
+    """A child that warms up once and then serves many program jobs (persistent.serve_jobs)."""
 
-    def __init__(self):
+    persistent = True
+
+    def __init__(self, device):
+        self.pid, self.job_w, self.done_r = fork_child(lambda job_r, done_w: serve_jobs(job_r, done_w, device))
+        self.jobs = 0  # jobs dispatched so far
+
+    def dispatch(self, job):
+        write_job(self.job_w, job)
+        self.jobs += 1
+
+    def retire(self):
+        """Closes its job pipe: it exits at EOF once its current job is done. The caller reaps it."""
+        os.close(self.job_w)
+        os.close(self.done_r)
+
+
+class Zygote:
+    """Runs jobs one at a time in forked children: program jobs in a persistent child that serves up to
+    `child_jobs` of them (when child_jobs > 1 and the job asks for one), everything
+    else in a fresh child; one fresh spare is kept forked in advance, and a persistent standby is forked
+    at start and a few jobs before the serving child retires (or at once when it dies), so that its
+    warm-up is off the hot path. A persistent child is retired after child_jobs jobs,
+    when its RSS exceeds child_rss_mb (0: no bound), when it reports a state leak, and replaced when it
+    dies or overruns a job."""
+
+    STANDBY_LEAD_JOBS = 3  # fork the next persistent child this many jobs before the current one retires
+
+    def __init__(self, device="cpu", child_jobs=1, child_rss_mb=0, warm=False):
+        self.device = device
+        self.warm = warm      # warm_zygote() has run (children forked since inherit it)
+        self.child_jobs = child_jobs
+        self.child_rss = child_rss_mb * 2 ** 20
         self.spare = None
+        self.server = None    # the persistent child serving program jobs
+        self.standby = None   # its successor, warming up
         self.finished = []  # children that reported their result and may still be exiting
 
-    def take_spare(self):
+    def wants_persistent(self, job):
+        """Whether `job` goes to the persistent child: a program job that asks for it (job["persistent"]),
+        with no private cache and no plugin, in a zygote that keeps one."""
+        return (self.child_jobs > 1 and job.get("kind", "program") == "program" and bool(job.get("persistent"))
+                and not job.get("cache_dir") and not job.get("plugins"))
+
+    def take_child(self, job):
+        if self.wants_persistent(job):
+            if self.server is None:
+                self.server, self.standby = self.standby or PersistentChild(self.device), None
+            return self.server
         spare, self.spare = self.spare, None
         return spare or SpareChild()
 
     def refill(self):
         if self.spare is None:
             self.spare = SpareChild()
+        if self.child_jobs > 1 and self.standby is None and (
+                self.server is None or self.server.jobs >= self.child_jobs - self.STANDBY_LEAD_JOBS):
+            self.standby = PersistentChild(self.device)  # warms up now, before it is needed
+
+    def warm_before(self, job):
+        """Warms the zygote before the first job that compiles, and re-forks the spare so that it inherits
+        the warm state; returns the seconds it took (None when nothing was warmed)."""
+        if self.warm or not (job.get("mode") == "compiled" or job.get("kind") == "bisect"):
+            return None
+        t0 = time.monotonic()
+        warm_zygote()
+        self.warm = True
+        if self.spare is not None:
+            self.spare.discard()
+            self.spare = None
+        return time.monotonic() - t0
+
+    def retire_server(self):
+        self.server.retire()
+        self.finished.append(self.server.pid)
+        self.server = None
 
     def reap_finished(self, block=False):
         still = []
@@ -151,6 +248,11 @@ class Zygote:
         if self.spare:
             self.spare.discard()
             self.spare = None
+        for child in (self.server, self.standby):
+            if child is not None:
+                child.retire()
+                self.finished.append(child.pid)
+        self.server = self.standby = None
         self.reap_finished(block=True)
 
     def run_job(self, job):
@@ -167,12 +269,15 @@ class Zygote:
         memory_mb = int(limits.get("memory_mb", 0))
         rss_limit = memory_mb * 2 ** 20 if memory_mb else 0
 
+        warm_s = self.warm_before(job)
         t_start = time.monotonic()
-        child = self.take_spare()
+        child = self.take_child(job)
         fork_s = time.monotonic() - t_start  # zero when the spare was ready
         pid = child.pid
+        jobs_before = child.jobs - 1 if not child.persistent else child.jobs
+        rss_base = rss_bytes(pid) if child.persistent else 0  # a warm child's own size is not the job's
         child.dispatch(job)
-        self.refill()  # fork the next spare while this job runs
+        self.refill()  # fork the next spare (and, near retirement, the next persistent child) meanwhile
 
         deadline = t_start + timeout_s
         pidfd = os.pidfd_open(pid)
@@ -180,7 +285,7 @@ class Zygote:
         poller.register(pidfd, select.POLLIN)
         poller.register(child.done_r, select.POLLIN)
         killed_for = None
-        reported = False
+        done = b""
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -188,20 +293,23 @@ class Zygote:
                 break
             events = dict(poller.poll(min(remaining, 0.05) * 1000))
             if child.done_r in events:
-                reported = os.read(child.done_r, 1) == b"1"
+                done = os.read(child.done_r, 1)
                 break
             if pidfd in events:
                 break
-            if rss_limit and rss_bytes(pid) > rss_limit:
+            if rss_limit and rss_bytes(pid) - rss_base > rss_limit:
                 killed_for = "oom"
                 break
         os.close(pidfd)
-        os.close(child.done_r)
         wall_s = time.monotonic() - t_start
+        reported = done in (DONE_KEEP, DONE_RETIRE)
+        if not child.persistent:
+            os.close(child.done_r)
 
         result = None
         if reported:
-            self.finished.append(pid)  # reaped later: its exit is off the hot path
+            if not child.persistent:
+                self.finished.append(pid)  # reaped later: its exit is off the hot path
             try:
                 with open(os.path.join(job_dir, RESULT_FILE)) as f:
                     result = json.load(f)
@@ -210,6 +318,10 @@ class Zygote:
                           "exception": {"type": "HarnessError", "qualified_type": "tcfuzz.HarnessError",
                                         "message": f"child left no readable result: {exc}", "traceback": ""}}
         else:
+            if child.persistent:
+                os.close(child.job_w)
+                os.close(child.done_r)
+                self.server = None
             if killed_for:
                 try:
                     os.killpg(pid, signal.SIGKILL)
@@ -232,10 +344,25 @@ class Zygote:
                 result = {"status": "signal", "phase": phase, "exit_code": os.WEXITSTATUS(wait_status),
                           "signal": 0, "signal_name": "EXIT"}
             result["stderr_tail"] = tail(os.path.join(job_dir, STDERR_FILE))
+        child_info = {"persistent": child.persistent, "jobs_before": jobs_before}
+        if child.persistent and reported:
+            if done == DONE_RETIRE:
+                child_info["state_leak"] = tail(os.path.join(job_dir, LEAK_FILE), 400) or "unnamed"
+                child_info["retired"] = "state leak"
+            elif child.jobs >= self.child_jobs:
+                child_info["retired"] = "job count"
+            elif self.child_rss and rss_bytes(pid) > self.child_rss:
+                child_info["retired"] = "memory"
+            if "retired" in child_info:
+                self.retire_server()
+        self.refill()  # a persistent child that died or retired: its successor starts warming now
         self.reap_finished()
         result.setdefault("times", {})
         result["times"]["fork_s"] = fork_s
+        if warm_s is not None:
+            result["times"]["zygote_warm_s"] = warm_s
         result["times"]["child_wall_s"] = wall_s
+        result["child"] = child_info
         result["type"] = "result"
         result["id"] = job["id"]
         return result
@@ -266,9 +393,18 @@ def probe_cuda():
         return {"available": False, "count": 0}
 
 
+def option(name, default):
+    """The value after `name` on the command line, or `default`."""
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
 def main():
     set_parent_death_signal()  # without the sandbox's --die-with-parent, still die with tcfuzz
-    device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
+    device = option("--device", "cpu")
+    child_jobs = int(option("--child-jobs", "1"))
+    # No thread, no torch op: forking stays safe. A zygote with persistent children warms at once (it will
+    # compile); one that forks a fresh child per job warms before its first compiled job, if any comes.
+    warmed = warm_zygote() if child_jobs > 1 else {}
     hello = {
         "type": "hello",
         "torch": torch.__version__,
@@ -278,6 +414,9 @@ def main():
         "pid": os.getpid(),
         "device": device,
         "import_s": IMPORT_SECONDS,
+        "warm_s": {step: round(seconds, 3) for step, seconds in warmed.items()},
+        "warm": bool(warmed),
+        "child_jobs": child_jobs,
     }
     if device.startswith("cuda"):
         hello["cuda"] = probe_cuda()
@@ -286,7 +425,7 @@ def main():
     import gc
     gc.collect()
     gc.freeze()
-    zygote = Zygote()
+    zygote = Zygote(device, child_jobs, int(option("--child-rss-mb", "0")), warm=bool(warmed))
     zygote.refill()
     send(hello)
     for line in sys.stdin:

@@ -175,7 +175,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
 
   Options workerOptions = o;
   workerOptions.device = id.device;
-  WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir());
+  WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir(), kCampaignChildJobs);
   int workers = workerCount(o);
   int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
@@ -192,6 +192,9 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   settings.test.device = id.device;
   settings.test.threads = o.threads > 0 ? o.threads : std::max(1, cores / workers);
   for (const auto& p : id.plugins) settings.test.plugins.push_back(p);
+  settings.test.persistent = spec.childJobs > 1;
+  settings.test.cheapChecksFirst = true;  // an invalid program never reaches the compiler
+  settings.test.confirmFindings = true;   // fresh process, cold cache: before anything is recorded
   settings.pinned = id.pinned;
 
   bool screen = o.status == "screen" || (o.status == "auto" && ::isatty(STDOUT_FILENO));
@@ -236,6 +239,8 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   if (!o.noTriage) {
     TriageSettings ts = triageSettingsFrom(o, workers);
     ts.test = settings.test;
+    ts.test.persistent = false;  // triage replays every finding in fresh processes
+    ts.test.confirmFindings = false;
     triageStore.emplace(output.storePath());
     triage.emplace(catalog, ts, output.root(), *triageStore, &tester,
                    [&view](const std::string& line) { view.event("triage: " + line); });

@@ -99,9 +99,11 @@ bool outputsFinite(const oracles::RunResult& r, const fs::path& jobDir) {
 
 ValidationReport validate(const Options& o, const std::vector<WrittenProgram>& programs) {
   ScratchDir work(o.workDir, o.keep);
-  WorkerPool pool(workerSpecFrom(o, work.path()), static_cast<size_t>(workerCount(o)));
+  WorkerSpec spec = workerSpecFrom(o, work.path());
+  WorkerPool pool(spec, static_cast<size_t>(workerCount(o)));
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   TestSettings settings;
+  settings.persistent = spec.childJobs > 1;
   settings.limits = Limits{o.timeout, o.memoryMb};
   settings.seed = static_cast<uint64_t>(o.seed);
   settings.device = o.device;

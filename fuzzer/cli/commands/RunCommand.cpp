@@ -62,6 +62,8 @@ int runCommand(const Options& o, const std::vector<std::string>& programs) {
   settings.threads = o.threads;  // run: torch's own default unless --threads is given
   settings.compile = config;
   settings.backward = o.backward;
+  settings.persistent = spec.childJobs > 1;
+  settings.confirmFindings = settings.persistent;  // a warm child's finding is re-checked fresh, cold cache
 
   WorkerPool pool(spec, static_cast<size_t>(workers));
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");

@@ -1,0 +1,412 @@
+#include "fuzzer/campaign/CostAwareScheduler.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <random>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "oracles/CompileConfig.h"
+
+namespace tcfuzz {
+
+using nlohmann::json;
+
+// Why Thompson sampling and not UCB. Yield per CPU-second is the rate of a Poisson process in CPU
+// time: an arm that has cost c seconds and yielded y has, from a Gamma(a, b) prior, the conjugate
+// posterior Gamma(a + y, b + c) over its rate. Costs enter the posterior directly, with no rescaling
+// of rewards into [0, 1]. And a campaign runs several lanes whose results arrive late: UCB is
+// deterministic, so every lane would pick the same arm until a credit lands, while Thompson draws
+// spread the programs in flight over the arms in proportion to how likely each is the best.
+//
+// Each draw mixes three parts (an arm's probability is their sum):
+//   floor / |arms|                        every arm, so a zero-yield arm keeps being retried;
+//   (1 - floor) * rho * prior             the configured weights, rho = k / (k + programs credited);
+//   (1 - floor) * (1 - rho) * [Thompson]  the arm whose sampled rate is the largest.
+// Evidence decays per credit (yield saturates as the feature set fills, so old rates overstate).
+// A compile arm is not credited with a program's new op features: the graph alone decides those, and
+// crediting them would reward whichever configuration is cheapest for novelty it did not cause.
+
+namespace {
+
+constexpr std::array<ScheduleDimension, 5> kDimensions{ScheduleDimension::Backend, ScheduleDimension::Mode,
+                                                       ScheduleDimension::Backward, ScheduleDimension::Template,
+                                                       ScheduleDimension::Size};
+constexpr const char* kNoTemplate = "none";
+constexpr int kStatsDraws = 512;  ///< Thompson draws behind a reported share
+
+[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("schedule: " + what); }
+
+double numberIn(const json& v, const std::string& key, double lo, double hi) {
+  if (!v.is_number() || v.get<double>() < lo || v.get<double>() > hi)
+    bad(fmt::format("'{}' must be a number in [{}, {}]", key, lo, hi));
+  return v.get<double>();
+}
+
+ScheduleDimension dimensionNamed(const std::string& name) {
+  for (auto d : kDimensions)
+    if (name == toString(d)) return d;
+  bad(fmt::format("unknown dimension '{}'", name));
+}
+
+/// A fuzzer_stats key part: [A-Za-z0-9_] kept, anything else '_'.
+std::string keyPart(const std::string& name) {
+  std::string out = name;
+  for (char& ch : out)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+  return out;
+}
+
+/// Whether campaigns under `pinned` draw `d` at all (mode and templates apply to Inductor only).
+bool sampled(ScheduleDimension d, const PinnedCompile& pinned, const CompileMatrix& matrix, bool bandit) {
+  bool inductor = !pinned.backend || *pinned.backend == oracles::kInductorBackend;
+  switch (d) {
+    case ScheduleDimension::Backend: return !pinned.backend;
+    case ScheduleDimension::Mode: return !pinned.mode && inductor;
+    case ScheduleDimension::Backward: return !pinned.backward;
+    case ScheduleDimension::Template: return !pinned.inductorConfig && inductor && matrix.maxTemplates > 0;
+    case ScheduleDimension::Size: return bandit;
+  }
+  return false;
+}
+
+/// The arms a sampled configuration pulled; pinned dimensions and those it did not draw are left out.
+void recordArms(const SampledCompile& sc, const CompileMatrix& matrix, const PinnedCompile& pinned, ArmPulls& pulls) {
+  const oracles::CompileConfig& c = sc.config;
+  if (!pinned.backend) pulls.arms.emplace_back(ScheduleDimension::Backend, c.backend);
+  if (!pinned.mode && c.usesInductor())
+    pulls.arms.emplace_back(ScheduleDimension::Mode, c.defaultMode() ? oracles::kDefaultModeName : c.mode);
+  if (!pinned.backward) pulls.arms.emplace_back(ScheduleDimension::Backward, sc.backward ? "on" : "off");
+  if (!pinned.inductorConfig && c.usesInductor() && matrix.maxTemplates > 0) {
+    if (sc.templates.empty()) pulls.arms.emplace_back(ScheduleDimension::Template, kNoTemplate);
+    for (const auto& t : sc.templates) pulls.arms.emplace_back(ScheduleDimension::Template, t);
+  }
+}
+
+}  // namespace
+
+const char* toString(ScheduleDimension d) {
+  switch (d) {
+    case ScheduleDimension::Backend: return "backend";
+    case ScheduleDimension::Mode: return "mode";
+    case ScheduleDimension::Backward: return "backward";
+    case ScheduleDimension::Template: return "template";
+    case ScheduleDimension::Size: return "size";
+  }
+  return "?";
+}
+
+// --- SchedulePolicy ---------------------------------------------------------------------------------
+
+json SchedulePolicy::toJson() const {
+  json s = json::array();
+  for (const auto& b : sizes) s.push_back({{"name", b.name}, {"scale", b.scale}, {"weight", b.weight}});
+  return {{"bandit", bandit},
+          {"floor", floorShare},
+          {"prior_programs", priorPrograms},
+          {"prior_yield", priorYield},
+          {"signature_weight", signatureWeight},
+          {"decay", decay},
+          {"sizes", s}};
+}
+
+SchedulePolicy SchedulePolicy::fromJson(const json& doc) {
+  if (!doc.is_object()) bad("must be a JSON object");
+  SchedulePolicy p;
+  for (auto& [key, v] : doc.items()) {
+    if (key == "bandit") {
+      if (!v.is_boolean()) bad("'bandit' must be true or false");
+      p.bandit = v.get<bool>();
+    } else if (key == "floor") {
+      p.floorShare = numberIn(v, key, 0, 1);
+    } else if (key == "prior_programs") {
+      p.priorPrograms = numberIn(v, key, 0, 1e9);
+    } else if (key == "prior_yield") {
+      p.priorYield = numberIn(v, key, 1e-6, 1e6);
+    } else if (key == "signature_weight") {
+      p.signatureWeight = numberIn(v, key, 0, 1e6);
+    } else if (key == "decay") {
+      p.decay = numberIn(v, key, 1e-6, 1);
+    } else if (key == "sizes") {
+      if (!v.is_array() || v.empty()) bad("'sizes' must be a non-empty array of {name, scale, weight}");
+      p.sizes.clear();
+      std::set<std::string> names;
+      double total = 0;
+      for (const auto& b : v) {
+        if (!b.is_object() || !b.contains("name") || !b["name"].is_string() || b["name"].get<std::string>().empty())
+          bad("each size bucket needs a non-empty string 'name'");
+        for (auto& [bk, bv] : b.items())
+          if (bk != "name" && bk != "scale" && bk != "weight") bad(fmt::format("size bucket key '{}' is unknown", bk));
+        SizeBucket bucket{b["name"].get<std::string>(), 1, 1};
+        if (!names.insert(bucket.name).second) bad(fmt::format("size bucket '{}' appears twice", bucket.name));
+        if (b.contains("scale")) bucket.scale = numberIn(b["scale"], "sizes." + bucket.name + ".scale", 0.01, 100);
+        if (b.contains("weight")) bucket.weight = numberIn(b["weight"], "sizes." + bucket.name + ".weight", 0, 1e9);
+        total += bucket.weight;
+        p.sizes.push_back(std::move(bucket));
+      }
+      if (total <= 0) bad("'sizes' needs a bucket with a positive weight");
+    } else {
+      bad(fmt::format("unknown key '{}'", key));
+    }
+  }
+  return p;
+}
+
+// --- CostAwareScheduler -----------------------------------------------------------------------------
+
+CostAwareScheduler::CostAwareScheduler(SchedulePolicy policy) : policy_(std::move(policy)) {}
+
+std::vector<CostAwareScheduler::Arm> CostAwareScheduler::armsOf(ScheduleDimension d, const CompileShares& configured,
+                                                                int maxTemplates) const {
+  std::vector<Arm> arms;
+  auto fromWeights = [&](const std::map<std::string, double>& weights) {
+    for (const auto& [name, w] : weights)
+      if (w > 0) arms.push_back({name, w});
+  };
+  switch (d) {
+    case ScheduleDimension::Backend: fromWeights(configured.backends); break;
+    case ScheduleDimension::Mode: fromWeights(configured.modes); break;
+    case ScheduleDimension::Backward:
+      if (configured.backwardShare > 0) arms.push_back({"on", configured.backwardShare});
+      if (configured.backwardShare < 1) arms.push_back({"off", 1 - configured.backwardShare});
+      break;
+    case ScheduleDimension::Template: {
+      double share = maxTemplates > 0 ? configured.templateShare : 0;
+      double total = 0;
+      for (const auto& [name, w] : configured.templates) total += w;
+      if (total <= 0) share = 0;
+      if (share < 1) arms.push_back({kNoTemplate, 1 - share});
+      if (share > 0)
+        for (const auto& [name, w] : configured.templates)
+          if (w > 0) arms.push_back({name, share * w / total});
+      break;
+    }
+    case ScheduleDimension::Size:
+      for (const auto& b : policy_.sizes)
+        if (b.weight > 0) arms.push_back({b.name, b.weight});
+      break;
+  }
+  double total = 0;
+  for (const auto& a : arms) total += a.prior;
+  for (auto& a : arms) a.prior = total > 0 ? a.prior / total : 1.0 / static_cast<double>(arms.size());
+  return arms;
+}
+
+std::vector<double> CostAwareScheduler::mix(ScheduleDimension d, const std::vector<Arm>& arms, gen::Rng& rng,
+                                            int draws) const {
+  size_t n = arms.size();
+  if (n <= 1) return std::vector<double>(n, 1.0);
+  auto dim = dimensions_.find(d);
+  int64_t credits = dim == dimensions_.end() ? 0 : dim->second.credits;
+  double rho = policy_.priorPrograms > 0 ? policy_.priorPrograms / (policy_.priorPrograms + static_cast<double>(credits))
+                                         : 0;
+  std::vector<double> thompson(n, 0);
+  if (rho < 1) {
+    std::vector<ArmStats> evidence(n);
+    double pooledYield = 0, pooledCpu = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (dim != dimensions_.end())
+        if (auto it = dim->second.arms.find(arms[i].name); it != dim->second.arms.end()) evidence[i] = it->second;
+      pooledYield += evidence[i].recentYield;
+      pooledCpu += evidence[i].recentCpu;
+    }
+    // Each arm's prior: Gamma(a, a / pooled rate), worth `a` yield units, so an arm with little
+    // evidence is drawn near its dimension's pooled rate (one yield per second before any evidence).
+    double a = policy_.priorYield;
+    double pooledRate = (pooledYield + a) / (pooledCpu + a);
+    for (int k = 0; k < draws; ++k) {
+      size_t best = 0;
+      double bestRate = -1;
+      for (size_t i = 0; i < n; ++i) {
+        double shape = a + evidence[i].recentYield, rate = a / pooledRate + evidence[i].recentCpu;
+        double sample = std::gamma_distribution<double>(shape, 1.0 / rate)(rng.engine());
+        if (sample > bestRate) {
+          bestRate = sample;
+          best = i;
+        }
+      }
+      thompson[best] += 1.0 / draws;
+    }
+  }
+  std::vector<double> p(n);
+  for (size_t i = 0; i < n; ++i)
+    p[i] = policy_.floorShare / static_cast<double>(n) +
+           (1 - policy_.floorShare) * (rho * arms[i].prior + (1 - rho) * thompson[i]);
+  return p;
+}
+
+SampledCompile CostAwareScheduler::sampleCompile(const CompileMatrix& matrix, gen::Rng& rng, const std::string& device,
+                                                 const PinnedCompile& pinned, ArmPulls& pulls) const {
+  SampledCompile sc;
+  if (!policy_.bandit) {
+    sc = matrix.sample(rng, device, pinned);
+  } else {
+    CompileShares configured = matrix.shares(device), drawn = configured;
+    // One Thompson draw per dimension: drawing from the mixture is then exactly Thompson sampling
+    // in the bandit's part.
+    auto probabilities = [&](ScheduleDimension d) {
+      std::vector<Arm> arms = armsOf(d, configured, matrix.maxTemplates);
+      std::vector<double> p = mix(d, arms, rng, 1);
+      std::map<std::string, double> out;
+      for (size_t i = 0; i < arms.size(); ++i) out[arms[i].name] = p[i];
+      return out;
+    };
+    if (sampled(ScheduleDimension::Backend, pinned, matrix, true))
+      drawn.backends = probabilities(ScheduleDimension::Backend);
+    if (sampled(ScheduleDimension::Mode, pinned, matrix, true)) drawn.modes = probabilities(ScheduleDimension::Mode);
+    if (sampled(ScheduleDimension::Backward, pinned, matrix, true)) {
+      auto p = probabilities(ScheduleDimension::Backward);
+      drawn.backwardShare = p.count("on") ? p["on"] : 0;
+    }
+    if (sampled(ScheduleDimension::Template, pinned, matrix, true)) {
+      auto p = probabilities(ScheduleDimension::Template);
+      drawn.templateShare = p.count(kNoTemplate) ? 1 - p[kNoTemplate] : 1;
+      for (auto& [name, w] : drawn.templates) w = p.count(name) ? p[name] : 0;
+    }
+    sc = matrix.sample(rng, device, pinned, drawn);
+  }
+  recordArms(sc, matrix, pinned, pulls);
+  return sc;
+}
+
+gen::NodeRange CostAwareScheduler::rangeOf(const SizeBucket& bucket, const gen::GenPolicy& generation) const {
+  auto scaled = [&](int nodes) { return static_cast<int>(std::lround(nodes * bucket.scale)); };
+  int lo = std::clamp(scaled(generation.minNodes), 1, 1000);
+  return {lo, std::clamp(scaled(generation.maxNodes), lo, 1000)};
+}
+
+gen::NodeRange CostAwareScheduler::sampleSize(const gen::GenPolicy& generation, gen::Rng& rng, ArmPulls& pulls) const {
+  if (!policy_.bandit) return {generation.minNodes, generation.maxNodes};
+  std::vector<Arm> arms = armsOf(ScheduleDimension::Size, {}, 0);
+  size_t k = rng.weighted(mix(ScheduleDimension::Size, arms, rng, 1));
+  pulls.arms.emplace_back(ScheduleDimension::Size, arms[k].name);
+  for (const auto& b : policy_.sizes)
+    if (b.name == arms[k].name) return rangeOf(b, generation);
+  return {generation.minNodes, generation.maxNodes};
+}
+
+void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& programYield) {
+  cpuSeconds = std::max(0.0, cpuSeconds);
+  std::set<ScheduleDimension> decayed;
+  for (const auto& [d, name] : pulls.arms) {
+    Dimension& dim = dimensions_[d];
+    if (decayed.insert(d).second) {
+      dim.credits++;
+      for (auto& [other, st] : dim.arms) {
+        st.recentCpu *= policy_.decay;
+        st.recentYield *= policy_.decay;
+      }
+    }
+    double yield = yieldFor(d, programYield);
+    ArmStats& st = dim.arms[name];
+    st.pulls++;
+    st.cpuSeconds += cpuSeconds;
+    st.yield += yield;
+    st.recentCpu += cpuSeconds;
+    st.recentYield += yield;
+  }
+}
+
+double CostAwareScheduler::yieldFor(ScheduleDimension d, const ProgramYield& y) const {
+  int features = d == ScheduleDimension::Size ? y.newFeatures : y.newFeatures - y.newOpFeatures;
+  return std::max(0, features) + policy_.signatureWeight * std::max(0, y.newSignatures);
+}
+
+std::map<std::string, double> CostAwareScheduler::shares(ScheduleDimension d, const CompileMatrix& matrix,
+                                                         const std::string& device) const {
+  std::vector<Arm> arms = armsOf(d, matrix.shares(device), matrix.maxTemplates);
+  std::vector<double> p(arms.size());
+  if (policy_.bandit) {
+    gen::Rng rng(0x5eed0000ULL + static_cast<uint64_t>(d));
+    p = mix(d, arms, rng, kStatsDraws);
+  } else {
+    for (size_t i = 0; i < arms.size(); ++i) p[i] = arms[i].prior;
+  }
+  std::map<std::string, double> out;
+  for (size_t i = 0; i < arms.size(); ++i) out[arms[i].name] = p[i];
+  return out;
+}
+
+ArmStats CostAwareScheduler::stats(ScheduleDimension d, const std::string& arm) const {
+  auto dim = dimensions_.find(d);
+  if (dim == dimensions_.end()) return {};
+  auto it = dim->second.arms.find(arm);
+  return it == dim->second.arms.end() ? ArmStats{} : it->second;
+}
+
+std::vector<std::pair<std::string, std::string>> CostAwareScheduler::statsLines(const CompileMatrix& matrix,
+                                                                                const gen::GenPolicy& generation,
+                                                                                const std::string& device,
+                                                                                const PinnedCompile& pinned) const {
+  std::vector<std::pair<std::string, std::string>> lines;
+  lines.emplace_back("schedule", policy_.bandit ? fmt::format("bandit floor={:g}", policy_.floorShare) : "fixed");
+  for (auto d : kDimensions) {
+    if (!sampled(d, pinned, matrix, policy_.bandit)) continue;
+    std::map<std::string, double> p = shares(d, matrix, device);
+    std::set<std::string> names;
+    for (const auto& [name, share] : p) names.insert(name);
+    if (auto dim = dimensions_.find(d); dim != dimensions_.end())
+      for (const auto& [name, st] : dim->second.arms) names.insert(name);  // a disabled template keeps its line
+    for (const auto& name : names) {
+      ArmStats st = stats(d, name);
+      std::string value = fmt::format("pulls={} cpu_s={:.1f} yield={:g} yield_per_cpu_h={:.1f} share={:.3f}", st.pulls,
+                                      st.cpuSeconds, st.yield, st.cpuSeconds > 0 ? 3600 * st.yield / st.cpuSeconds : 0,
+                                      p.count(name) ? p[name] : 0);
+      if (d == ScheduleDimension::Size)
+        for (const auto& b : policy_.sizes)
+          if (b.name == name) {
+            gen::NodeRange r = rangeOf(b, generation);
+            value += fmt::format(" nodes={}-{}", r.minNodes, r.maxNodes);
+          }
+      lines.emplace_back(fmt::format("arm_{}_{}", toString(d), keyPart(name)), value);
+    }
+  }
+  return lines;
+}
+
+json CostAwareScheduler::toJson() const {
+  json dims = json::object();
+  for (const auto& [d, dim] : dimensions_) {
+    json arms = json::object();
+    for (const auto& [name, st] : dim.arms)
+      arms[name] = {{"pulls", st.pulls},
+                    {"cpu_s", st.cpuSeconds},
+                    {"yield", st.yield},
+                    {"recent_cpu_s", st.recentCpu},
+                    {"recent_yield", st.recentYield}};
+    dims[toString(d)] = {{"credits", dim.credits}, {"arms", arms}};
+  }
+  return {{"version", 1}, {"dimensions", dims}};
+}
+
+void CostAwareScheduler::restore(const json& doc) {
+  if (!doc.is_object() || doc.value("version", 0) != 1 || !doc.contains("dimensions") || !doc["dimensions"].is_object())
+    bad("arm statistics need {\"version\": 1, \"dimensions\": {...}}");
+  std::map<ScheduleDimension, Dimension> restored;
+  auto number = [](const json& j, const char* key, const std::string& where) {
+    if (!j.contains(key) || !j[key].is_number() || j[key].get<double>() < 0)
+      bad(fmt::format("{}.{} must be a number >= 0", where, key));
+    return j[key].get<double>();
+  };
+  for (const auto& [dname, dj] : doc["dimensions"].items()) {
+    Dimension& dim = restored[dimensionNamed(dname)];
+    if (!dj.is_object() || !dj.contains("arms") || !dj["arms"].is_object()) bad(dname + " needs an 'arms' object");
+    dim.credits = static_cast<int64_t>(number(dj, "credits", dname));
+    for (const auto& [aname, aj] : dj["arms"].items()) {
+      std::string where = dname + "." + aname;
+      if (!aj.is_object()) bad(where + " must be an object");
+      ArmStats& st = dim.arms[aname];
+      st.pulls = static_cast<int64_t>(number(aj, "pulls", where));
+      st.cpuSeconds = number(aj, "cpu_s", where);
+      st.yield = number(aj, "yield", where);
+      st.recentCpu = number(aj, "recent_cpu_s", where);
+      st.recentYield = number(aj, "recent_yield", where);
+    }
+  }
+  dimensions_ = std::move(restored);
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,129 @@
+#pragma once
+// Cost-aware scheduling: what each choice of the compile matrix and of the program size costs in
+// torch CPU-seconds and yields in new features and signatures, and a bandit that turns that record
+// into the shares the next program is drawn from (issue 14). Off, the fixed shares draw as before.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/campaign/CompileMatrix.h"
+#include "generators/Generator.h"
+#include "generators/Rng.h"
+
+namespace tcfuzz {
+
+/// A program-size arm: the generation policy's node range scaled by `scale`.
+struct SizeBucket {
+  std::string name;
+  double scale = 1;
+  double weight = 1;  ///< prior share, relative to the other buckets
+};
+
+/// The bandit's parameters, as data (the "schedule" key of a campaign policy).
+struct SchedulePolicy {
+  bool bandit = true;           ///< false: the fixed shares, draw for draw as without a scheduler
+  double floorShare = 0.15;     ///< part of every draw spread evenly: each arm keeps >= floorShare/|arms|
+  double priorPrograms = 40;    ///< the configured weights fade as k/(k+n) over a dimension's n credited programs
+  double priorYield = 2;        ///< each arm's Gamma prior, in yield units, centred on its dimension's pooled rate
+  double signatureWeight = 20;  ///< yield of a new signature, in new-feature units
+  double decay = 0.998;         ///< per program credited to a dimension, older evidence counts this much less
+  std::vector<SizeBucket> sizes{{"small", 0.5, 1}, {"medium", 1, 2}, {"large", 2, 1}};
+
+  nlohmann::json toJson() const;
+  /// Keys: bandit, floor, prior_programs, prior_yield, signature_weight, decay, sizes ([{name, scale,
+  /// weight}]); keys not given keep their defaults; unknown keys and bad values raise
+  /// std::invalid_argument naming them.
+  static SchedulePolicy fromJson(const nlohmann::json& doc);
+};
+
+/// The choices the scheduler learns over; dynamic and fullgraph keep the matrix's fixed shares.
+enum class ScheduleDimension { Backend, Mode, Backward, Template, Size };
+/// "backend", "mode", "backward", "template", "size".
+const char* toString(ScheduleDimension d);
+
+/// The arms one program drew (pinned dimensions never appear), credited once its result is in.
+/// A program with two templates pulls both template arms.
+struct ArmPulls {
+  std::vector<std::pair<ScheduleDimension, std::string>> arms;
+};
+
+/// What one program added to the campaign.
+struct ProgramYield {
+  int newFeatures = 0;    ///< all its new features
+  int newOpFeatures = 0;  ///< of which "op:" features, which its graph alone decides, whatever the compile choices
+  int newSignatures = 0;
+};
+
+/// What one arm has cost and yielded.
+struct ArmStats {
+  int64_t pulls = 0;                      ///< programs credited
+  double cpuSeconds = 0, yield = 0;       ///< totals, for fuzzer_stats
+  double recentCpu = 0, recentYield = 0;  ///< the evidence the bandit weighs (decayed)
+};
+
+/// Draws each dimension's arm by Thompson sampling on yield per CPU-second, mixed with the
+/// configured weights as the prior and a uniform floor, and credits the arms with what programs
+/// cost and yield. Not thread-safe: the campaign calls it under its mutex. With the bandit on, a
+/// program's draws depend on which programs were credited before it (completion order across
+/// lanes), so only a bandit-off campaign replays its configurations from (seed, index).
+class CostAwareScheduler {
+ public:
+  explicit CostAwareScheduler(SchedulePolicy policy = {});
+  const SchedulePolicy& policy() const { return policy_; }
+
+  /// One program's compile configuration. Bandit off: exactly matrix.sample(rng, device, pinned).
+  /// On: the same draw from the bandit's shares. Either way the arms drawn are appended to `pulls`.
+  SampledCompile sampleCompile(const CompileMatrix& matrix, gen::Rng& rng, const std::string& device,
+                               const PinnedCompile& pinned, ArmPulls& pulls) const;
+  /// The node range of one generated program. Bandit off: the policy's own range, with no draw.
+  /// On: a size bucket's range, appended to `pulls`.
+  gen::NodeRange sampleSize(const gen::GenPolicy& generation, gen::Rng& rng, ArmPulls& pulls) const;
+  /// Credits every arm of `pulls` with the program's torch CPU-seconds and yieldFor(its dimension).
+  void credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& yield);
+  /// What a program yields to an arm of `dimension`: its new features plus signatureWeight per new
+  /// signature; for the compile dimensions without the op features (a program's size does choose them).
+  double yieldFor(ScheduleDimension dimension, const ProgramYield& yield) const;
+
+  /// The probability of drawing each arm of `dimension` now (for templates: as the first template);
+  /// the bandit's part estimated from seeded Thompson draws, so the same state gives the same shares.
+  std::map<std::string, double> shares(ScheduleDimension dimension, const CompileMatrix& matrix,
+                                       const std::string& device) const;
+  /// The evidence of one arm (zeros when it was never credited).
+  ArmStats stats(ScheduleDimension dimension, const std::string& arm) const;
+  /// fuzzer_stats lines: "schedule" (bandit or fixed), then one per arm of each dimension the
+  /// campaign samples, "arm_<dimension>_<arm>" -> "pulls=N cpu_s=X yield=Y yield_per_cpu_h=Z share=P"
+  /// (size arms add "nodes=MIN-MAX"); arm names with characters other than [A-Za-z0-9_] get '_'.
+  std::vector<std::pair<std::string, std::string>> statsLines(const CompileMatrix& matrix,
+                                                              const gen::GenPolicy& generation,
+                                                              const std::string& device,
+                                                              const PinnedCompile& pinned) const;
+
+  /// The arm statistics, to carry them across --resume.
+  nlohmann::json toJson() const;
+  /// Replaces the arm statistics with toJson()'s; std::invalid_argument for a malformed document.
+  void restore(const nlohmann::json& doc);
+
+ private:
+  struct Arm {
+    std::string name;
+    double prior = 0;  ///< normalized configured share
+  };
+  struct Dimension {
+    int64_t credits = 0;  ///< programs credited
+    std::map<std::string, ArmStats> arms;
+  };
+
+  std::vector<Arm> armsOf(ScheduleDimension dimension, const CompileShares& configured, int maxTemplates) const;
+  /// floor/|arms| + (1 - floor) * (rho * prior + (1 - rho) * Thompson winner frequencies over `draws`).
+  std::vector<double> mix(ScheduleDimension dimension, const std::vector<Arm>& arms, gen::Rng& rng, int draws) const;
+  gen::NodeRange rangeOf(const SizeBucket& bucket, const gen::GenPolicy& generation) const;
+
+  SchedulePolicy policy_;
+  std::map<ScheduleDimension, Dimension> dimensions_;
+};
+
+}  // namespace tcfuzz

@@ -1,0 +1,341 @@
+// Cost-aware scheduling: the bandit learns yield per CPU-second from a synthetic feed, the floor keeps
+// every arm alive, pinned dimensions stay pinned, bandit-off replays the fixed shares draw for draw,
+// and the policy and arm statistics round-trip through JSON.
+#include <map>
+#include <regex>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fuzzer/campaign/Campaign.h"
+#include "fuzzer/campaign/CostAwareScheduler.h"
+
+namespace tcfuzz {
+namespace {
+
+using nlohmann::json;
+
+SchedulePolicy fixedShares() {
+  SchedulePolicy p;
+  p.bandit = false;
+  return p;
+}
+
+/// The arm `pulls` drew in dimension `d` ("" when none).
+std::string armOf(const ArmPulls& pulls, ScheduleDimension d) {
+  for (const auto& [dim, arm] : pulls.arms)
+    if (dim == d) return arm;
+  return "";
+}
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+/// A fingerprint of 1000 draws: 400 on CPU and 400 on CUDA from two seeds, 200 per-program streams
+/// with backward and mode pinned. Its value was taken from CompileMatrix::sample before the scheduler
+/// existed; `draw` is the sampler under test.
+template <class Draw>
+uint64_t drawFingerprint(Draw draw, std::string* firstDraw) {
+  uint64_t h = 1469598103934665603ULL;
+  gen::Rng a(2024);
+  for (int i = 0; i < 400; ++i) {
+    std::string d = draw(a, "cpu", PinnedCompile{}).nonDefault().dump();
+    if (i == 0) *firstDraw = d;
+    h = fnv1a(d + "\n", h);
+  }
+  gen::Rng b(7);
+  for (int i = 0; i < 400; ++i) h = fnv1a(draw(b, "cuda:0", PinnedCompile{}).nonDefault().dump() + "\n", h);
+  PinnedCompile pinned;
+  pinned.backward = true;
+  pinned.mode = "default";
+  for (uint64_t i = 0; i < 200; ++i) {
+    gen::Rng r = gen::Rng::forProgram(99, i);
+    h = fnv1a(draw(r, "cpu", pinned).nonDefault().dump() + "\n", h);
+  }
+  return h;
+}
+
+constexpr uint64_t kFixedShareFingerprint = 0x5905f98ed0ecbd9bULL;
+const char* kFixedShareFirstDraw =
+    R"({"backward":true,"inductor_config":{"comprehensive_padding":false,"layout_optimization":false,)"
+    R"("max_autotune":true,"max_autotune_gemm_backends":"ATEN","shape_padding":false},)"
+    R"("templates":["aten_gemm","no_layout_optimization"]})";
+
+TEST(CostAwareScheduler, BanditOffReplaysTheFixedShareDraws) {
+  CompileMatrix m;
+  CostAwareScheduler scheduler(fixedShares());
+  // Evidence that would move a bandit a long way changes nothing when it is off.
+  ArmPulls favoured{{{ScheduleDimension::Backend, "eager"}, {ScheduleDimension::Backward, "off"}}};
+  for (int i = 0; i < 200; ++i) scheduler.credit(favoured, 1, {100, 0, 1});
+  std::string first;
+  ArmPulls pulls;
+  uint64_t h = drawFingerprint(
+      [&](gen::Rng& rng, const std::string& device, const PinnedCompile& pinned) {
+        return scheduler.sampleCompile(m, rng, device, pinned, pulls);
+      },
+      &first);
+  EXPECT_EQ(h, kFixedShareFingerprint);
+  EXPECT_EQ(first, kFixedShareFirstDraw);
+  // The matrix's own sample() and the explicit configured shares draw the same sequence.
+  EXPECT_EQ(drawFingerprint([&](gen::Rng& rng, const std::string& d, const PinnedCompile& p) { return m.sample(rng, d, p); },
+                            &first),
+            kFixedShareFingerprint);
+  EXPECT_EQ(drawFingerprint([&](gen::Rng& rng, const std::string& d,
+                                const PinnedCompile& p) { return m.sample(rng, d, p, m.shares(d)); },
+                            &first),
+            kFixedShareFingerprint);
+  // The program size is the generation policy's, and drawing it takes nothing from the stream.
+  gen::GenPolicy generation;
+  gen::Rng rng(5), twin(5);
+  ArmPulls sizePulls;
+  gen::NodeRange range = scheduler.sampleSize(generation, rng, sizePulls);
+  EXPECT_EQ(range.minNodes, generation.minNodes);
+  EXPECT_EQ(range.maxNodes, generation.maxNodes);
+  EXPECT_TRUE(sizePulls.arms.empty());
+  EXPECT_EQ(rng.uniform(0, 1 << 30), twin.uniform(0, 1 << 30));
+}
+
+TEST(CostAwareScheduler, TenfoldYieldPerCpuSecondIsDrawnMostOften) {
+  CompileMatrix m;  // eager has the smallest configured weight: 1 of 10
+  CostAwareScheduler scheduler;
+  std::map<std::string, int> backends;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(11, i);
+    ArmPulls pulls;
+    SampledCompile sc = scheduler.sampleCompile(m, rng, "cpu", {}, pulls);
+    std::string backend = armOf(pulls, ScheduleDimension::Backend);
+    ASSERT_EQ(backend, sc.config.backend);
+    // eager yields 1 per CPU-second, the others 0.1; costs differ, so per program eager yields least.
+    double cpu = backend == "inductor" ? 40 : backend == "aot_eager" ? 20 : 2;
+    scheduler.credit(pulls, cpu, {backend == "inductor" ? 4 : 2, 0, 0});
+    if (i >= 2000) backends[backend]++;
+  }
+  EXPECT_GT(backends["eager"], backends["inductor"]);
+  EXPECT_GT(backends["eager"], backends["aot_eager"]);
+  EXPECT_GT(backends["eager"], 600) << backends["eager"];
+  auto shares = scheduler.shares(ScheduleDimension::Backend, m, "cpu");
+  EXPECT_GT(shares["eager"], 0.6);
+  double total = 0;
+  for (const auto& [arm, p] : shares) total += p;
+  EXPECT_NEAR(total, 1, 1e-9);
+  ArmStats eager = scheduler.stats(ScheduleDimension::Backend, "eager");
+  EXPECT_DOUBLE_EQ(eager.yield, eager.cpuSeconds);
+
+  // The same for program sizes: large programs cost most and yield 10x per CPU-second.
+  CostAwareScheduler sizes;
+  gen::GenPolicy generation;
+  std::map<std::string, int> drawn;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(12, i);
+    ArmPulls pulls;
+    sizes.sampleSize(generation, rng, pulls);
+    std::string size = armOf(pulls, ScheduleDimension::Size);
+    double cpu = size == "small" ? 10 : size == "medium" ? 20 : 40;
+    int features = size == "small" ? 1 : size == "medium" ? 2 : 40;
+    sizes.credit(pulls, cpu, {features, features, 0});  // op features count for the size
+    if (i >= 2000) drawn[size]++;
+  }
+  EXPECT_GT(drawn["large"], 600) << drawn["large"];
+}
+
+TEST(CostAwareScheduler, CompileArmsAreNotCreditedWithOpFeatures) {
+  CostAwareScheduler scheduler;
+  ProgramYield y{10, 7, 1};  // 10 new features, 7 of them op features, and a new signature
+  EXPECT_EQ(scheduler.yieldFor(ScheduleDimension::Backend, y), 3 + 20);
+  EXPECT_EQ(scheduler.yieldFor(ScheduleDimension::Template, y), 3 + 20);
+  EXPECT_EQ(scheduler.yieldFor(ScheduleDimension::Size, y), 10 + 20);
+  scheduler.credit({{{ScheduleDimension::Backend, "inductor"}, {ScheduleDimension::Size, "small"}}}, 4, y);
+  EXPECT_EQ(scheduler.stats(ScheduleDimension::Backend, "inductor").yield, 23);
+  EXPECT_EQ(scheduler.stats(ScheduleDimension::Size, "small").yield, 30);
+  EXPECT_EQ(scheduler.stats(ScheduleDimension::Size, "small").cpuSeconds, 4);
+  EXPECT_EQ(scheduler.stats(ScheduleDimension::Size, "large").pulls, 0);
+}
+
+TEST(CostAwareScheduler, ZeroYieldArmNeverFallsBelowTheFloor) {
+  CompileMatrix m;
+  SchedulePolicy policy;
+  policy.floorShare = 0.15;
+  CostAwareScheduler scheduler(policy);
+  int eagerDraws = 0, offDraws = 0;
+  const int n = 4000;
+  double lowestEagerShare = 1;
+  for (uint64_t i = 0; i < n; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(3, i);
+    ArmPulls pulls;
+    SampledCompile sc = scheduler.sampleCompile(m, rng, "cpu", {}, pulls);
+    bool starved = sc.config.backend == "eager" || !sc.backward;  // eager and backward=off never yield
+    scheduler.credit(pulls, 5, {starved ? 0 : 5, 0, 0});
+    eagerDraws += sc.config.backend == "eager";
+    offDraws += !sc.backward;
+    if (i % 500 == 499)
+      lowestEagerShare = std::min(lowestEagerShare, scheduler.shares(ScheduleDimension::Backend, m, "cpu")["eager"]);
+  }
+  EXPECT_GE(lowestEagerShare, 0.15 / 3);
+  EXPECT_LT(lowestEagerShare, 0.15 / 3 + 0.02);  // the bandit has given up on it: the floor is what is left
+  EXPECT_GE(scheduler.shares(ScheduleDimension::Backward, m, "cpu")["off"], 0.15 / 2);
+  EXPECT_GT(eagerDraws, n * 0.15 / 3 * 0.8) << eagerDraws;
+  EXPECT_GT(offDraws, n * 0.15 / 2 * 0.8) << offDraws;
+  EXPECT_GT(scheduler.stats(ScheduleDimension::Backend, "eager").pulls, 0);
+}
+
+TEST(CostAwareScheduler, PinnedDimensionsNeverVary) {
+  CompileMatrix m;
+  CostAwareScheduler scheduler;
+  // Evidence for everything a pin excludes.
+  ArmPulls lure{{{ScheduleDimension::Backend, "eager"},
+                 {ScheduleDimension::Mode, "max-autotune"},
+                 {ScheduleDimension::Backward, "off"},
+                 {ScheduleDimension::Template, "freezing"}}};
+  for (int i = 0; i < 300; ++i) scheduler.credit(lure, 1, {50, 0, 0});
+  PinnedCompile inductor;
+  inductor.backend = "inductor";
+  inductor.mode = "reduce-overhead";
+  inductor.backward = true;
+  inductor.inductorConfig = json{{"cpp_wrapper", true}};
+  PinnedCompile other;
+  other.backend = "aot_eager";
+  other.dynamic = std::optional<bool>(false);
+  for (uint64_t i = 0; i < 300; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(8, i);
+    ArmPulls pulls;
+    SampledCompile a = scheduler.sampleCompile(m, rng, "cpu", inductor, pulls);
+    EXPECT_EQ(a.config.backend, "inductor");
+    EXPECT_EQ(a.config.mode, "reduce-overhead");
+    EXPECT_TRUE(a.backward);
+    EXPECT_EQ(a.config.inductorConfig, (json{{"cpp_wrapper", true}}));
+    EXPECT_TRUE(a.templates.empty());
+    EXPECT_TRUE(pulls.arms.empty()) << pulls.arms.front().second;  // nothing sampled, nothing credited
+    ArmPulls otherPulls;
+    SampledCompile b = scheduler.sampleCompile(m, rng, "cpu", other, otherPulls);
+    EXPECT_EQ(b.config.backend, "aot_eager");
+    ASSERT_TRUE(b.config.dynamic.has_value());
+    EXPECT_FALSE(*b.config.dynamic);
+    EXPECT_TRUE(b.config.defaultMode());
+    EXPECT_TRUE(b.templates.empty());
+    ASSERT_EQ(otherPulls.arms.size(), 1u);  // backward only: mode and templates are Inductor's
+    EXPECT_EQ(otherPulls.arms[0].first, ScheduleDimension::Backward);
+  }
+  // fuzzer_stats shows no line for a pinned dimension.
+  for (const auto& [key, value] : scheduler.statsLines(m, {}, "cpu", inductor)) {
+    EXPECT_FALSE(key.starts_with("arm_backend_") || key.starts_with("arm_mode_") || key.starts_with("arm_template_") ||
+                 key.starts_with("arm_backward_"))
+        << key;
+  }
+}
+
+TEST(CostAwareScheduler, SizeBucketsScaleTheGenerationRange) {
+  CostAwareScheduler scheduler;
+  gen::GenPolicy generation;  // 6..14 nodes
+  std::map<std::string, std::pair<int, int>> seen;
+  for (uint64_t i = 0; i < 200; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(4, i);
+    ArmPulls pulls;
+    gen::NodeRange r = scheduler.sampleSize(generation, rng, pulls);
+    ASSERT_EQ(pulls.arms.size(), 1u);
+    seen[pulls.arms[0].second] = {r.minNodes, r.maxNodes};
+  }
+  EXPECT_EQ(seen["small"], std::make_pair(3, 7));
+  EXPECT_EQ(seen["medium"], std::make_pair(6, 14));
+  EXPECT_EQ(seen["large"], std::make_pair(12, 28));
+}
+
+TEST(CostAwareScheduler, StatsLinesAreParseable) {
+  CompileMatrix m;
+  CostAwareScheduler scheduler;
+  scheduler.credit({{{ScheduleDimension::Backend, "inductor"}, {ScheduleDimension::Mode, "reduce-overhead"}}}, 10, {5, 0, 0});
+  auto lines = scheduler.statsLines(m, {}, "cpu", {});
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0], (std::pair<std::string, std::string>{"schedule", "bandit floor=0.15"}));
+  std::regex key(R"(^arm_(backend|mode|backward|template|size)_[A-Za-z0-9_]+$)");
+  std::regex value(R"(^pulls=\d+ cpu_s=\d+\.\d yield=[0-9.e+]+ yield_per_cpu_h=\d+\.\d share=[01]\.\d{3}( nodes=\d+-\d+)?$)");
+  std::map<std::string, std::string> kv;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_TRUE(std::regex_match(lines[i].first, key)) << lines[i].first;
+    EXPECT_TRUE(std::regex_match(lines[i].second, value)) << lines[i].second;
+    kv[lines[i].first] = lines[i].second;
+  }
+  EXPECT_TRUE(kv["arm_backend_inductor"].starts_with("pulls=1 cpu_s=10.0 yield=5 yield_per_cpu_h=1800.0 share="))
+      << kv["arm_backend_inductor"];
+  EXPECT_TRUE(kv.count("arm_mode_reduce_overhead"));
+  EXPECT_TRUE(kv.count("arm_template_none"));
+  EXPECT_TRUE(kv.count("arm_template_freezing"));
+  EXPECT_FALSE(kv.count("arm_template_cudagraphs"));  // CUDA-only
+  EXPECT_TRUE(kv["arm_size_large"].ends_with(" nodes=12-28")) << kv["arm_size_large"];
+  // Fixed shares: the configured shares, and no size arms (the generation policy's range is used).
+  CostAwareScheduler fixed(fixedShares());
+  std::map<std::string, std::string> fkv;
+  for (auto& [k, v] : fixed.statsLines(m, {}, "cpu", {})) fkv[k] = v;
+  EXPECT_EQ(fkv["schedule"], "fixed");
+  EXPECT_EQ(fkv["arm_backend_inductor"], "pulls=0 cpu_s=0.0 yield=0 yield_per_cpu_h=0.0 share=0.700");
+  EXPECT_EQ(fkv["arm_backward_on"], "pulls=0 cpu_s=0.0 yield=0 yield_per_cpu_h=0.0 share=0.250");
+  EXPECT_FALSE(fkv.count("arm_size_medium"));
+}
+
+TEST(CostAwareScheduler, PolicyJsonRoundTripAndStrictErrors) {
+  SchedulePolicy p;
+  p.bandit = false;
+  p.floorShare = 0.3;
+  p.signatureWeight = 50;
+  p.sizes = {{"tiny", 0.25, 1}, {"huge", 3, 0.5}};
+  SchedulePolicy back = SchedulePolicy::fromJson(p.toJson());
+  EXPECT_EQ(back.toJson(), p.toJson());
+  EXPECT_FALSE(back.bandit);
+  EXPECT_EQ(back.sizes[1].name, "huge");
+  EXPECT_EQ(SchedulePolicy::fromJson(json{{"floor", 0.05}}).floorShare, 0.05);
+  EXPECT_TRUE(SchedulePolicy::fromJson(json::object()).bandit);
+  auto message = [](const json& doc) {
+    try {
+      SchedulePolicy::fromJson(doc);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(json{{"flor", 0.1}}).find("'flor'"), std::string::npos) << message(json{{"flor", 0.1}});
+  EXPECT_NE(message(json{{"sizes", {{{"name", "x"}, {"scael", 2}}}}}).find("'scael'"), std::string::npos);
+  EXPECT_NE(message(json{{"floor", 2}}).find("'floor'"), std::string::npos);
+  EXPECT_NE(message(json{{"bandit", "yes"}}), "no error");
+  EXPECT_NE(message(json{{"decay", 0}}), "no error");
+  EXPECT_NE(message(json{{"sizes", json::array()}}), "no error");
+  EXPECT_NE(message(json{{"sizes", {{{"name", "a"}}, {{"name", "a"}}}}}), "no error");
+  EXPECT_NE(message(json{{"sizes", {{{"name", "a"}, {"weight", 0}}}}}), "no error");
+  // Inside a campaign policy, under "schedule".
+  CampaignPolicy cp;
+  cp.schedule = p;
+  EXPECT_EQ(CampaignPolicy::fromJson(cp.toJson()).toJson(), cp.toJson());
+  EXPECT_FALSE(CampaignPolicy::fromJson(json{{"schedule", {{"bandit", false}}}}).schedule.bandit);
+  EXPECT_THROW(CampaignPolicy::fromJson(json{{"schedule", {{"banditt", false}}}}), std::invalid_argument);
+}
+
+TEST(CostAwareScheduler, ArmStatisticsRoundTrip) {
+  CompileMatrix m;
+  CostAwareScheduler a;
+  for (int i = 0; i < 50; ++i)
+    a.credit({{{ScheduleDimension::Backend, i % 3 ? "inductor" : "eager"}, {ScheduleDimension::Size, "small"}}},
+             2.5, {i % 3 ? 1 : 4, 0, 0});
+  CostAwareScheduler b;
+  b.restore(json::parse(a.toJson().dump()));
+  EXPECT_EQ(b.toJson(), a.toJson());
+  EXPECT_EQ(b.shares(ScheduleDimension::Backend, m, "cpu"), a.shares(ScheduleDimension::Backend, m, "cpu"));
+  ArmStats eager = b.stats(ScheduleDimension::Backend, "eager");
+  EXPECT_EQ(eager.pulls, 17);
+  EXPECT_DOUBLE_EQ(eager.cpuSeconds, 17 * 2.5);
+  EXPECT_DOUBLE_EQ(eager.yield, 17 * 4);
+  EXPECT_LT(eager.recentYield, eager.yield);  // decayed
+  EXPECT_THROW(b.restore(json{{"version", 2}}), std::invalid_argument);
+  EXPECT_THROW(b.restore(json{{"version", 1}, {"dimensions", {{"colour", {{"credits", 1}, {"arms", json::object()}}}}}}),
+               std::invalid_argument);
+  EXPECT_THROW(b.restore(json{{"version", 1},
+                              {"dimensions", {{"backend", {{"credits", 1}, {"arms", {{"eager", {{"pulls", -1}}}}}}}}}}),
+               std::invalid_argument);
+  EXPECT_EQ(b.toJson(), a.toJson());  // a failed restore leaves the statistics as they were
+}
+
+}  // namespace
+}  // namespace tcfuzz
