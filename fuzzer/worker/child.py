@@ -121,8 +121,12 @@ class ChildRun:
         further jobs in this process."""
         if getattr(self, "_callbacks", None):
             handler = torch._dynamo.callback_handler
-            handler.remove_start_callback(self._callbacks[0])
-            handler.remove_end_callback(self._callbacks[1])
+            for remove, callback in ((handler.remove_start_callback, self._callbacks[0]),
+                                     (handler.remove_end_callback, self._callbacks[1])):
+                try:
+                    remove(callback)
+                except ValueError:  # torch._dynamo.reset() (a bisect job calls it) already cleared them
+                    pass
             self._callbacks = None
 
     def compiled(self, model):
