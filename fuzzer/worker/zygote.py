@@ -128,7 +128,7 @@ class SpareChild:
     """A fresh child forked ahead of time that blocks until it is handed one job: the fork is off the hot path."""
 
     persistent = False
-    jobs = 1
+    jobs = 0  # it serves one job; always cold
 
     def __init__(self):
         self.pid, self.job_w, self.done_r = fork_child(self.serve_one)
@@ -274,7 +274,7 @@ class Zygote:
         child = self.take_child(job)
         fork_s = time.monotonic() - t_start  # zero when the spare was ready
         pid = child.pid
-        jobs_before = child.jobs - 1 if not child.persistent else child.jobs
+        jobs_before = child.jobs  # jobs this process ran before this one (dispatch counts them)
         rss_base = rss_bytes(pid) if child.persistent else 0  # a warm child's own size is not the job's
         child.dispatch(job)
         self.refill()  # fork the next spare (and, near retirement, the next persistent child) meanwhile
