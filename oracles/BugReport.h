@@ -10,6 +10,7 @@
 
 #include "oracles/CompileConfig.h"
 #include "oracles/Signature.h"
+#include "oracles/TorchInfo.h"
 
 namespace tcfuzz::oracles {
 
@@ -70,7 +71,7 @@ struct BugReport {
   BisectOutcome bisect;
   std::optional<bool> reproVerified;  ///< repro.py run in the sandbox printed the expected verdict
   std::string reproOutput;    ///< the tail of what repro.py printed when verified
-  std::string torchVersion, torchGit;
+  TorchInfo torch;            ///< the worker torch the case was triaged on (its zygote's hello)
   std::string collectEnv;     ///< python -m torch.utils.collect_env, as printed
   std::string campaign;       ///< the campaign directory it came from
 };

@@ -340,8 +340,13 @@ void renderAblation(std::string& md, const BugReport& bug) {
 
 void renderVersions(std::string& md, const BugReport& bug) {
   md += "### Versions\n\n";
-  md += fmt::format("torch {}", bug.torchVersion.empty() ? "(version unknown)" : code(bug.torchVersion));
-  if (!bug.torchGit.empty()) md += fmt::format(" (git {})", code(bug.torchGit));
+  const TorchInfo& t = bug.torch;
+  md += fmt::format("torch {}", t.version.empty() ? "(version unknown)" : code(t.version));
+  if (!t.git.empty()) md += fmt::format(" (git {})", code(t.git));
+  md += t.cuda.empty() ? ", CPU build" : fmt::format(", CUDA {}", code(t.cuda));
+  if (!t.triton.empty()) md += fmt::format(", Triton {}", code(t.triton));
+  if (!t.python.empty()) md += fmt::format(", Python {}", code(t.python));
+  if (!t.devices.empty()) md += fmt::format("; devices: {}", fmt::join(t.devices, ", "));
   md += "\n\n";
   if (bug.collectEnv.empty())
     md += "collect_env not captured.\n\n";
@@ -469,7 +474,7 @@ nlohmann::json reportMeta(const BugReport& bug) {
         {"bisect_number", b.bisectNumber},
         {"debug_info", b.debugInfo},
         {"note", b.note}}},
-      {"torch", {{"version", bug.torchVersion}, {"git", bug.torchGit}}},
+      {"torch", bug.torch.toJson()},
       {"campaign", bug.campaign},
   };
 }

@@ -124,7 +124,7 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     const auto& t = *it;
     r.times = PhaseTimes{numberField(t, "fork_s"), numberField(t, "setup_s"), numberField(t, "compile_s"),
                          numberField(t, "run_s"),  numberField(t, "save_s"),  numberField(t, "child_wall_s"), 0.0,
-                         numberField(t, "backward_s")};
+                         numberField(t, "backward_s"), {}};
   }
   numberMap(j, "compile_phases", r.times.compilePhases);
   if (auto it = j.find("child"); it != j.end() && it->is_object()) {

@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 CASE = json.loads(r'''TCFUZZ_CASE_JSON''')
 
 
-# >>> tcfuzz shared block begin: seeding and fp64 widening (twin: fuzzer/worker/child.py)
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/child.py)
 # repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
 # stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
 def seed_everything(seed):
@@ -78,7 +78,41 @@ def call_in_fp64(fn, args):
             return fn(*args)
         finally:
             torch.set_default_dtype(default_dtype)
-# <<< tcfuzz shared block end: seeding and fp64 widening (twin: fuzzer/worker/child.py)
+# The tensor file: how outputs cross from any worker torch to the LibTorch tcfuzz links (read by
+# oracles/OutputLoader.cpp). The safetensors layout: an 8-byte little-endian header length N, N bytes
+# of JSON {"__metadata__": {...}, "0": {"dtype", "shape", "data_offsets"}, "1": ...}, then the raw
+# C-contiguous little-endian bytes. No torch.save and no numpy, so every torch from 2.4 on writes it.
+TENSOR_FILE_DTYPES = {name: code for name, code in [
+    ("bool", "BOOL"), ("uint8", "U8"), ("int8", "I8"), ("int16", "I16"), ("int32", "I32"), ("int64", "I64"),
+    ("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64"), ("float16", "F16"), ("bfloat16", "BF16"),
+    ("float32", "F32"), ("float64", "F64"), ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
+] if hasattr(torch, name)}
+
+
+def write_tensor_file(path, tensors):
+    """Writes `tensors` (any device, layout-free dtypes only) to `path` as a tensor file, indexed 0..n-1."""
+    import ctypes
+    import struct
+
+    header, chunks, offset = {"__metadata__": {"format": "tcfuzz-tensors", "version": "1"}}, [], 0
+    for i, t in enumerate(tensors):
+        t = t.detach().to("cpu").contiguous()
+        dtype = str(t.dtype).replace("torch.", "")
+        if dtype not in TENSOR_FILE_DTYPES:
+            raise TypeError(f"the tensor file has no dtype {dtype}")
+        size = t.numel() * t.element_size()
+        chunks.append(ctypes.string_at(t.data_ptr(), size) if size else b"")
+        header[str(i)] = {"dtype": TENSOR_FILE_DTYPES[dtype], "shape": list(t.shape),
+                          "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for chunk in chunks:
+            f.write(chunk)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/child.py)
 
 
 def apply_compile_config(cfg):
@@ -184,14 +218,14 @@ def run_and_report(mode):
 
 def save_leaves(mode, leaves):
     """Only with TCFUZZ_REPRO_OUTPUTS=<folder> set (tcfuzz's tests): saves the run's leaves as the worker
-    saves them, a torch.save'd list of tensors (scalars as 0-d tensors, complex as real pairs, other
-    leaves left out), to <folder>/<mode>.pt. Without it, does nothing."""
+    saves them, a tensor file (scalars as 0-d tensors, complex as real pairs, other leaves left out),
+    to <folder>/<mode>.safetensors. Without it, does nothing."""
     folder = os.environ.get("TCFUZZ_REPRO_OUTPUTS")
     if not folder:
         return
     tensors = [as_real_tensor(leaf) for leaf in leaves]
     tensors = [t.contiguous().clone() for t in tensors if isinstance(t, torch.Tensor)]
-    torch.save(tensors, os.path.join(folder, f"{mode}.pt"))
+    write_tensor_file(os.path.join(folder, f"{mode}.safetensors"), tensors)
 
 
 def as_real_tensor(leaf):

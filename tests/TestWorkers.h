@@ -1,5 +1,6 @@
 #pragma once
 // Shared set-up for tests that start real worker zygotes with the venv's torch.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -37,8 +38,19 @@ inline WorkerSpec testWorkerSpec(const std::filesystem::path& workDir) {
   spec.harness = std::filesystem::path(TCFUZZ_SOURCE_DIR) / "fuzzer/worker/zygote.py";
   spec.workDir = workDir;
   spec.sandbox = probeBubblewrap().empty() ? SandboxKind::Bubblewrap : SandboxKind::None;
-  spec.expectedTorchGit = TCFUZZ_TORCH_GIT_VERSION;
   return spec;
+}
+
+/// The interpreters of the extra torch releases scripts/setup installed (TCFUZZ_EXTRA_TORCH, as
+/// .venv-torch-<version>/ in the source tree), oldest first by folder name; empty when there are none.
+inline std::vector<std::filesystem::path> extraTorchPythons() {
+  std::vector<std::filesystem::path> found;
+  for (const auto& e : std::filesystem::directory_iterator(TCFUZZ_SOURCE_DIR))
+    if (e.path().filename().string().starts_with(".venv-torch-") &&
+        std::filesystem::exists(e.path() / "bin" / "python"))
+      found.push_back(e.path() / "bin" / "python");
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 inline std::filesystem::path sourcePath(const std::string& relative) {

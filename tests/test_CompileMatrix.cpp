@@ -1,5 +1,6 @@
 // The compile-configuration matrix: sampling, gating, pinning, JSON, and that every built-in
 // template names options the installed torch really has.
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -135,6 +136,27 @@ TEST(CompileMatrix, TemplatesNameRealInductorOptions) {
   while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   ASSERT_EQ(::pclose(p), 0) << out;
   EXPECT_EQ(out, "none\n");
+}
+
+TEST(CompileMatrix, TemplatesWhoseOptionsTheWorkerTorchLacksAreSkippedWithANote) {
+  CompileMatrix m;
+  // An older torch: every option of the default templates but the persistent-TMA one and cpp.simdlen.
+  std::set<std::string> options;
+  for (const auto& t : m.templates)
+    for (const auto& [option, value] : t.options.items())
+      if (option != "triton.enable_persistent_tma_matmul" && option != "cpp.simdlen") options.insert(option);
+  std::vector<std::string> notes = m.disableTemplatesLacking(options);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0], "template 'tma' skipped: this torch has no Inductor option 'triton.enable_persistent_tma_matmul'");
+  EXPECT_EQ(notes[1], "template 'scalar_cpp' skipped: this torch has no Inductor option 'cpp.simdlen'");
+  auto usable = m.usableTemplates("cuda");
+  EXPECT_EQ(std::count(usable.begin(), usable.end(), "tma"), 0);
+  EXPECT_EQ(std::count(usable.begin(), usable.end(), "scalar_cpp"), 0);
+  EXPECT_EQ(std::count(usable.begin(), usable.end(), "cpp_wrapper"), 1);
+  // Options not reported (an empty set): nothing is assumed missing.
+  CompileMatrix fresh;
+  EXPECT_TRUE(fresh.disableTemplatesLacking({}).empty());
+  EXPECT_EQ(fresh.usableTemplates("cuda").size(), CompileMatrix{}.usableTemplates("cuda").size());
 }
 
 }  // namespace

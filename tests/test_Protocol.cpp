@@ -75,15 +75,65 @@ TEST(Protocol, CompileConfigRecordsOnlyNonDefaults) {
 TEST(Protocol, DecodesHello) {
   auto msg = decodeMessage(
       R"({"type":"hello","torch":"2.11.0+cu130","torch_git":"abc","torch_dir":"/t","python":"3.11.7",)"
-      R"("pid":9,"device":"cuda","import_s":2.5,"cuda":{"available":true,"count":2}})");
+      R"("cuda_version":"13.0","triton":"3.6.0","devices":["AMD EPYC"],)"
+      R"("inductor_options":["cpp_wrapper","triton.cudagraphs"],"features":["compiler_bisector"],)"
+      R"("pid":9,"device":"cuda","import_s":2.5,"cuda":{"available":true,"count":2,"names":["H100","H100"]}})");
   ASSERT_TRUE(std::holds_alternative<Hello>(msg));
   const auto& h = std::get<Hello>(msg);
-  EXPECT_EQ(h.torchVersion, "2.11.0+cu130");
-  EXPECT_EQ(h.torchGit, "abc");
+  EXPECT_EQ(h.torch.version, "2.11.0+cu130");
+  EXPECT_EQ(h.torch.git, "abc");
+  EXPECT_EQ(h.torch.cuda, "13.0");
+  EXPECT_EQ(h.torch.triton, "3.6.0");
+  EXPECT_EQ(h.torch.python, "3.11.7");
+  EXPECT_EQ(h.torch.devices, (std::vector<std::string>{"AMD EPYC", "H100", "H100"}));
+  EXPECT_TRUE(h.hasInductorOption("triton.cudagraphs"));
+  EXPECT_FALSE(h.hasInductorOption("cpp.simdlen"));
+  EXPECT_TRUE(h.has("compiler_bisector"));
+  EXPECT_FALSE(h.has("structured_trace"));
   EXPECT_EQ(h.pid, 9);
   EXPECT_DOUBLE_EQ(h.importSeconds, 2.5);
   EXPECT_TRUE(h.cudaAvailable);
   EXPECT_EQ(h.cudaDevices, 2);
+}
+
+TEST(Protocol, AnOlderHelloWithoutTheNewFieldsStillDecodes) {
+  const auto h = std::get<Hello>(decodeMessage(R"({"type":"hello","torch":"2.4.1+cu121","pid":3})"));
+  EXPECT_EQ(h.torch.version, "2.4.1+cu121");
+  EXPECT_TRUE(h.torch.cuda.empty());
+  EXPECT_TRUE(h.hasInductorOption("anything"));  // not reported: nothing is assumed missing
+  EXPECT_FALSE(h.has("compiler_bisector"));
+}
+
+TEST(Protocol, ARefusalCarriesItsReason) {
+  try {
+    decodeMessage(R"({"type":"refuse","message":"python3 cannot import torch: No module named 'torch'"})");
+    FAIL() << "expected WorkerRefused";
+  } catch (const WorkerRefused& e) {
+    EXPECT_EQ(std::string(e.what()), "python3 cannot import torch: No module named 'torch'");
+  }
+}
+
+TEST(Protocol, TorchVersionsOrderAsReleasesDo) {
+  using oracles::versionKey;
+  EXPECT_LT(versionKey("2.4.1"), versionKey("2.11.0+cu130"));
+  EXPECT_LT(versionKey("2.9.1"), versionKey("2.11.0"));
+  EXPECT_LT(versionKey("2.15.0+cu132"), versionKey("2.16.0.dev20261101+cpu"));
+  EXPECT_LT(versionKey("2.16.0.dev20261101+cpu"), versionKey("2.16.0"));
+  EXPECT_LT(versionKey("2.16.0rc1"), versionKey("2.16.0"));
+  EXPECT_EQ(versionKey("2.11.0+cu130"), versionKey("2.11.0+cpu"));
+  EXPECT_EQ(oracles::releaseOf("2.15.0+cu132"), "2.15.0");
+}
+
+TEST(Protocol, TorchOlderThan2_4IsRefusedAndNewerIsNot) {
+  EXPECT_FALSE(oracles::unsupportedTorch("2.4.0"));
+  EXPECT_FALSE(oracles::unsupportedTorch("2.15.0+cu132"));
+  EXPECT_FALSE(oracles::unsupportedTorch("2.16.0.dev20261101+cpu"));
+  EXPECT_FALSE(oracles::unsupportedTorch("3.0.0"));
+  ASSERT_TRUE(oracles::unsupportedTorch("2.3.1"));
+  EXPECT_NE(oracles::unsupportedTorch("2.3.1")->find("older than 2.4"), std::string::npos);
+  EXPECT_TRUE(oracles::unsupportedTorch("1.13.1"));
+  EXPECT_TRUE(oracles::unsupportedTorch(""));
+  EXPECT_TRUE(oracles::unsupportedTorch("nightly"));
 }
 
 TEST(Protocol, DecodesFullResult) {

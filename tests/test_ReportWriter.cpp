@@ -119,8 +119,10 @@ BugReport crashBug() {
   bug.reproVerified = true;
   bug.reproOutput = "eager: ok\ncompiled: InductorError: CppCompileError: C++ compile error\ntcfuzz-verdict: "
                     "crash-mismatch\n";
-  bug.torchVersion = "2.11.0+cpu";
-  bug.torchGit = "0123456789abcdef0123456789abcdef01234567";
+  bug.torch.version = "2.11.0+cpu";
+  bug.torch.git = "0123456789abcdef0123456789abcdef01234567";
+  bug.torch.python = "3.11.7";
+  bug.torch.devices = {"AMD EPYC"};
   bug.collectEnv = "PyTorch version: 2.11.0+cpu\nIs debug build: False\nOS: Debian GNU/Linux 12 (bookworm) (x86_64)\n"
                    "GCC version: (Debian 12.2.0-14) 12.2.0\n";
   bug.campaign = "/data/campaigns/nightly-0501";
@@ -300,7 +302,10 @@ TEST(ReportWriter, VersionsHoldTorchAndCollectEnv) {
   std::string md = renderReportMarkdown(bug, kReproPy);
   size_t versions = md.find("### Versions"), facts = md.find("<details><summary>tcfuzz triage facts");
   std::string section = md.substr(versions, facts - versions);
-  EXPECT_NE(section.find("torch `2.11.0+cpu` (git `0123456789abcdef0123456789abcdef01234567`)"), std::string::npos);
+  EXPECT_NE(section.find("torch `2.11.0+cpu` (git `0123456789abcdef0123456789abcdef01234567`), CPU build, "
+                         "Python `3.11.7`; devices: AMD EPYC"),
+            std::string::npos)
+      << section;
   EXPECT_NE(section.find("```\n" + bug.collectEnv + "```\n"), std::string::npos);
 
   bug.collectEnv.clear();
@@ -419,6 +424,8 @@ TEST(ReportWriter, MetaHasTimesSizesConfigsAndSignature) {
   EXPECT_EQ(meta["ablation"][3]["reproduces"], true);
   EXPECT_EQ(meta["bisect"]["bisect_number"], 3);
   EXPECT_EQ(meta["torch"]["version"], "2.11.0+cpu");
+  EXPECT_EQ(meta["torch"]["python"], "3.11.7");
+  EXPECT_EQ(meta["torch"]["devices"], json({"AMD EPYC"}));
 
   bug.reproVerified.reset();
   bug.firstSeen = 0;

@@ -291,10 +291,10 @@ struct SharedBlock {
   int beginMarkers = 0, endMarkers = 0;
 };
 
-constexpr std::string_view kSharedBlockBegin = "# >>> tcfuzz shared block begin: seeding and fp64 widening";
-constexpr std::string_view kSharedBlockEnd = "# <<< tcfuzz shared block end: seeding and fp64 widening";
+constexpr std::string_view kSharedBlockBegin = "# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file";
+constexpr std::string_view kSharedBlockEnd = "# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file";
 
-/// Reads the "seeding and fp64 widening" block of `file` (repo-relative).
+/// Reads the "seeding, fp64 widening, tensor file" block of `file` (repo-relative).
 SharedBlock sharedBlock(const std::string& file) {
   SharedBlock block;
   std::istringstream in(readText(sourcePath(file)));
@@ -418,8 +418,8 @@ TEST_F(ReproEndToEnd, ExplicitCastsGiveTheWorkersEagerAndFp64OutputsInReproPy) {
   python.wait();
   EXPECT_EQ(python.exit_code(), 0) << printed;
   EXPECT_EQ(reproVerdict(printed), "agree") << printed;
-  std::vector<at::Tensor> reproEager = oracles::loadSavedTensors(folder / "saved" / "eager.pt");
-  std::vector<at::Tensor> reproFp64 = oracles::loadSavedTensors(folder / "saved" / "fp64.pt");
+  std::vector<at::Tensor> reproEager = oracles::loadTensorFile(folder / "saved" / "eager.safetensors");
+  std::vector<at::Tensor> reproFp64 = oracles::loadTensorFile(folder / "saved" / "fp64.safetensors");
 
   ASSERT_EQ(eager.size(), 2u);
   ASSERT_EQ(fp64.size(), 2u);

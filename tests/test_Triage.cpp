@@ -57,8 +57,8 @@ class TriageTest : public ::testing::Test {
     s.test.threads = 1;
     s.test.plugins = {sourcePath("tests/fixtures/planted_backends.py")};
     s.minimizer.batch = 2;
-    s.torchVersion = "test";
-    s.torchGit = "test";
+    s.torch.version = "test";
+    s.torch.git = "test";
     return s;
   }
   static TempDir* dir_;

@@ -22,12 +22,11 @@ RunResult failed(RunStatus status, const std::string& phase, const std::string& 
   return r;
 }
 
-/// An ok result whose outputs (and optional second run) are saved in dir/name*.pt.
+/// An ok result whose outputs (and optional second run) are saved in dir/name*.safetensors.
 RunResult okWith(const std::filesystem::path& dir, const std::string& name, const at::Tensor& out,
                  const at::Tensor* second = nullptr) {
   auto save = [&](const std::string& file, const at::Tensor& t) {
-    std::vector<char> bytes = torch::pickle_save(c10::List<at::Tensor>({t}));
-    std::ofstream(dir / file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    saveTensorFile(dir / file, {t});
     std::string dtype = t.scalar_type() == at::kDouble ? "float64" : "float32";
     return OutputSet{file, {OutputLeaf{OutputLeaf::Kind::Tensor, 0, dtype, t.sizes().vec(), ""}}};
   };
@@ -35,8 +34,8 @@ RunResult okWith(const std::filesystem::path& dir, const std::string& name, cons
   r.status = RunStatus::Ok;
   r.phase = "done";
   r.jobDir = dir;
-  r.outputs = save(name + ".pt", out);
-  if (second) r.repeatOutputs.push_back(save(name + "_1.pt", *second));
+  r.outputs = save(name + ".safetensors", out);
+  if (second) r.repeatOutputs.push_back(save(name + "_1.safetensors", *second));
   return r;
 }
 
@@ -144,12 +143,12 @@ TEST_F(VerdictTest, EagerNanWhereFp64IsFiniteIsDropped) {
 TEST_F(VerdictTest, UnreadableOutputsAreReportedByName) {
   at::Tensor x = at::randn({4});
   RunResult eager = okWith(dir.path(), "e", x, &x);
-  std::ofstream(dir.path() / "e.pt") << "corrupt";
+  std::ofstream(dir.path() / "e.safetensors") << "corrupt";
   TripleRun runs{eager, okWith(dir.path(), "c", x), okWith(dir.path(), "r", x.to(at::kDouble))};
   try {
     judge(runs, comparator);
     FAIL() << "expected OutputLoadError";
   } catch (const OutputLoadError& e) {
-    EXPECT_NE(std::string(e.what()).find("e.pt"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("e.safetensors"), std::string::npos) << e.what();
   }
 }

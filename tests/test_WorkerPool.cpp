@@ -1,8 +1,13 @@
-#include <fstream>
 // Real worker zygotes (the venv's torch) and the ways a job can die.
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <torch/headeronly/version.h>
 
 #include "TestWorkers.h"
+#include "oracles/OutputLoader.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::sourcePath;
@@ -26,7 +31,7 @@ TEST(WorkerPool, EachFailureModeHasItsOwnStatusAndThePoolKeepsRunning) {
   TempDir dir("tcfuzz-pool");
   WorkerPool pool(test_support::testWorkerSpec(dir.path()), 2);
   EXPECT_EQ(pool.size(), 2u);
-  EXPECT_FALSE(pool.hello().torchVersion.empty());
+  EXPECT_FALSE(pool.hello().torch.version.empty());
 
   auto segv = pool.submit(eagerJob(dir, "tests/programs/segfault.py", "segv"));
   auto loop = pool.submit(eagerJob(dir, "tests/programs/endless_loop.py", "loop", 3));
@@ -65,7 +70,7 @@ TEST(WorkerPool, EachFailureModeHasItsOwnStatusAndThePoolKeepsRunning) {
   EXPECT_EQ(r.outputs->leaves[0].dtype, "float32");
   EXPECT_EQ(r.outputs->leaves[0].shape, (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(r.repeatOutputs.size(), 1u);
-  EXPECT_TRUE(std::filesystem::exists(dir.path() / "jobs/ok/outputs.pt"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "jobs/ok/outputs.safetensors"));
   EXPECT_GT(r.times.roundTrip, 0.0);
 }
 
@@ -85,18 +90,43 @@ TEST(WorkerPool, ContractViolationIsAnExceptionInLoad) {
   EXPECT_NE(r.exception->message.find("make_inputs"), std::string::npos);
 }
 
-TEST(WorkerPool, RefusesAPythonWhoseTorchDiffersFromTheLinkedOne) {
+TEST(WorkerPool, RefusesAPythonWithoutTorchWithAClearMessage) {
   TempDir dir("tcfuzz-pool");
+  // A bare venv of the same interpreter: no site-packages, so no torch.
+  auto bare = dir.path() / "bare-venv";
+  ASSERT_EQ(std::system(fmt::format("'{}' -m venv --without-pip '{}'", TCFUZZ_DEFAULT_PYTHON, bare.string()).c_str()), 0);
   WorkerSpec spec = test_support::testWorkerSpec(dir.path());
-  spec.expectedTorchGit = "0000000000000000000000000000000000000000";
-  spec.expectedTorchVersion = "9.9.9";
+  spec.python = bare / "bin" / "python";
   try {
     WorkerPool pool(spec, 1);
     FAIL() << "expected WorkerStartError";
   } catch (const WorkerStartError& e) {
     std::string what = e.what();
-    EXPECT_NE(what.find("built against torch 9.9.9"), std::string::npos) << what;
+    EXPECT_NE(what.find("cannot run tcfuzz's workers"), std::string::npos) << what;
+    EXPECT_NE(what.find("No module named 'torch'"), std::string::npos) << what;
   }
+}
+
+TEST(WorkerPool, RunsATorchOtherThanTheLinkedOneWithoutARebuild) {
+  auto extra = test_support::extraTorchPythons();
+  if (extra.empty()) GTEST_SKIP() << "no .venv-torch-<version>/ here (TCFUZZ_EXTRA_TORCH=... scripts/setup makes one)";
+  TempDir dir("tcfuzz-pool");
+  WorkerSpec spec = test_support::testWorkerSpec(dir.path());
+  spec.python = extra.front();
+  WorkerPool pool(spec, 1);
+  std::string folder = extra.front().parent_path().parent_path().filename().string();  // .venv-torch-<v>
+  std::string expected = folder.substr(std::string(".venv-torch-").size());
+  EXPECT_EQ(oracles::releaseOf(pool.hello().torch.version), expected);
+  EXPECT_NE(pool.hello().torch.version, TORCH_VERSION);
+  EXPECT_FALSE(pool.hello().torch.git.empty());
+  EXPECT_FALSE(pool.hello().inductorOptions.empty());
+  // Its outputs cross to the linked LibTorch through the version-independent tensor file.
+  auto r = pool.submit(eagerJob(dir, "corpus/conv1d_mean_linear.py", "old-torch")).get();
+  ASSERT_EQ(r.status, oracles::RunStatus::Ok) << r.stderrTail;
+  ASSERT_TRUE(r.outputs);
+  auto loaded = oracles::loadOutputs(*r.outputs, r.jobDir);
+  ASSERT_FALSE(loaded.tensors.empty());
+  EXPECT_GT(loaded.tensors.front().numel(), 0);
 }
 
 TEST(WorkerPool, SandboxedProgramCannotWriteOutsideItsWorkDirectory) {

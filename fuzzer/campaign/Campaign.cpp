@@ -361,6 +361,7 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     result["threads"] = ts.threads;
     result["program_index"] = c.index;
     result["origin"] = c.origin;
+    result["torch"] = settings_.torch.toJson();
     FindingRecord f;
     f.programIndex = c.index;
     f.foundAt = now;
@@ -372,6 +373,7 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     f.programJson = c.graph.toJson().dump(1);
     f.programPy = py;
     f.result = result.dump();
+    f.torch = settings_.torch.version;
     findings.push_back(std::move(f));
   }
 
@@ -499,7 +501,10 @@ void Campaign::writeStats() {
   kv.emplace_back("run_time", fmt::format("{:.0f}", s.runSeconds));
   kv.emplace_back("fuzzer_pid", std::to_string(::getpid()));
   kv.emplace_back("tcfuzz_version", TCFUZZ_VERSION);
-  kv.emplace_back("torch_version", settings_.torchVersion);
+  kv.emplace_back("torch_version", settings_.torch.version);
+  kv.emplace_back("torch_git", settings_.torch.git);
+  kv.emplace_back("torch_skipped", settings_.torchNotes.empty() ? std::string("none")
+                                                                 : fmt::format("{}", fmt::join(settings_.torchNotes, "; ")));
   kv.emplace_back("seed", std::to_string(s.seed));
   kv.emplace_back("device", s.device);
   kv.emplace_back("workers", std::to_string(s.workers));

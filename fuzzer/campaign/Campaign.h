@@ -48,7 +48,8 @@ struct CampaignPolicy {
 struct CampaignSettings {
   uint64_t seed = 0;
   std::string device = "cpu";
-  std::string torchVersion;      ///< for fuzzer_stats
+  oracles::TorchInfo torch;      ///< the workers' torch (their hello): fuzzer_stats, findings
+  std::vector<std::string> torchNotes;  ///< what that torch lacks and the campaign skips (fuzzer_stats)
   int lanes = 1;                 ///< programs in flight at once (each submits three jobs)
   int workers = 1;               ///< zygotes in the pool (for the torch-time share)
   int64_t maxPrograms = 0;       ///< this session; 0: unbounded

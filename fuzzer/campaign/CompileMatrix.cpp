@@ -145,6 +145,21 @@ bool CompileMatrix::disableTemplate(const std::string& name) {
   return false;
 }
 
+std::vector<std::string> CompileMatrix::disableTemplatesLacking(const std::set<std::string>& options) {
+  std::vector<std::string> notes;
+  if (options.empty()) return notes;
+  for (auto& t : templates) {
+    if (t.weight <= 0) continue;
+    for (const auto& [option, value] : t.options.items())
+      if (!options.count(option)) {
+        notes.push_back(fmt::format("template '{}' skipped: this torch has no Inductor option '{}'", t.name, option));
+        t.weight = 0;
+        break;
+      }
+  }
+  return notes;
+}
+
 CompileShares CompileMatrix::shares(const std::string& device) const {
   CompileShares s{backends, modes, backwardShare, templateShare, {}};
   bool cuda = device.starts_with("cuda");

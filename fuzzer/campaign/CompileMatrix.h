@@ -3,6 +3,7 @@
 // named Inductor config templates (../shared/seeds/003_*), sampled once per program.
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,10 @@ class CompileMatrix {
   CompileShares shares(const std::string& device) const;
   /// Stops sampling a template (for example one the installed torch rejects); false if unknown.
   bool disableTemplate(const std::string& name);
+  /// Stops sampling every template that sets an option not in `options` (the worker torch's
+  /// Inductor options, Hello::inductorOptions); returns one note per template it stopped. An empty
+  /// `options` (not reported) stops none.
+  std::vector<std::string> disableTemplatesLacking(const std::set<std::string>& options);
   /// The templates a campaign on `device` can draw.
   std::vector<std::string> usableTemplates(const std::string& device) const;
 };

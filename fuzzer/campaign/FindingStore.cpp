@@ -10,8 +10,9 @@ namespace tcfuzz {
 
 namespace {
 
-// Version 2 added programs.phases; a version-1 store is migrated in place (the column is added).
-constexpr int kSchemaVersion = 2;
+// Version 2 added programs.phases, version 3 findings.torch; an older store is migrated in place
+// (the columns are added).
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS campaign (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -22,7 +23,8 @@ CREATE TABLE IF NOT EXISTS programs (
 CREATE TABLE IF NOT EXISTS findings (
   id INTEGER PRIMARY KEY AUTOINCREMENT, program_idx INTEGER NOT NULL, found_at REAL NOT NULL,
   verdict TEXT NOT NULL, reason TEXT NOT NULL, signature_id TEXT NOT NULL, signature TEXT NOT NULL,
-  config TEXT NOT NULL, program_json TEXT NOT NULL, program_py TEXT NOT NULL, result TEXT NOT NULL);
+  config TEXT NOT NULL, program_json TEXT NOT NULL, program_py TEXT NOT NULL, result TEXT NOT NULL,
+  torch TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS findings_by_signature ON findings(signature_id);
 CREATE TABLE IF NOT EXISTS features (feature TEXT PRIMARY KEY, first_idx INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS queue (
@@ -62,15 +64,20 @@ FindingStore::FindingStore(const std::filesystem::path& file) : file_(file) {
     db_->exec("PRAGMA journal_mode=WAL");
     db_->exec("PRAGMA synchronous=NORMAL");
     db_->exec(kSchema);
-    SQLite::Statement columns(*db_, "SELECT COUNT(*) FROM pragma_table_info('programs') WHERE name = 'phases'");
-    if (columns.executeStep() && columns.getColumn(0).getInt() == 0)
-      db_->exec("ALTER TABLE programs ADD COLUMN phases TEXT NOT NULL DEFAULT '{}'");
+    auto addColumn = [&](const char* table, const char* column, const char* declaration) {
+      SQLite::Statement columns(*db_, fmt::format("SELECT COUNT(*) FROM pragma_table_info('{}') WHERE name = '{}'",
+                                                  table, column));
+      if (columns.executeStep() && columns.getColumn(0).getInt() == 0)
+        db_->exec(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", table, column, declaration));
+    };
+    addColumn("programs", "phases", "TEXT NOT NULL DEFAULT '{}'");
+    addColumn("findings", "torch", "TEXT NOT NULL DEFAULT ''");
   } catch (const SQLite::Exception& e) {
     if (isDiskFull(e)) throw DiskFullError(fmt::format("{}: cannot create the store (disk full?): {}", file.string(), e.what()));
     throw StoreError(fmt::format("{} is not a usable findings store: {}", file.string(), e.what()));
   }
   auto version = meta("schema_version");
-  if (!version || *version == "1") setMeta("schema_version", std::to_string(kSchemaVersion));
+  if (!version || *version == "1" || *version == "2") setMeta("schema_version", std::to_string(kSchemaVersion));
   else if (*version != std::to_string(kSchemaVersion))
     throw StoreError(fmt::format("{} has schema version {}, this tcfuzz writes version {}", file.string(), *version,
                                  kSchemaVersion));
@@ -105,9 +112,9 @@ void FindingStore::recordProgram(const ProgramRecord& p, std::vector<FindingReco
     for (auto& f : findings) {
       SQLite::Statement s(*db_,
                           "INSERT INTO findings(program_idx, found_at, verdict, reason, signature_id, signature, config, "
-                          "program_json, program_py, result) VALUES (?,?,?,?,?,?,?,?,?,?)");
+                          "program_json, program_py, result, torch) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
       SQLite::bind(s, f.programIndex, f.foundAt, f.verdict, f.reason, f.signatureId, f.signature, f.config,
-                   f.programJson, f.programPy, f.result);
+                   f.programJson, f.programPy, f.result, f.torch);
       s.exec();
       f.id = db_->getLastInsertRowid();
     }
@@ -197,7 +204,7 @@ std::vector<FindingRecord> FindingStore::findings() const {
   std::vector<FindingRecord> out;
   SQLite::Statement s(*db_,
                       "SELECT id, program_idx, found_at, verdict, reason, signature_id, signature, config, program_json, "
-                      "program_py, result FROM findings ORDER BY id");
+                      "program_py, result, torch FROM findings ORDER BY id");
   while (s.executeStep()) {
     FindingRecord f;
     f.id = s.getColumn(0).getInt64();
@@ -211,6 +218,7 @@ std::vector<FindingRecord> FindingStore::findings() const {
     f.programJson = s.getColumn(8).getString();
     f.programPy = s.getColumn(9).getString();
     f.result = s.getColumn(10).getString();
+    f.torch = s.getColumn(11).getString();
     out.push_back(std::move(f));
   }
   return out;

@@ -54,6 +54,7 @@ struct FindingRecord {
   std::string programJson;   ///< the IR
   std::string programPy;     ///< the emitted program
   std::string result;        ///< JSON of the whole test (runs and comparison)
+  std::string torch;         ///< the worker torch's version it was found on ("" in stores before schema 3)
 };
 
 /// One queue entry (the file queue/<name>.json holds the same IR).

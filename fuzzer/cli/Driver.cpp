@@ -19,6 +19,7 @@
 #include "fuzzer/campaign/CampaignOutput.h"
 #include "generators/OpCatalog.h"
 #include "oracles/OutputLoader.h"
+#include "oracles/TorchInfo.h"
 
 namespace tcfuzz {
 namespace {
@@ -26,8 +27,10 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string versionText() {
-  return fmt::format("tcfuzz {}\nbuilt against torch {} (git {})\nlibtorch {}\n", TCFUZZ_VERSION, TORCH_VERSION,
-                     TCFUZZ_TORCH_GIT_VERSION, TCFUZZ_TORCH_DIR);
+  return fmt::format(
+      "tcfuzz {}\nlinks LibTorch {} (git {}) from {}\nworkers run the torch of --python (default {}); any torch >= {}\n",
+      TCFUZZ_VERSION, TORCH_VERSION, TCFUZZ_TORCH_GIT_VERSION, TCFUZZ_TORCH_DIR, TCFUZZ_DEFAULT_PYTHON,
+      oracles::kMinimumTorch);
 }
 
 }  // namespace
@@ -69,8 +72,9 @@ int runDriver(int argc, char** argv) {
   registerOptions(*report, "report", options);
   report->add_option("OUT", campaignDir, "Campaign output directory")->required()->check(CLI::ExistingDirectory);
   CLI::App* regress = app.add_subcommand(
-      "regress", "Re-run known findings against the installed torch and write a CSV of their status "
-                 "(still-failing, fixed, changed-signature)");
+      "regress", "Re-run known findings under each --python's torch and write a CSV of their status "
+                 "(still-failing, fixed, changed-signature, error); with several interpreters, a markdown matrix "
+                 "of findings by release; --bisect-releases names where each finding appears and is fixed");
   registerOptions(*regress, "regress", options);
   regress->add_option("DIRS", regressDirs, "Folders of known findings (default: corpus/regressions)");
 

@@ -44,8 +44,6 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, int default
   if (!o.inductorCache.empty()) spec.inductorCacheDir = fs::absolute(o.inductorCache);
   spec.childJobs = o.childJobs < 0 ? defaultChildJobs : o.childJobs;
   spec.childRssMb = o.childRssMb;
-  spec.expectedTorchGit = TCFUZZ_TORCH_GIT_VERSION;
-  spec.expectedTorchVersion = TORCH_VERSION;
   return spec;
 }
 
@@ -73,6 +71,24 @@ TestSettings testSettingsFrom(const Options& o, int workers) {
     s.plugins.push_back(fs::absolute(p));
   }
   return s;
+}
+
+oracles::TorchInfo campaignTorch(const FindingStore& store) {
+  auto stored = store.meta("torch");
+  if (!stored) return {};
+  return oracles::TorchInfo::fromJson(nlohmann::json::parse(*stored, nullptr, false));
+}
+
+std::vector<std::string> torchLacks(const Hello& hello, CompileMatrix& matrix, bool bisect) {
+  std::vector<std::string> notes = matrix.disableTemplatesLacking(hello.inductorOptions);
+  if (bisect && !hello.has("compiler_bisector"))
+    notes.push_back(fmt::format("torch {} has no torch._inductor.compiler_bisector: triage skips its bisect step",
+                                hello.torch.version));
+  return notes;
+}
+
+void recordCampaignTorch(FindingStore& store, const oracles::TorchInfo& torch) {
+  store.setMeta("torch", torch.toJson().dump());
 }
 
 void adoptCampaignIdentity(const FindingStore& store, TestSettings& s) {
@@ -103,8 +119,6 @@ TriageSettings triageSettingsFrom(const Options& o, int workers) {
   t.ablate = !o.noAblation;
   t.bisect = !o.noBisect;
   t.verify = !o.noVerify;
-  t.torchVersion = TORCH_VERSION;
-  t.torchGit = TCFUZZ_TORCH_GIT_VERSION;
   return t;
 }
 

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fuzzer/campaign/CompileMatrix.h"
 #include "fuzzer/campaign/FindingStore.h"
 #include "fuzzer/cli/Options.h"
 #include "fuzzer/llm/LlmProposer.h"
@@ -50,6 +51,15 @@ TestSettings testSettingsFrom(const Options& options, int workers);
 /// The campaign's recorded settings that triage must reuse (its identity in findings.sqlite):
 /// its plugins (a planted backend) unless --plugin was given, its limits and device.
 void adoptCampaignIdentity(const FindingStore& store, TestSettings& settings);
+/// The torch a campaign's workers last ran (store meta "torch", written when its pool started);
+/// unknown for a store from before it was recorded.
+oracles::TorchInfo campaignTorch(const FindingStore& store);
+/// Adapts to what the workers' torch lacks: stops the compile templates whose Inductor options it
+/// does not have, and says when it has no compiler_bisector (if `bisect` was asked for). Returns one
+/// note per thing skipped, for the log and fuzzer_stats.
+std::vector<std::string> torchLacks(const Hello& hello, CompileMatrix& matrix, bool bisect);
+/// Records the pool's torch as the campaign's (store meta "torch") and logs it once.
+void recordCampaignTorch(FindingStore& store, const oracles::TorchInfo& torch);
 
 /// The triage knobs the options select (minimizer policy file, --no-ablation ...).
 TriageSettings triageSettingsFrom(const Options& options, int workers);

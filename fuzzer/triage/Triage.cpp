@@ -240,7 +240,7 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
 }
 
 std::string Triage::collectEnv() {
-  const std::string key = "collect_env:" + settings_.torchGit;
+  const std::string key = "collect_env:" + settings_.torch.git;
   if (auto cached = store_.meta(key)) return *cached;
   if (!cases_.canRun()) return "";
   oracles::RunResult r =
@@ -284,8 +284,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
       b.originalConfig = json::parse(w->second->config, nullptr, false);
       b.originalProgramPy = w->second->programPy;
     }
-    b.torchVersion = settings_.torchVersion;
-    b.torchGit = settings_.torchGit;
+    b.torch = settings_.torch;
     b.collectEnv = env;
     b.campaign = fs::absolute(root_).string();
     oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), root_ / "crashes" / b.id);

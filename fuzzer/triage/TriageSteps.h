@@ -30,7 +30,7 @@ struct TriageSettings {
   bool ablate = true;
   bool bisect = true;   ///< when the bug is Inductor's and torch has compiler_bisector
   bool verify = true;   ///< run repro.py in a clean process inside the sandbox
-  std::string torchVersion, torchGit;
+  oracles::TorchInfo torch;  ///< the workers' torch (WorkerPool::hello); reports name it
 };
 
 /// One case on its way through the pipeline: what it started as, and what the steps found so far.

@@ -51,10 +51,14 @@ WorkerMessage decodeMessage(std::string_view line) {
   try {
     if (type == "hello") {
       Hello h;
-      h.torchVersion = j.at("torch").get<std::string>();
-      h.torchGit = j.value("torch_git", "");
+      h.torch.version = j.at("torch").get<std::string>();
+      h.torch.git = j.value("torch_git", "");
+      h.torch.cuda = j.value("cuda_version", "");
+      h.torch.triton = j.value("triton", "");
+      h.torch.python = j.value("python", "");
+      if (auto d = j.find("devices"); d != j.end() && d->is_array())
+        for (const auto& name : *d) h.torch.devices.push_back(name.get<std::string>());
       h.torchDir = j.value("torch_dir", "");
-      h.python = j.value("python", "");
       h.device = j.value("device", "cpu");
       h.pid = j.value("pid", 0);
       h.importSeconds = j.value("import_s", 0.0);
@@ -66,10 +70,19 @@ WorkerMessage decodeMessage(std::string_view line) {
       if (auto it = j.find("cuda"); it != j.end() && it->is_object()) {
         h.cudaAvailable = it->value("available", false);
         h.cudaDevices = it->value("count", 0);
+        if (auto names = it->find("names"); names != it->end() && names->is_array())
+          for (const auto& name : *names) h.torch.devices.push_back(name.get<std::string>());
       }
+      if (auto o = j.find("inductor_options"); o != j.end() && o->is_array())
+        for (const auto& name : *o) h.inductorOptions.insert(name.get<std::string>());
+      if (auto f = j.find("features"); f != j.end() && f->is_array())
+        for (const auto& name : *f) h.features.insert(name.get<std::string>());
       return h;
     }
     if (type == "result") return oracles::runResultFromJson(j);
+    if (type == "refuse") throw WorkerRefused(j.at("message").get<std::string>());
+  } catch (const WorkerRefused&) {
+    throw;
   } catch (const std::exception& e) {
     throw ProtocolError(fmt::format("malformed '{}' message from worker: {}", type, e.what()));
   }

@@ -2,6 +2,7 @@
 // The JSON-lines protocol between tcfuzz and the worker zygote (fuzzer/worker/zygote.py).
 #include <cstdint>
 #include <map>
+#include <set>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "oracles/CompileConfig.h"
 #include "oracles/RunResult.h"
+#include "oracles/TorchInfo.h"
 
 namespace tcfuzz {
 
@@ -53,9 +55,10 @@ struct Job {
   nlohmann::json lift;
 };
 
-/// The zygote's first message, after `import torch`.
+/// The zygote's first message, after `import torch`: what the worker's torch is and what it has.
 struct Hello {
-  std::string torchVersion, torchGit, torchDir, python, device;
+  oracles::TorchInfo torch;
+  std::string torchDir, device;
   int pid = 0;
   double importSeconds = 0;
   std::map<std::string, double> warmSeconds;  ///< what the zygote warmed before forking: step -> seconds (<0: skipped)
@@ -63,6 +66,20 @@ struct Hello {
   bool warm = false;  ///< the zygote warmed up before its hello; false: it does so before its first compiled job
   bool cudaAvailable = false;
   int cudaDevices = 0;
+  /// The dotted Inductor config options this torch has (torch._inductor.config); empty: not reported.
+  std::set<std::string> inductorOptions;
+  /// Optional parts this torch has: "compiler_bisector", "structured_trace", "compilation_metrics", ...
+  std::set<std::string> features;
+
+  bool hasInductorOption(const std::string& name) const {
+    return inductorOptions.empty() || inductorOptions.count(name) > 0;
+  }
+  bool has(const std::string& feature) const { return features.count(feature) > 0; }
+};
+
+/// The zygote refused to serve: no usable torch in its interpreter. The message says why.
+struct WorkerRefused : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 /// A line the harness could not have meant: not JSON, or missing a required field.
@@ -76,7 +93,8 @@ std::string encodeJob(const Job& job);
 std::string encodeQuit();
 
 using WorkerMessage = std::variant<Hello, oracles::RunResult>;
-/// Decodes one line from the harness; throws ProtocolError naming what is wrong.
+/// Decodes one line from the harness; throws WorkerRefused for a "refuse" message, ProtocolError
+/// naming what is wrong for anything malformed.
 WorkerMessage decodeMessage(std::string_view line);
 
 }  // namespace tcfuzz

@@ -106,21 +106,21 @@ const Hello& Worker::start() {
   WorkerMessage msg;
   try {
     msg = decodeMessage(*line);
+  } catch (const WorkerRefused& e) {
+    throw WorkerStartError(fmt::format("the Python at {} cannot run tcfuzz's workers: {}", spec_.python.string(), e.what()));
   } catch (const ProtocolError& e) {
     throw WorkerStartError(fmt::format("worker {} started badly: {}\n{}", index_, e.what(), logTail()));
   }
   if (!std::holds_alternative<Hello>(msg))
     throw WorkerStartError(fmt::format("worker {} sent a result before its hello", index_));
   Hello hello = std::get<Hello>(msg);
-  if (!spec_.expectedTorchGit.empty() && hello.torchGit != spec_.expectedTorchGit)
-    throw WorkerStartError(fmt::format(
-        "the Python at {} has torch {} (git {}) from {}, but tcfuzz was built against torch {} (git {}). "
-        "Rebuild tcfuzz for this Python (scripts/setup), or pass --python with the matching interpreter.",
-        spec_.python.string(), hello.torchVersion, hello.torchGit, hello.torchDir, spec_.expectedTorchVersion,
-        spec_.expectedTorchGit));
+  if (auto why = oracles::unsupportedTorch(hello.torch.version))
+    throw WorkerStartError(fmt::format("the Python at {} cannot run tcfuzz's workers: {} (torch from {}). "
+                                       "Pass --python with an interpreter whose torch is {} or newer.",
+                                       spec_.python.string(), *why, hello.torchDir, oracles::kMinimumTorch));
   if (spec_.device.starts_with("cuda") && !hello.cudaAvailable)
     throw WorkerStartError(fmt::format("device {} was requested, but torch {} sees no CUDA GPU on this machine",
-                                       spec_.device, hello.torchVersion));
+                                       spec_.device, hello.torch.version));
   zygoteWarm_ = hello.warm;
   hello_ = std::move(hello);
   return *hello_;

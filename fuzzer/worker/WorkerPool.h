@@ -28,8 +28,6 @@ struct WorkerSpec {
   std::filesystem::path workDir;       ///< writable in the sandbox: job dirs, caches, zygote logs
   std::filesystem::path inductorCacheDir;  ///< TORCHINDUCTOR_CACHE_DIR; empty: workDir/inductor-cache
   SandboxKind sandbox = SandboxKind::Bubblewrap;
-  std::string expectedTorchGit;        ///< refuse a Python whose torch differs; empty: no check
-  std::string expectedTorchVersion;    ///< for the message only
   double startTimeoutSeconds = 300;    ///< import torch on a cold disk, then the zygote warm-up (ISA probe), can be slow
   double graceSeconds = 30;            ///< beyond a job's timeout before the zygote is declared hung
   std::map<std::string, std::string> extraEnv;
@@ -37,7 +35,8 @@ struct WorkerSpec {
   int childRssMb = 3072;   ///< a persistent child whose RSS exceeds this is replaced after its job (0: no bound)
 };
 
-/// The zygote could not be started, or its torch is not the one tcfuzz links.
+/// The zygote could not be started, or its interpreter has no usable torch (none, or older than
+/// oracles::kMinimumTorch). Any other torch is fine: one build drives every release.
 struct WorkerStartError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

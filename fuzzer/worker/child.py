@@ -348,15 +348,15 @@ class ChildRun:
         return [(name, None if g is None else g.detach().clone()) for name, g in zip(wrt_names, computed)]
 
     def save_outputs(self, out, index, grads=None):
-        """Saves the flattened outputs, then the gradients, as one torch.save list; describes every leaf."""
+        """Saves the flattened outputs, then the gradients, as one tensor file; describes every leaf."""
         leaves, _ = pytree.tree_flatten(out)
         tensors, described = [], []
         for leaf in leaves:
             described.append(dict(self.describe_leaf(leaf, tensors), role="output"))
         for name, grad in grads or []:
             described.append(dict(self.describe_leaf(grad, tensors), role="grad", name=name))
-        name = "outputs.pt" if index == 0 else f"outputs_{index}.pt"
-        torch.save(tensors, os.path.join(self.dir, name))
+        name = "outputs.safetensors" if index == 0 else f"outputs_{index}.safetensors"
+        write_tensor_file(os.path.join(self.dir, name), tensors)
         return {"file": name, "leaves": described}
 
     @staticmethod
@@ -370,7 +370,7 @@ class ChildRun:
                 t = t.to_dense()
             if t.is_complex():
                 t = torch.view_as_real(t.resolve_conj())  # compared as (..., 2) real pairs
-            t = t.contiguous().clone()  # its own storage: torch.save writes whole storages
+            t = t.contiguous().clone()  # a snapshot: later calls must not change what was saved
             tensors.append(t)
             return {"kind": "tensor", "index": len(tensors) - 1, "dtype": str(leaf.dtype).replace("torch.", ""),
                     "shape": list(leaf.shape)}
@@ -406,7 +406,7 @@ def _grad_leaf(t):
     return t
 
 
-# >>> tcfuzz shared block begin: seeding and fp64 widening (twin: oracles/repro_driver.py)
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
 # repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
 # stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
 def seed_everything(seed):
@@ -465,7 +465,41 @@ def call_in_fp64(fn, args):
             return fn(*args)
         finally:
             torch.set_default_dtype(default_dtype)
-# <<< tcfuzz shared block end: seeding and fp64 widening (twin: oracles/repro_driver.py)
+# The tensor file: how outputs cross from any worker torch to the LibTorch tcfuzz links (read by
+# oracles/OutputLoader.cpp). The safetensors layout: an 8-byte little-endian header length N, N bytes
+# of JSON {"__metadata__": {...}, "0": {"dtype", "shape", "data_offsets"}, "1": ...}, then the raw
+# C-contiguous little-endian bytes. No torch.save and no numpy, so every torch from 2.4 on writes it.
+TENSOR_FILE_DTYPES = {name: code for name, code in [
+    ("bool", "BOOL"), ("uint8", "U8"), ("int8", "I8"), ("int16", "I16"), ("int32", "I32"), ("int64", "I64"),
+    ("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64"), ("float16", "F16"), ("bfloat16", "BF16"),
+    ("float32", "F32"), ("float64", "F64"), ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
+] if hasattr(torch, name)}
+
+
+def write_tensor_file(path, tensors):
+    """Writes `tensors` (any device, layout-free dtypes only) to `path` as a tensor file, indexed 0..n-1."""
+    import ctypes
+    import struct
+
+    header, chunks, offset = {"__metadata__": {"format": "tcfuzz-tensors", "version": "1"}}, [], 0
+    for i, t in enumerate(tensors):
+        t = t.detach().to("cpu").contiguous()
+        dtype = str(t.dtype).replace("torch.", "")
+        if dtype not in TENSOR_FILE_DTYPES:
+            raise TypeError(f"the tensor file has no dtype {dtype}")
+        size = t.numel() * t.element_size()
+        chunks.append(ctypes.string_at(t.data_ptr(), size) if size else b"")
+        header[str(i)] = {"dtype": TENSOR_FILE_DTYPES[dtype], "shape": list(t.shape),
+                          "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for chunk in chunks:
+            f.write(chunk)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
 
 
 # The keys of the oracle's tolerance table (ComparatorOptions::toleranceTable in oracles/Comparator.h).

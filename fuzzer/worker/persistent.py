@@ -24,6 +24,7 @@ import os
 import struct
 import sys
 import time
+import warnings
 
 import torch
 import torch._dynamo
@@ -39,10 +40,38 @@ DONE_RETIRE = b"2"   # result.json written; this process leaked state and must b
 DONE_NO_RESULT = b"3"  # result.json could not be written (for example a full disk); retire
 
 
+def _private(*candidates):
+    """The first of `candidates` ("module:attribute") this torch has, or None: where a private helper
+    lives moves between releases (torch 2.4 keeps the ISA probe in codecache, 2.5 on in cpu_vec_isa)."""
+    import importlib
+    for candidate in candidates:
+        module, _, name = candidate.partition(":")
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+class _Missing(Exception):
+    """A private torch helper this torch does not have (the warm-up step is skipped)."""
+
+
+def _call_first(*candidates):
+    """Calls the first of `candidates` this torch has (see _private); _Missing when it has none."""
+    fn = _private(*candidates)
+    if fn is None:
+        raise _Missing(f"this torch has none of {', '.join(candidates)}")
+    return fn()
+
+
 def warm_zygote():
     """Warms, in the zygote, what every child would otherwise redo: the CPU ISA probe, torch's source
     hash and the C++ compiler lookup. Starts no thread and runs no torch op. Returns {step: seconds};
-    a step this torch lacks is skipped and named with a negative time."""
+    a step this torch lacks (or that fails) is skipped with a note on stderr and named with a negative
+    time: the children then do it themselves."""
     done = {}
 
     def step(name, fn):
@@ -50,22 +79,28 @@ def warm_zygote():
         try:
             fn()
             done[name] = time.monotonic() - t0
-        except Exception as exc:  # noqa: BLE001  (an older torch lacks it: the children do it themselves)
+        except Exception as exc:  # noqa: BLE001  (an older or newer torch lacks it: the children do it)
             print(f"tcfuzz zygote: warm-up step {name} skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
             done[name] = -1.0
 
     def isa():
-        from torch._inductor import cpu_vec_isa
-        cpu_vec_isa.valid_vec_isa_list()
-        cpu_vec_isa.pick_vec_isa()
+        _call_first("torch._inductor.cpu_vec_isa:valid_vec_isa_list", "torch._inductor.codecache:valid_vec_isa_list")
+        _call_first("torch._inductor.cpu_vec_isa:pick_vec_isa", "torch._inductor.codecache:pick_vec_isa")
 
     def source_hash():
-        from torch._inductor.codecache import torch_key
-        torch_key()
+        _call_first("torch._inductor.codecache:torch_key")
 
     def compiler():
-        from torch._inductor.cpp_builder import get_cpp_compiler
-        get_cpp_compiler()
+        # torch 2.5 on: cpp_builder.get_cpp_compiler; torch 2.4 caches two lookups, the builder's and codecache's.
+        if _private("torch._inductor.cpp_builder:get_cpp_compiler") is not None:
+            _call_first("torch._inductor.cpp_builder:get_cpp_compiler")
+            return
+        legacy = [_private("torch._inductor.cpp_builder:_get_cpp_compiler"),
+                  _private("torch._inductor.codecache:cpp_compiler")]
+        if not any(legacy):
+            raise _Missing("this torch has no C++ compiler lookup tcfuzz knows")
+        for lookup in filter(None, legacy):
+            lookup()
 
     step("cpu_isa", isa)
     step("torch_key", source_hash)
@@ -95,9 +130,8 @@ def _function_table_hash(names):
 
 def state_fingerprint(function_names):
     """Torch's process-global state that one program could leave behind for the next: {name: value};
-    `function_names` are the public names whose bindings are watched (public_function_names)."""
-    from torch.overrides import _get_current_function_mode_stack
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+    `function_names` are the public names whose bindings are watched (public_function_names). An entry
+    this torch cannot report is left out (of the baseline too, so it never reads as a leak)."""
     state = {
         "default_dtype": str(torch.get_default_dtype()),
         "grad_enabled": torch.is_grad_enabled(),
@@ -106,17 +140,36 @@ def state_fingerprint(function_names):
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "num_threads": torch.get_num_threads(),
-        "function_mode_stack": len(_get_current_function_mode_stack()),
-        "dispatch_mode_stack": len(_get_current_dispatch_mode_stack()),
         "mkldnn_enabled": torch.backends.mkldnn.enabled,
         "cudnn": (torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
                   torch.backends.cudnn.allow_tf32),
         "cuda_matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
         "functions": _function_table_hash(function_names),
     }
+    for name, stack in (("function_mode_stack", "torch.overrides:_get_current_function_mode_stack"),
+                        ("dispatch_mode_stack", "torch.utils._python_dispatch:_get_current_dispatch_mode_stack")):
+        current = _private(stack)
+        if current is not None:
+            state[name] = len(current())
     if hasattr(torch, "get_default_device"):
         state["default_device"] = str(torch.get_default_device())
     return state
+
+
+def _save_config(module):
+    """A snapshot of config module `module` that its load_config restores: save_config's blob, else a copy
+    of its option dict (torch 2.4's torch._dynamo.config.save_config raises KeyError 'constant_functions');
+    None when it has neither."""
+    try:
+        return module.save_config()
+    except Exception:  # noqa: BLE001  (a torch whose save_config is broken: the plain dict instead)
+        pass
+    for copy in ("get_config_copy", "shallow_copy_dict"):
+        try:
+            return getattr(module, copy)()
+        except Exception:  # noqa: BLE001
+            continue
+    return None
 
 
 class CompilerBaseline:
@@ -125,8 +178,14 @@ class CompilerBaseline:
 
     def __init__(self):
         import torch._functorch.config as functorch_config
-        self.configs = [(module, module.save_config()) for module in
-                        (torch._inductor.config, torch._dynamo.config, functorch_config)]
+        self.configs = []
+        for module in (torch._inductor.config, torch._dynamo.config, functorch_config):
+            saved = _save_config(module)
+            if saved is None:
+                print(f"tcfuzz persistent child: {module.__name__} cannot be saved on this torch: it is not reset "
+                      "between jobs", file=sys.stderr)
+            else:
+                self.configs.append((module, saved))
         self.num_threads = torch.get_num_threads()
         self.default_dtype = torch.get_default_dtype()
         self.function_names = public_function_names()
@@ -135,19 +194,20 @@ class CompilerBaseline:
 
 def reset_compiler_state(baseline):
     """Puts the compiler back as the warm-up left it: Dynamo's caches and counters, Inductor's metrics and
-    per-phase timings, the three config modules, grad mode, default dtype and thread count."""
+    per-phase timings, the config modules saved in `baseline`, grad mode, default dtype and thread count.
+    What this torch lacks (a private counter table) is skipped."""
     torch._dynamo.reset()
-    from torch._dynamo.utils import counters
-    counters.clear()
-    try:
-        from torch._dynamo.utils import compilation_time_metrics
-        compilation_time_metrics.clear()
-    except ImportError:
-        pass
-    import torch._inductor.metrics as metrics
-    metrics.reset()
-    for module, saved in baseline.configs:
-        module.load_config(saved)
+    for table in ("torch._dynamo.utils:counters", "torch._dynamo.utils:compilation_time_metrics"):
+        found = _private(table)
+        if found is not None:
+            found.clear()
+    metrics_reset = _private("torch._inductor.metrics:reset")
+    if metrics_reset is not None:
+        metrics_reset()
+    with warnings.catch_warnings():  # torch 2.15 warns for each deprecated option load_config sets back
+        warnings.simplefilter("ignore", FutureWarning)
+        for module, saved in baseline.configs:
+            module.load_config(saved)
     torch.set_grad_enabled(True)
     torch.set_default_dtype(baseline.default_dtype)
     torch.set_num_threads(baseline.num_threads)
@@ -219,6 +279,7 @@ def serve_jobs(job_fd, done_fd, device):
         if baseline is None:  # taken at the first job: the warm-up's compiled frames are gone by then
             torch._dynamo.reset()
             baseline = CompilerBaseline()
+            reset_compiler_state(baseline)  # the first job's figures must not count the warm-up compile
         redirect_job_output(job["job_dir"])
         limit_address_space(job)
         result = execute_job(job)

@@ -27,33 +27,49 @@ os.dup2(2, 1)
 # One compile thread per worker: no Inductor compile pool is ever started, here or in a child.
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 _t_import = time.monotonic()
-import torch  # noqa: E402  (imported once here, inherited by every child)
-import torch._dynamo  # noqa: E402,F401
-import torch._inductor.config  # noqa: E402,F401
 
-torch._inductor.config.compile_threads = 1
-# The modules torch.compile imports lazily on first use: imported here, they cost nothing per job.
-# These are module imports only; no torch op runs before the fork.
-import torch._inductor.compile_fx  # noqa: E402,F401
-import torch._functorch.aot_autograd  # noqa: E402,F401
-import torch._dynamo.backends.common  # noqa: E402,F401
-import torch.utils._pytree as pytree  # noqa: E402,F401  (used by the children)
-from torch.overrides import TorchFunctionMode  # noqa: E402,F401  (used by the children)
 
-IMPORT_SECONDS = time.monotonic() - _t_import
+def refuse(message):
+    """Tells tcfuzz this interpreter cannot serve (no torch, or one the harness cannot import), then exits."""
+    _PROTOCOL_OUT.write(json.dumps({"type": "refuse", "message": message}) + "\n")
+    _PROTOCOL_OUT.flush()
+    sys.exit(3)
 
-# The job code (child.py, lift.py, allowlist.py) sits beside this file. Python puts a script's folder
-# first on sys.path; this keeps the sibling imports working under -P or PYTHONSAFEPATH too.
-_WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
-if _WORKER_DIR not in sys.path:
-    sys.path.insert(0, _WORKER_DIR)
-from child import (  # noqa: E402  (imported once here, module code only, inherited by every child)
-    PHASE_FILE, RESULT_FILE, STDERR_FILE, child_main, exception_record, tail,
-)
-from persistent import (  # noqa: E402
-    DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, LEAK_FILE, serve_jobs, warm_zygote, write_job,
-)
 
+try:
+    import torch  # noqa: E402  (imported once here, inherited by every child)
+except ImportError as exc:
+    refuse(f"{sys.executable} (Python {sys.version.split()[0]}) cannot import torch: {exc}")
+try:
+    import torch._dynamo  # noqa: E402,F401
+    import torch._inductor.config  # noqa: E402,F401
+
+    torch._inductor.config.compile_threads = 1
+    # The modules torch.compile imports lazily on first use: imported here, they cost nothing per job.
+    # These are module imports only; no torch op runs before the fork.
+    import torch._inductor.compile_fx  # noqa: E402,F401
+    import torch._functorch.aot_autograd  # noqa: E402,F401
+    import torch._dynamo.backends.common  # noqa: E402,F401
+    import torch.utils._pytree as pytree  # noqa: E402,F401  (used by the children)
+    from torch.overrides import TorchFunctionMode  # noqa: E402,F401  (used by the children)
+
+    IMPORT_SECONDS = time.monotonic() - _t_import
+
+    # The job code (child.py, lift.py, allowlist.py) sits beside this file. Python puts a script's
+    # folder first on sys.path; this keeps the sibling imports working under -P or PYTHONSAFEPATH too.
+    _WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
+    if _WORKER_DIR not in sys.path:
+        sys.path.insert(0, _WORKER_DIR)
+    from child import (  # noqa: E402  (imported once here, module code only, inherited by every child)
+        PHASE_FILE, RESULT_FILE, STDERR_FILE, child_main, exception_record, tail,
+    )
+    from persistent import (  # noqa: E402
+        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, LEAK_FILE, serve_jobs, warm_zygote, write_job,
+    )
+    from torch_facts import torch_facts  # noqa: E402
+except Exception as exc:  # noqa: BLE001  (an old or broken torch: said once, clearly)
+    refuse(f"torch {getattr(torch, '__version__', '?')} from {os.path.dirname(torch.__file__)} cannot run the "
+           f"worker harness: {type(exc).__name__}: {exc}")
 
 def send(msg):
     """Writes one protocol message (a JSON line) to tcfuzz; only the zygote speaks the protocol."""
@@ -377,9 +393,10 @@ def probe_cuda():
         try:
             ok = torch.cuda.is_available()
             n = torch.cuda.device_count() if ok else 0
+            names = [torch.cuda.get_device_name(i) for i in range(n)]
         except Exception:  # noqa: BLE001
-            ok, n = False, 0
-        os.write(w, json.dumps({"available": ok, "count": n}).encode())
+            ok, n, names = False, 0, []
+        os.write(w, json.dumps({"available": ok, "count": n, "names": names}).encode())
         os._exit(0)
     os.close(w)
     data = b""
@@ -391,6 +408,18 @@ def probe_cuda():
         return json.loads(data)
     except ValueError:
         return {"available": False, "count": 0}
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo (the machine, for reports); "cpu" if it is not there."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "cpu"
 
 
 def option(name, default):
@@ -407,10 +436,7 @@ def main():
     warmed = warm_zygote() if child_jobs > 1 else {}
     hello = {
         "type": "hello",
-        "torch": torch.__version__,
-        "torch_git": torch.version.git_version,
-        "torch_dir": os.path.dirname(torch.__file__),
-        "python": sys.version.split()[0],
+        **torch_facts(),
         "pid": os.getpid(),
         "device": device,
         "import_s": IMPORT_SECONDS,
@@ -420,6 +446,7 @@ def main():
     }
     if device.startswith("cuda"):
         hello["cuda"] = probe_cuda()
+    hello["devices"] = [cpu_model()] + hello.get("cuda", {}).get("names", [])
     # Move every object the imports made out of the collector's reach: a child's GC pass would
     # otherwise touch (and copy-on-write) the pages of all of them.
     import gc

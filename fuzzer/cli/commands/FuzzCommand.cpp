@@ -182,7 +182,6 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   CampaignSettings settings;
   settings.seed = id.seed;
   settings.device = id.device;
-  settings.torchVersion = TORCH_VERSION;
   settings.workers = workers;
   // Cheap checks first: a program's compiled job waits for its eager run, so one program per worker
   // would leave workers idle (40% of worker time in a 30-minute campaign); two per worker keep them busy.
@@ -206,6 +205,11 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
 
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   WorkerPool pool(spec, static_cast<size_t>(workers));
+  settings.torch = pool.hello().torch;
+  recordCampaignTorch(store, settings.torch);
+  std::cerr << fmt::format("tcfuzz: workers run {}\n", settings.torch.summary());
+  settings.torchNotes = torchLacks(pool.hello(), id.policy.compile, !o.noBisect);
+  for (const auto& note : settings.torchNotes) std::cerr << "tcfuzz: " << note << "\n";
   ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
   Campaign campaign(catalog, id.policy, settings, output, store, pool, tester, view);
   if (resume)
@@ -241,6 +245,8 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   if (!o.noTriage) {
     TriageSettings ts = triageSettingsFrom(o, workers);
     ts.test = settings.test;
+    ts.torch = settings.torch;
+    ts.bisect = ts.bisect && pool.hello().has("compiler_bisector");
     ts.test.persistent = false;  // triage replays every finding in fresh processes
     ts.test.confirmFindings = false;
     triageStore.emplace(output.storePath());

@@ -55,6 +55,11 @@ int minimizeCommand(const Options& o, const std::string& finding) {
   ScratchDir work(o.workDir, o.keep);
   FindingStore scratchStore(work.path() / "minimize.sqlite");
   WorkerPool pool(workerSpecFrom(o, work.path()), static_cast<size_t>(workers));
+  settings.torch = pool.hello().torch;
+  if (settings.bisect && !pool.hello().has("compiler_bisector")) {
+    settings.bisect = false;
+    logLine("this torch has no torch._inductor.compiler_bisector: the bisect step is skipped");
+  }
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   Triage triage(catalog, settings, work.path(), scratchStore, &tester, logLine);
@@ -67,8 +72,7 @@ int minimizeCommand(const Options& o, const std::string& finding) {
   b.hits = 1;
   b.originalProgramPy = gen::PythonEmitter(catalog).emit(start.graph);
   b.originalConfig = oracles::findingConfig(start.compile, start.backward);
-  b.torchVersion = settings.torchVersion;
-  b.torchGit = settings.torchGit;
+  b.torch = settings.torch;
   oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), outDir);
   std::cout << fmt::format("{}\n  {} -> {} nodes ({} candidates tested), component: {}, repro.py {}\n  written to {}\n",
                            b.title, t.originalNodes, t.repro.nodes, t.minimization.candidatesTested, t.component,

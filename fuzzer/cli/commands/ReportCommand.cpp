@@ -18,7 +18,9 @@ int reportCommand(const Options& o, const std::string& campaignDir) {
   fs::path root = campaignDir;
   FindingStore store(campaignStorePath(root));
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
-  Triage reports(catalog, triageSettingsFrom(o, 1), root, store, nullptr, logLine);
+  TriageSettings settings = triageSettingsFrom(o, 1);
+  settings.torch = campaignTorch(store);
+  Triage reports(catalog, settings, root, store, nullptr, logLine);
   TriageSummary s = reports.rewriteReports();
   size_t untriaged = static_cast<size_t>(s.pending);
   std::cout << s.describe(root);

@@ -66,6 +66,12 @@ int runCommand(const Options& o, const std::vector<std::string>& programs) {
   settings.confirmFindings = settings.persistent;  // a warm child's finding is re-checked fresh, cold cache
 
   WorkerPool pool(spec, static_cast<size_t>(workers));
+  const oracles::TorchInfo& torch = pool.hello().torch;
+  if (!o.json) std::cout << "workers: " << torch.summary() << "\n";
+  for (const auto& option : config.inductorConfig.items())
+    if (!pool.hello().hasInductorOption(option.key()))
+      std::cerr << fmt::format("tcfuzz: torch {} has no Inductor option '{}': its compiled runs will fail to configure\n",
+                               torch.version, option.key());
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   int exitCode = kExitOk;
   for (const auto& program : programs) {
@@ -75,6 +81,7 @@ int runCommand(const Options& o, const std::vector<std::string>& programs) {
         nlohmann::json j = toJson(result);
         j["config"] = config.nonDefault();
         j["seed"] = o.seed;
+        j["torch"] = torch.toJson();
         std::cout << j.dump() << std::endl;
       } else {
         printText(std::cout, result, config, settings.seed);

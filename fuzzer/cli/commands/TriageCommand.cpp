@@ -22,6 +22,7 @@ int triageCommand(const Options& o, const std::string& campaignDir) {
   int workers = workerCount(o);
   TriageSettings settings = triageSettingsFrom(o, workers);
   adoptCampaignIdentity(store, settings.test);
+  settings.torch = campaignTorch(store);
 
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   Triage reports(catalog, settings, root, store, nullptr, logLine);
@@ -34,6 +35,12 @@ int triageCommand(const Options& o, const std::string& campaignDir) {
   }
   logLine(fmt::format("{} signature(s) to triage with {} workers", waiting.size(), workers));
   WorkerPool pool(workerSpecFrom(o, output.workDir()), static_cast<size_t>(workers));
+  settings.torch = pool.hello().torch;  // the torch the cases are replayed on now
+  logLine("workers run " + settings.torch.summary());
+  if (settings.bisect && !pool.hello().has("compiler_bisector")) {
+    settings.bisect = false;
+    logLine("this torch has no torch._inductor.compiler_bisector: the bisect step is skipped");
+  }
   ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
   Triage triage(catalog, settings, root, store, &tester, logLine);
   TriageSummary s = triage.run();
