@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include <boost/process.hpp>
 #include <boost/process/posix.hpp>
@@ -188,7 +189,13 @@ oracles::RunResult Worker::run(const Job& job) {
       throw JobCancelled("job " + job.id + " abandoned: the run is stopping");
     }
     if (!reply) {
+      // EOF from a zygote that died arrives before its sandbox (bwrap) has exited: give the process
+      // a moment to go before calling it hung. A hung zygote stays alive through the wait.
       bool alive = process_->child.running();
+      for (int i = 0; alive && i < 30; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        alive = process_->child.running();
+      }
       return lostWorkerResult(job, alive ? oracles::RunStatus::Timeout : oracles::RunStatus::Signal,
                               alive ? "worker zygote stopped answering; killed and restarted"
                                     : "worker zygote died; restarted");

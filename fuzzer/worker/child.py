@@ -85,8 +85,8 @@ class ChildRun:
             target = inductor_config
             parts = key.split(".")
             for p in parts[:-1]:
-                target = getattr(target, p)
-            if not hasattr(target, parts[-1]):
+                target = getattr(target, p, None)
+            if target is None or not hasattr(target, parts[-1]):
                 raise CompileConfigError(f"unknown Inductor config option {key!r}")
             setattr(target, parts[-1], value)
         for plugin in self.job.get("plugins") or []:

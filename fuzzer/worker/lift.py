@@ -5,6 +5,7 @@ LiftRecorder, and its torch calls are mapped onto catalog ops through the lift t
 from the op catalog (generators/PythonLift.h). Runs in a forked worker child (child.py).
 """
 
+import re
 import time
 
 import torch
@@ -155,7 +156,10 @@ def call_signature(func):
     else:
         name = getattr(func, "__name__", "") or ""
         try:
-            schemas = torch._C._jit_get_schemas_for_operator("aten::" + name) if name.isidentifier() else []
+            # Named-tensor (Dimname) overloads, gone in torch 2.15, would give older torches other
+            # positional names and defaults: skipped, so a lift reads the same on every release.
+            schemas = [s for s in torch._C._jit_get_schemas_for_operator("aten::" + name)
+                       if not re.search(r"(?i)dimname|named?s?(_|$)", s.overload_name)] if name.isidentifier() else []
         except RuntimeError:
             schemas = []
         positional, seen = {}, {}

@@ -42,7 +42,7 @@ DONE_NO_RESULT = b"3"  # result.json could not be written (for example a full di
 
 def _private(*candidates):
     """The first of `candidates` ("module:attribute") this torch has, or None: where a private helper
-    lives moves between releases (torch 2.4 keeps the ISA probe in codecache, 2.5 on in cpu_vec_isa)."""
+    lives moves between releases (torch 2.4 keeps the ISA probe in codecache, newer ones in cpu_vec_isa)."""
     import importlib
     for candidate in candidates:
         module, _, name = candidate.partition(":")
@@ -91,7 +91,7 @@ def warm_zygote():
         _call_first("torch._inductor.codecache:torch_key")
 
     def compiler():
-        # torch 2.5 on: cpp_builder.get_cpp_compiler; torch 2.4 caches two lookups, the builder's and codecache's.
+        # Newer torch: cpp_builder.get_cpp_compiler; torch 2.4 caches two lookups, the builder's and codecache's.
         if _private("torch._inductor.cpp_builder:get_cpp_compiler") is not None:
             _call_first("torch._inductor.cpp_builder:get_cpp_compiler")
             return

@@ -472,6 +472,7 @@ def main():
             send({"type": "result", "id": job.get("id"), "status": "exception", "phase": "harness",
                   "exception": exception_record(exc)})
     zygote.shutdown()
+    gc.unfreeze()  # nanobind (Triton 3.9) reports frozen objects as leaks at exit
 
 
 if __name__ == "__main__":
