@@ -24,7 +24,7 @@ using Kind = ReleaseTransition::Kind;
 
 const std::vector<std::string> kFour = {"2.4.1", "2.9.1", "2.11.0", "2.15.0"};
 
-TEST(ReleaseHistory, NamesEveryTransitionOfANonMonotonicHistory) {
+TEST(RegressHistory, NamesEveryTransitionOfANonMonotonicHistory) {
   std::vector<S> h = {S::Fixed, S::StillFailing, S::Fixed, S::ChangedSignature};
   std::vector<ReleaseTransition> t = releaseTransitions(h);
   ASSERT_EQ(t.size(), 3u);
@@ -38,7 +38,7 @@ TEST(ReleaseHistory, NamesEveryTransitionOfANonMonotonicHistory) {
   EXPECT_EQ(describeHistory(h, kFour), "appears 2.9.1, fixed 2.11.0, reappears 2.15.0, not fixed");
 }
 
-TEST(ReleaseHistory, FailingInTheOldestReleaseMayBeOlder) {
+TEST(RegressHistory, FailingInTheOldestReleaseMayBeOlder) {
   std::vector<S> h = {S::StillFailing, S::StillFailing, S::Fixed, S::Fixed};
   std::vector<ReleaseTransition> t = releaseTransitions(h);
   ASSERT_EQ(t.size(), 2u);
@@ -51,7 +51,7 @@ TEST(ReleaseHistory, FailingInTheOldestReleaseMayBeOlder) {
             "appears 2.4.1 or earlier, not fixed (still failing in 2.15.0)");
 }
 
-TEST(ReleaseHistory, AChangedSignatureIsStillAFinding) {
+TEST(RegressHistory, AChangedSignatureIsStillAFinding) {
   // still-failing then changed-signature is no transition: both fail.
   std::vector<S> h = {S::Fixed, S::StillFailing, S::ChangedSignature, S::Fixed};
   std::vector<ReleaseTransition> t = releaseTransitions(h);
@@ -59,7 +59,7 @@ TEST(ReleaseHistory, AChangedSignatureIsStillAFinding) {
   EXPECT_EQ(describeHistory(h, kFour), "appears 2.9.1, fixed 2.15.0");
 }
 
-TEST(ReleaseHistory, ErrorCellsAreSkippedAndNamed) {
+TEST(RegressHistory, ErrorCellsAreSkippedAndNamed) {
   std::vector<S> h = {S::StillFailing, S::Error, S::Error, S::Fixed};
   std::vector<ReleaseTransition> t = releaseTransitions(h);
   ASSERT_EQ(t.size(), 2u);
@@ -72,7 +72,7 @@ TEST(ReleaseHistory, ErrorCellsAreSkippedAndNamed) {
   EXPECT_EQ(describeHistory({S::Error, S::Error, S::Error, S::Error}, kFour), "no release ran it (error in every one)");
 }
 
-TEST(ReleaseHistory, AHistoryThatNeverFails) {
+TEST(RegressHistory, AHistoryThatNeverFails) {
   EXPECT_TRUE(releaseTransitions({S::Fixed, S::Fixed}).empty());
   EXPECT_EQ(describeHistory({S::Fixed, S::Error, S::Fixed, S::Fixed}, kFour),
             "fails in no release tested (2.4.1 .. 2.15.0); error in 2.9.1");
@@ -123,7 +123,7 @@ const std::string kHeader =
     "name,status,expected_verdict,observed_verdict,expected_signature,observed_signature,config,torch,reason,python,"
     "torch_git";
 
-TEST(ReleaseMatrix, OrdersColumnsByReleaseAndLabelsTheSameVersionByInterpreter) {
+TEST(RegressMatrix, OrdersColumnsByReleaseAndLabelsTheSameVersionByInterpreter) {
   ReleaseMatrix m({"f"}, {started("/a/python", "2.15.0+cu132", "d0f2"), ReleaseColumn{"/bad/python", {}, {}},
                           started("/b/python", "2.11.0+cu130", "70d9"), started("/c/python", "2.4.1+cpu", "ee1b"),
                           started("/d/python", "2.15.0+cu132", "d0f2")});
@@ -152,7 +152,7 @@ TEST(ReleaseMatrix, OrdersColumnsByReleaseAndLabelsTheSameVersionByInterpreter) 
   EXPECT_EQ(builds.label(1), "2.15.0+cu132");
 }
 
-TEST(ReleaseMatrix, WritesTheCsvRowPerFindingAndRelease) {
+TEST(RegressMatrix, WritesTheCsvRowPerFindingAndRelease) {
   ReleaseMatrix m({"pad_sign", "max_pool"},
                   {started("/new/python", "2.15.0+cu132", "d0f2af8b66b2"), started("/old/python", "2.11.0+cu130", "70d99e998b49"),
                    ReleaseColumn{"/bad/python", {}, {}}});
@@ -183,7 +183,7 @@ TEST(ReleaseMatrix, WritesTheCsvRowPerFindingAndRelease) {
   EXPECT_EQ(csvFields(rows[4])[0], "max_pool");
 }
 
-TEST(ReleaseMatrix, MarkdownHasAColumnPerReleaseAndTheHistories) {
+TEST(RegressMatrix, MarkdownHasAColumnPerReleaseAndTheHistories) {
   ReleaseMatrix m({"pad_sign", "max_pool"},
                   {started("/new/python", "2.15.0+cu132", "d0f2af8b66b2"), started("/old/python", "2.11.0+cu130", "70d99e998b49")});
   m.setCell(0, 0, cellOf(S::Fixed));

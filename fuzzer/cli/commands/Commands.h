@@ -47,7 +47,7 @@ int minimizeCommand(const Options& options, const std::string& finding);
 int reportCommand(const Options& options, const std::string& campaignDir);
 
 /// `tcfuzz regress [DIR...]`: re-runs known findings (folders with program.json and finding.json)
-/// against the installed torch and writes a CSV: name, expected and observed verdict and signature,
+/// under the torch of each --python and writes a CSV: name, expected and observed verdict and signature,
 /// status (still-failing, fixed, changed-signature, error).
 int regressCommand(const Options& options, const std::vector<std::string>& dirs);
 
