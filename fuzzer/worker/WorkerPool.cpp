@@ -53,6 +53,10 @@ const Hello& Worker::start() {
   process_.reset();
   hello_.reset();
   buffer_.clear();
+  // A path (not a bare name looked up on PATH) that is not an executable: say so, not "did not start".
+  if (spec_.python.string().find('/') != std::string::npos && ::access(spec_.python.c_str(), X_OK) != 0)
+    throw WorkerStartError(fmt::format("there is no Python interpreter at {}: {}", spec_.python.string(),
+                                       std::strerror(errno)));
 
   std::filesystem::create_directories(spec_.workDir);
   auto cacheDir = spec_.inductorCacheDir.empty() ? spec_.workDir / "inductor-cache" : spec_.inductorCacheDir;
