@@ -82,7 +82,7 @@ oracles::TorchInfo campaignTorch(const FindingStore& store) {
 std::vector<std::string> torchLacks(const Hello& hello, CompileMatrix& matrix, bool bisect) {
   std::vector<std::string> notes = matrix.disableTemplatesLacking(hello.inductorOptions);
   if (bisect && !hello.has("compiler_bisector"))
-    notes.push_back(fmt::format("torch {} has no torch._inductor.compiler_bisector: triage skips its bisect step",
+    notes.push_back(fmt::format("torch {} has no torch._inductor.compiler_bisector: triage's bisect step reports it unavailable",
                                 hello.torch.version));
   return notes;
 }

@@ -55,8 +55,9 @@ void adoptCampaignIdentity(const FindingStore& store, TestSettings& settings);
 /// unknown for a store from before it was recorded.
 oracles::TorchInfo campaignTorch(const FindingStore& store);
 /// Adapts to what the workers' torch lacks: stops the compile templates whose Inductor options it
-/// does not have, and says when it has no compiler_bisector (if `bisect` was asked for). Returns one
-/// note per thing skipped, for the log and fuzzer_stats.
+/// does not have, and says when it has no compiler_bisector (if `bisect` was asked for: the bisect job
+/// itself then answers "not available", and the report says so). Returns one note per thing skipped,
+/// for the log and fuzzer_stats.
 std::vector<std::string> torchLacks(const Hello& hello, CompileMatrix& matrix, bool bisect);
 /// Records the pool's torch as the campaign's (store meta "torch") and logs it once.
 void recordCampaignTorch(FindingStore& store, const oracles::TorchInfo& torch);

@@ -92,14 +92,12 @@ def warm_zygote():
 
     def compiler():
         # Newer torch: cpp_builder.get_cpp_compiler; torch 2.4 caches two lookups, the builder's and codecache's.
-        if _private("torch._inductor.cpp_builder:get_cpp_compiler") is not None:
-            _call_first("torch._inductor.cpp_builder:get_cpp_compiler")
-            return
-        legacy = [_private("torch._inductor.cpp_builder:_get_cpp_compiler"),
-                  _private("torch._inductor.codecache:cpp_compiler")]
-        if not any(legacy):
+        current = _private("torch._inductor.cpp_builder:get_cpp_compiler")
+        lookups = [current] if current else [f for f in (_private("torch._inductor.cpp_builder:_get_cpp_compiler"),
+                                                           _private("torch._inductor.codecache:cpp_compiler")) if f]
+        if not lookups:
             raise _Missing("this torch has no C++ compiler lookup tcfuzz knows")
-        for lookup in filter(None, legacy):
+        for lookup in lookups:
             lookup()
 
     step("cpu_isa", isa)

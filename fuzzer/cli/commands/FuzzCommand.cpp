@@ -246,7 +246,6 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     TriageSettings ts = triageSettingsFrom(o, workers);
     ts.test = settings.test;
     ts.torch = settings.torch;
-    ts.bisect = ts.bisect && pool.hello().has("compiler_bisector");
     ts.test.persistent = false;  // triage replays every finding in fresh processes
     ts.test.confirmFindings = false;
     triageStore.emplace(output.storePath());

@@ -56,10 +56,6 @@ int minimizeCommand(const Options& o, const std::string& finding) {
   FindingStore scratchStore(work.path() / "minimize.sqlite");
   WorkerPool pool(workerSpecFrom(o, work.path()), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;
-  if (settings.bisect && !pool.hello().has("compiler_bisector")) {
-    settings.bisect = false;
-    logLine("this torch has no torch._inductor.compiler_bisector: the bisect step is skipped");
-  }
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   Triage triage(catalog, settings, work.path(), scratchStore, &tester, logLine);

@@ -30,6 +30,7 @@ struct KnownFinding {
   json finding;      ///< finding.json
   oracles::Signature expected;
   gen::Graph graph;
+  oracles::FindingCompile compile;  ///< the recorded compile config and backward
   RegressCell recorded;   ///< expected verdict, signature id and config, as every row of it repeats them
   std::string loadError;  ///< why it cannot run (finding.json or program.json unreadable); empty if it can
 };
@@ -60,7 +61,9 @@ KnownFinding loadKnownFinding(const fs::path& dir) {
   try {
     k.finding = readJsonFile(dir / "finding.json");
     k.recorded.expectedVerdict = k.finding.value("verdict", "");
-    k.recorded.config = k.finding.value("config", json::object()).dump();
+    json config = k.finding.value("config", json::object());
+    k.recorded.config = config.dump();
+    k.compile = oracles::findingCompile(config);
     k.expected = oracles::signatureFromJson(k.finding.at("signature"));
     k.recorded.expectedSignature = k.expected.id();
     k.graph = gen::Graph::load((dir / "program.json").string());
@@ -83,9 +86,8 @@ RegressCell regressFinding(ProgramTester& tester, const gen::PythonEmitter& emit
     fs::path file = programDir / (k.name + ".py");
     writeFileAtomically(file, emitter.emit(k.graph));
     TestSettings s = base;
-    oracles::FindingCompile recorded = oracles::findingCompile(k.finding.value("config", json::object()));
-    s.compile = recorded.config;
-    s.backward = recorded.backward;
+    s.compile = k.compile.config;
+    s.backward = k.compile.backward;
     if (k.finding.contains("seed")) s.seed = k.finding["seed"].get<uint64_t>();
     if (k.finding.contains("threads") && o.threads == 0) s.threads = k.finding["threads"].get<int>();
     ProgramTestResult r = tester.test(file, s);

@@ -37,10 +37,6 @@ int triageCommand(const Options& o, const std::string& campaignDir) {
   WorkerPool pool(workerSpecFrom(o, output.workDir()), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;  // the torch the cases are replayed on now
   logLine("workers run " + settings.torch.summary());
-  if (settings.bisect && !pool.hello().has("compiler_bisector")) {
-    settings.bisect = false;
-    logLine("this torch has no torch._inductor.compiler_bisector: the bisect step is skipped");
-  }
   ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
   Triage triage(catalog, settings, root, store, &tester, logLine);
   TriageSummary s = triage.run();
