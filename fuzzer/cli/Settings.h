@@ -59,7 +59,7 @@ oracles::TorchInfo campaignTorch(const FindingStore& store);
 /// itself then answers "not available", and the report says so). Returns one note per thing skipped,
 /// for the log and fuzzer_stats.
 std::vector<std::string> torchLacks(const Hello& hello, CompileMatrix& matrix, bool bisect);
-/// Records the pool's torch as the campaign's (store meta "torch") and logs it once.
+/// Records the pool's torch as the campaign's (store meta "torch"; campaignTorch reads it back).
 void recordCampaignTorch(FindingStore& store, const oracles::TorchInfo& torch);
 
 /// The triage knobs the options select (minimizer policy file, --no-ablation ...).
