@@ -11,7 +11,7 @@ namespace {
 constexpr std::pair<RunStatus, std::string_view> kStatusNames[] = {
     {RunStatus::Ok, "ok"},           {RunStatus::Exception, "exception"},
     {RunStatus::Signal, "signal"},   {RunStatus::Timeout, "timeout"},
-    {RunStatus::OutOfMemory, "oom"},
+    {RunStatus::OutOfMemory, "oom"},  {RunStatus::Refused, "refused"},
 };
 
 std::string stringField(const nlohmann::json& j, const char* key) {
@@ -96,6 +96,9 @@ std::string RunResult::summary() const {
       return fmt::format("killed by {} (phase {})", signalName, phase);
     case RunStatus::Timeout: return fmt::format("timeout (phase {})", phase);
     case RunStatus::OutOfMemory: return fmt::format("out of memory (phase {})", phase);
+    case RunStatus::Refused:
+      return fmt::format("refused by the sandbox: {} (phase {})", refusals.empty() ? "?" : oneLine(refusals.front()),
+                         phase);
   }
   return "unknown";
 }
@@ -148,6 +151,9 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     r.compileFacts = std::move(f);
   }
   r.backwardNote = stringField(j, "backward");
+  if (auto it = j.find("refusals"); it != j.end() && it->is_array())
+    for (const auto& what : *it)
+      if (what.is_string()) r.refusals.push_back(what.get<std::string>());
   return r;
 }
 
@@ -169,6 +175,7 @@ nlohmann::json toJson(const RunResult& r) {
   j["child"] = {{"persistent", r.child.persistent}, {"jobs_before", r.child.jobsBefore}};
   if (!r.child.stateLeak.empty()) j["child"]["state_leak"] = r.child.stateLeak;
   if (!r.backwardNote.empty()) j["backward"] = r.backwardNote;
+  if (!r.refusals.empty()) j["refusals"] = r.refusals;
   // Tails only: a report quotes the end of a traceback, where the root cause is.
   auto tailOf = [](const std::string& text, size_t limit) {
     return text.size() <= limit ? text : "..." + text.substr(text.size() - limit);

@@ -14,10 +14,12 @@
 namespace tcfuzz::oracles {
 
 /// How a job ended. Oom covers both an allocation refused by the memory limit and the RSS watchdog.
-enum class RunStatus { Ok, Exception, Signal, Timeout, OutOfMemory };
+/// Refused: the program tried to reach past its job (a secret, a file outside it, the network, a process);
+/// the worker's program guard stopped it (fuzzer/worker/program_guard.py). Never a torch result.
+enum class RunStatus { Ok, Exception, Signal, Timeout, OutOfMemory, Refused };
 
 std::string_view toString(RunStatus status);
-/// Parses the harness spelling ("ok", "exception", "signal", "timeout", "oom"); nullopt if unknown.
+/// Parses the harness spelling ("ok", "exception", "signal", "timeout", "oom", "refused"); nullopt if unknown.
 std::optional<RunStatus> parseRunStatus(std::string_view text);
 
 /// A Python exception raised by the program or by torch.
@@ -94,6 +96,7 @@ struct RunResult {
   std::vector<OutputSet> repeatOutputs;  ///< further runs of the same job (nondeterminism check)
   std::optional<CompileFacts> compileFacts;
   ChildInfo child;
+  std::vector<std::string> refusals;  ///< Refused: what the program tried, in order ("network: socket.connect ...")
   std::string backwardNote;  ///< backward jobs: "ok", or why it was skipped ("skipped: no differentiable output")
   std::filesystem::path jobDir;
 

@@ -556,6 +556,7 @@ void fillRun(Signature& sig, const RunResult& run, std::string_view mode) {
     case RunStatus::Signal: sig.kind = signalKind(run); break;
     case RunStatus::Timeout: sig.kind = "timeout"; break;
     case RunStatus::OutOfMemory: sig.kind = "oom"; break;
+    case RunStatus::Refused: sig.kind = "refused"; break;
   }
 }
 
@@ -660,6 +661,7 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
     case Verdict::Nondeterministic:
     case Verdict::InvalidProgram:
     case Verdict::StateLeakSuspect:
+    case Verdict::SandboxRefusal:
       break;
   }
   return sig;

@@ -13,11 +13,22 @@ constexpr std::pair<Verdict, std::string_view> kVerdictNames[] = {
     {Verdict::Nondeterministic, "nondeterministic"},
     {Verdict::InvalidProgram, "invalid-program"},
     {Verdict::StateLeakSuspect, "state-leak-suspect"},
+    {Verdict::SandboxRefusal, "sandbox-refusal"},
 };
 
 bool failedToLoad(const RunResult& r) { return !r.ok() && (r.phase == "load" || r.phase == "setup"); }
 
 }  // namespace
+
+std::optional<VerdictReport> sandboxRefusal(const TripleRun& runs) {
+  for (auto [run, mode] : {std::pair{&runs.eager, "eager"}, {&runs.compiled, "compiled"}, {&runs.fp64, "fp64"}})
+    if (run->status == RunStatus::Refused)
+      return VerdictReport{Verdict::SandboxRefusal,
+                           fmt::format("the program tried to reach past its job in {} and was stopped: {}", mode,
+                                       run->summary()),
+                           {}};
+  return std::nullopt;
+}
 
 std::string_view toString(Verdict verdict) {
   for (auto [v, name] : kVerdictNames)
@@ -34,6 +45,7 @@ int exitCodeFor(Verdict verdict) {
     case Verdict::Nondeterministic: return 13;
     case Verdict::InvalidProgram: return 14;
     case Verdict::StateLeakSuspect: return 15;
+    case Verdict::SandboxRefusal: return 16;
   }
   return 3;
 }
@@ -48,6 +60,7 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
   if (!compiled.ok() && compiled.phase == "config")
     throw ConfigurationError(fmt::format("bad compile configuration: {}",
                                          compiled.exception ? compiled.exception->message : compiled.summary()));
+  if (auto refused = sandboxRefusal(runs)) return *refused;
   if (failedToLoad(eager))
     return {Verdict::InvalidProgram, fmt::format("the program does not load in eager: {}", eager.summary()), {}};
 

@@ -12,12 +12,14 @@ namespace tcfuzz::oracles {
 
 /// StateLeakSuspect: a finding made in a warm persistent worker that a fresh process does not reproduce
 /// (state one program left for the next, a harness problem): recorded, never reported as a torch bug.
+/// SandboxRefusal: the program tried to reach past its job in some run (RunStatus::Refused): never judged.
 enum class Verdict {
-  Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram, StateLeakSuspect
+  Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram, StateLeakSuspect,
+  SandboxRefusal
 };
 
 /// "agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic", "invalid-program",
-/// "state-leak-suspect".
+/// "state-leak-suspect", "sandbox-refusal".
 std::string_view toString(Verdict verdict);
 /// The process exit code `tcfuzz run` uses for a verdict (README, "Exit codes").
 int exitCodeFor(Verdict verdict);
@@ -41,6 +43,9 @@ struct VerdictReport {
   std::string reason;
   std::optional<Comparison> comparison;  ///< present when both eager and compiled ran
 };
+
+/// The SandboxRefusal verdict when any of the runs was refused (RunStatus::Refused), else nullopt.
+std::optional<VerdictReport> sandboxRefusal(const TripleRun& runs);
 
 /// Applies the oracle rules. Loads the saved outputs from the job directories (OutputLoadError
 /// when they are unreadable); throws ConfigurationError for a bad compile configuration.

@@ -516,7 +516,7 @@ void Campaign::writeStats() {
   kv.emplace_back("duplicates_skipped", std::to_string(s.duplicates));
   kv.emplace_back("errors", std::to_string(s.errors));
   for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic",
-                        "invalid-program"}) {
+                        "invalid-program", "sandbox-refusal"}) {
     auto it = s.verdicts.find(v);
     kv.emplace_back(statsKey(v), std::to_string(it == s.verdicts.end() ? 0 : it->second));
   }

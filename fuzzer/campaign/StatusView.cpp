@@ -56,7 +56,7 @@ void StatusView::draw(const CampaignSnapshot& s) {
                       s.mutated, s.duplicates, s.errors);
   text += "  verdicts\n";
   for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic",
-                        "invalid-program"})
+                        "invalid-program", "sandbox-refusal"})
     text += fmt::format("    {:<20} {}\n", v, count(s, v));
   text += fmt::format("\n  findings       {:<14} unique signatures {}   last new: {}\n", s.findings, s.uniqueSignatures,
                       s.sinceLastNewSignature < 0 ? "none yet" : duration(s.sinceLastNewSignature) + " ago");

@@ -37,6 +37,12 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, int default
   spec.sandbox = parseSandboxKind(o.sandbox);
   if (spec.sandbox == SandboxKind::Bubblewrap)
     if (std::string problem = probeBubblewrap(); !problem.empty()) throw WorkerStartError(problem);
+  if (spec.sandbox == SandboxKind::None) fmt::print(stderr, "tcfuzz: warning: {}\n", unsandboxedWarning());
+  for (const auto& name : o.workerEnv) {
+    if (looksLikeCredential(name))
+      throw std::invalid_argument("--worker-env " + name + ": the name marks a credential, which never reaches a worker");
+    spec.passEnv.push_back(name);
+  }
   spec.python = o.python;
   spec.harness = fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "zygote.py";
   spec.device = o.device;

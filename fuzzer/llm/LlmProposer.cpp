@@ -431,6 +431,7 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
       return p;
     }
     if (r.status == oracles::RunStatus::Timeout) return fail("eager-timeout", "");
+    if (r.status == oracles::RunStatus::Refused) return fail("sandbox-refused", r.summary());
     if (r.status != oracles::RunStatus::Exception) return fail("eager-crash", std::string(oracles::toString(r.status)));
     std::string error = r.exception ? fmt::format("{}: {}", r.exception->type, r.exception->message) : "an exception";
     if (error.size() > 600) error = error.substr(0, 600) + "...";

@@ -136,7 +136,9 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
     result.runs = oracles::TripleRun{eager.get(), compiled.get(), fp64.get()};
   }
   auto judged = std::chrono::steady_clock::now();
-  if (result.compileSkipped)
+  if (auto refused = oracles::sandboxRefusal(result.runs))
+    result.verdict = *refused;
+  else if (result.compileSkipped)
     result.verdict = {oracles::Verdict::InvalidProgram,
                       fmt::format("eager fails, so the program was not compiled: {}", result.runs.eager.summary()),
                       {}};

@@ -62,21 +62,35 @@ const Hello& Worker::start() {
   auto cacheDir = spec_.inductorCacheDir.empty() ? spec_.workDir / "inductor-cache" : spec_.inductorCacheDir;
   std::filesystem::create_directories(cacheDir);
   std::filesystem::create_directories(spec_.workDir / "cache");
-  SandboxPolicy policy{spec_.sandbox, {spec_.workDir, cacheDir}, spec_.device};
+  // The environment: an allowlist of the host's (no credential ever), then what tcfuzz sets itself.
+  std::map<std::string, std::string> env = workerEnvironment(hostEnvironment(), spec_.passEnv);
+  env["TORCHINDUCTOR_CACHE_DIR"] = cacheDir.string();
+  env["TRITON_CACHE_DIR"] = (cacheDir / "triton").string();
+  env["XDG_CACHE_HOME"] = (spec_.workDir / "cache").string();
+  env["PYTHONDONTWRITEBYTECODE"] = "1";
+  env["PYTHONNOUSERSITE"] = "1";  // nothing from a home directory's site-packages
+  std::filesystem::create_directories(spec_.workDir / "tmp");
+  std::filesystem::create_directories(spec_.workDir / "home");
+  env["TMPDIR"] = (spec_.workDir / "tmp").string();
+  env["HOME"] = (spec_.workDir / "home").string();
+  env["USER"] = env["LOGNAME"] = "tcfuzz";  // getpass.getuser() without a password database lookup
+  for (const auto& [k, v] : spec_.extraEnv) env[k] = v;
+  bp::environment childEnv;
+  for (const auto& [k, v] : env) childEnv[k] = v;
+
+  SandboxPolicy policy{spec_.sandbox, {spec_.workDir, cacheDir}, {}, spec_.device};
+  if (spec_.sandbox == SandboxKind::Bubblewrap) {
+    if (!interpreterTrees_) interpreterTrees_ = interpreterTrees(spec_.python, env);
+    policy.readable = *interpreterTrees_;
+    policy.readable.push_back(std::filesystem::absolute(spec_.harness).parent_path());
+    for (const char* cuda : {"CUDA_HOME", "CUDA_PATH"})
+      if (auto it = env.find(cuda); it != env.end() && !it->second.empty()) policy.readable.emplace_back(it->second);
+  }
   std::vector<std::string> argv = sandboxedCommand(
       policy, {spec_.python.string(), "-u", spec_.harness.string(), "--device", spec_.device, "--child-jobs",
-               std::to_string(spec_.childJobs), "--child-rss-mb", std::to_string(spec_.childRssMb)});
-
-  bp::native_environment env = boost::this_process::environment();
-  bp::environment childEnv;
-  for (const auto& entry : env) childEnv[entry.get_name()] = entry.to_string();
-  childEnv["TORCHINDUCTOR_CACHE_DIR"] = cacheDir.string();
-  childEnv["TRITON_CACHE_DIR"] = (cacheDir / "triton").string();
-  childEnv["XDG_CACHE_HOME"] = (spec_.workDir / "cache").string();
-  childEnv["PYTHONDONTWRITEBYTECODE"] = "1";
-  std::filesystem::create_directories(spec_.workDir / "tmp");
-  childEnv["TMPDIR"] = (spec_.workDir / "tmp").string();
-  for (const auto& [k, v] : spec_.extraEnv) childEnv[k] = v;
+               std::to_string(spec_.childJobs), "--child-rss-mb", std::to_string(spec_.childRssMb),
+               "--max-processes", std::to_string(spec_.maxProcesses), "--max-file-mb", std::to_string(spec_.maxFileMb),
+               "--max-open-files", std::to_string(spec_.maxOpenFiles), "--credential-marks", credentialMarks()});
 
   int inPipe[2], outPipe[2];
   if (::pipe2(inPipe, O_CLOEXEC) != 0 || ::pipe2(outPipe, O_CLOEXEC) != 0)
@@ -166,9 +180,26 @@ oracles::RunResult Worker::lostWorkerResult(const Job& job, oracles::RunStatus s
   return r;
 }
 
-oracles::RunResult Worker::run(const Job& job) {
+Job Worker::staged(Job job) {
+  std::error_code ec;
+  std::filesystem::create_directories(job.jobDir, ec);
+  auto copyIn = [&](std::filesystem::path& file, const std::filesystem::path& into) {
+    std::error_code copyEc;
+    if (file.empty() || file.parent_path() == into) return;
+    std::filesystem::create_directories(into, copyEc);
+    auto target = into / file.filename();
+    std::filesystem::copy_file(file, target, std::filesystem::copy_options::overwrite_existing, copyEc);
+    if (!copyEc) file = target;  // else the job keeps the original path and fails on it as before
+  };
+  copyIn(job.program, job.jobDir);
+  for (size_t i = 0; i < job.plugins.size(); ++i) copyIn(job.plugins[i], job.jobDir / fmt::format("plugin-{}", i));
+  return job;
+}
+
+oracles::RunResult Worker::run(const Job& original) {
   auto began = Clock::now();
   start();
+  const Job job = staged(original);
   std::string line = encodeJob(job) + "\n";
   const char* data = line.data();
   size_t left = line.size();

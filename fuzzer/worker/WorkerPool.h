@@ -30,7 +30,11 @@ struct WorkerSpec {
   SandboxKind sandbox = SandboxKind::Bubblewrap;
   double startTimeoutSeconds = 300;    ///< import torch on a cold disk, then the zygote warm-up (ISA probe), can be slow
   double graceSeconds = 30;            ///< beyond a job's timeout before the zygote is declared hung
-  std::map<std::string, std::string> extraEnv;
+  std::map<std::string, std::string> extraEnv;  ///< set by tcfuzz itself, on top of the allowlisted environment
+  std::vector<std::string> passEnv;  ///< more host variables a worker may see (--worker-env; never a credential)
+  int maxProcesses = 256;  ///< processes in one job's group before the zygote kills it as a refusal (0: no bound)
+  int maxFileMb = 4096;    ///< RLIMIT_FSIZE of workers: the largest file a job may write (0: no bound)
+  int maxOpenFiles = 4096; ///< RLIMIT_NOFILE of workers (0: inherited)
   int childJobs = 1;       ///< program jobs one warm persistent child serves before it is replaced (<= 1: none)
   int childRssMb = 3072;   ///< a persistent child whose RSS exceeds this is replaced after its job (0: no bound)
 };
@@ -69,6 +73,9 @@ class Worker {
   std::optional<std::string> readLine(std::chrono::steady_clock::time_point deadline);
   oracles::RunResult lostWorkerResult(const Job& job, oracles::RunStatus status, const std::string& why);
   std::string logTail() const;
+  /// Copies the job's program and plugins into its job directory (the only place the sandbox shows a
+  /// job) and points the job at the copies.
+  static Job staged(Job job);
 
   WorkerSpec spec_;
   int index_;
@@ -76,6 +83,7 @@ class Worker {
   struct Process;
   std::unique_ptr<Process> process_;
   std::optional<Hello> hello_;
+  std::optional<std::vector<std::filesystem::path>> interpreterTrees_;  ///< asked of spec_.python once
   bool zygoteWarm_ = false;  ///< the running zygote has warmed up (Hello::warm, or it ran a compiled job)
   std::string buffer_;
 };

@@ -22,6 +22,7 @@ import torch.utils._pytree as pytree
 
 from compile_stats import compile_facts, compile_phases
 from lift import run_lift_job
+from program_guard import GUARD
 
 PHASE_FILE = "phase"
 RESULT_FILE = "result.json"
@@ -64,6 +65,7 @@ class ChildRun:
             source = f.read()
         namespace = {"__name__": "tcfuzz_program", "__file__": path}
         code = compile(source, path, "exec")
+        GUARD.watch(path, self.dir)  # from here on, what the program's own frames try past the job is refused
         exec(code, namespace)  # the child is the sandbox: this is where untrusted code runs
         if "make_inputs" not in namespace:
             raise ContractError("program defines no make_inputs(seed) function")
@@ -639,6 +641,7 @@ def execute_job(job):
             except Exception:  # noqa: BLE001
                 pass
     run.release()
+    GUARD.release()
     try:
         run.write_result(result)
     except BaseException:  # noqa: BLE001

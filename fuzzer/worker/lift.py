@@ -13,6 +13,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 from allowlist import LiftRefused, check_program_ast, lift_builtins
+from program_guard import GUARD
 
 LIFT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool")
 
@@ -32,6 +33,7 @@ def run_lift_job(run):
         return {"status": "ok", "phase": "done", "lift": {"rejected": reason}, "times": run.times}
     table = LiftTable(spec.get("table") or [])
     namespace = {"__name__": "tcfuzz_program", "__file__": path, "__builtins__": lift_builtins()}
+    GUARD.watch(path, run.dir)  # a third line behind the allowlist and the OS sandbox
     exec(compile(source, path, "exec"), namespace)  # the child is the sandbox; the AST passed the allowlist
     run.mark("setup")
     run.seed_everything()

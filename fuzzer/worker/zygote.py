@@ -67,6 +67,7 @@ try:
         DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, LEAK_FILE, serve_jobs, warm_zygote, write_job,
     )
     from torch_facts import torch_facts  # noqa: E402
+    from program_guard import GUARD, REFUSAL_FILE, read_refusals  # noqa: E402
 except Exception as exc:  # noqa: BLE001  (an old or broken torch: said once, clearly)
     refuse(f"torch {getattr(torch, '__version__', '?')} from {os.path.dirname(torch.__file__)} cannot run the "
            f"worker harness: {type(exc).__name__}: {exc}")
@@ -93,6 +94,49 @@ def read_phase(job_dir):
             return f.read().strip() or "start"
     except OSError:
         return "start"
+
+
+def group_size(pgid):
+    """How many processes are in process group `pgid` (a child's session: it, its compiler and anything it forked)."""
+    count = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            count += 1
+    return count
+
+
+def apply_resource_limits(max_file_mb, max_open_files, max_processes):
+    """Caps, for the zygote and every child it forks (hard limits: a program cannot raise them again), the
+    size of any file written, the open descriptors, and (for a user other than root, whom the kernel
+    exempts) the processes. A child whose process group outgrows max_processes is also killed by the
+    zygote (Zygote.run_job), which holds for root too."""
+    if max_file_mb > 0:
+        limit = max_file_mb * 2 ** 20
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # Python ignores SIGXFSZ: writes fail with EFBIG
+    if max_open_files > 0:
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        limit = max_open_files if hard == resource.RLIM_INFINITY else min(hard, max_open_files)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    if max_processes > 0 and os.geteuid() != 0:
+        # RLIMIT_NPROC counts every task of the user, threads included: leave room for what already runs.
+        def owned(name):
+            try:
+                return os.stat(f"/proc/{name}").st_uid == os.getuid()
+            except OSError:
+                return False
+        processes = sum(1 for name in os.listdir("/proc") if name.isdigit() and owned(name))
+        limit = (processes + max_processes) * 64  # up to 64 threads each
+        _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        if hard == resource.RLIM_INFINITY or hard > limit:
+            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
 
 def set_parent_death_signal():
@@ -198,8 +242,11 @@ class Zygote:
 
     STANDBY_LEAD_JOBS = 3  # fork the next persistent child this many jobs before the current one retires
 
-    def __init__(self, device="cpu", child_jobs=1, child_rss_mb=0, warm=False):
+    PROCESS_CHECK_S = 0.25  # how often a running child's process group is counted
+
+    def __init__(self, device="cpu", child_jobs=1, child_rss_mb=0, warm=False, max_processes=0):
         self.device = device
+        self.max_processes = max_processes  # a child whose process group grows past this is killed (0: no bound)
         self.warm = warm      # warm_zygote() has run (children forked since inherit it)
         self.child_jobs = child_jobs
         self.child_rss = child_rss_mb * 2 ** 20
@@ -275,7 +322,7 @@ class Zygote:
         """Hands the job to a child, enforces its limits, and returns the result message."""
         job_dir = job["job_dir"]
         os.makedirs(job_dir, exist_ok=True)
-        for stale in (RESULT_FILE, PHASE_FILE):
+        for stale in (RESULT_FILE, PHASE_FILE, REFUSAL_FILE):
             try:
                 os.unlink(os.path.join(job_dir, stale))
             except FileNotFoundError:
@@ -302,6 +349,7 @@ class Zygote:
         poller.register(child.done_r, select.POLLIN)
         killed_for = None
         done = b""
+        next_process_check = time.monotonic() + self.PROCESS_CHECK_S
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -316,6 +364,14 @@ class Zygote:
             if rss_limit and rss_bytes(pid) - rss_base > rss_limit:
                 killed_for = "oom"
                 break
+            if self.max_processes and time.monotonic() >= next_process_check:
+                next_process_check = time.monotonic() + self.PROCESS_CHECK_S
+                processes = group_size(pid)
+                if processes > self.max_processes:
+                    killed_for = "processes"
+                    refuse_for_job(job_dir, f"process limit: {processes} processes in the job "
+                                            f"(at most {self.max_processes}; a fork bomb?)")
+                    break
         os.close(pidfd)
         wall_s = time.monotonic() - t_start
         reported = done in (DONE_KEEP, DONE_RETIRE)
@@ -351,6 +407,8 @@ class Zygote:
             phase = read_phase(job_dir)
             if killed_for == "timeout":
                 result = {"status": "timeout", "phase": phase}
+            elif killed_for == "processes":
+                result = {"status": "signal", "phase": phase, "signal": signal.SIGKILL, "signal_name": "SIGKILL"}
             elif killed_for == "oom":
                 result = {"status": "oom", "phase": phase}
             elif os.WIFSIGNALED(wait_status):
@@ -360,6 +418,12 @@ class Zygote:
                 result = {"status": "signal", "phase": phase, "exit_code": os.WEXITSTATUS(wait_status),
                           "signal": 0, "signal_name": "EXIT"}
             result["stderr_tail"] = tail(os.path.join(job_dir, STDERR_FILE))
+        refusals = read_refusals(job_dir)
+        if refusals:  # the program tried to reach past its job: that, not how the child ended, is the result
+            result = {"status": "refused", "phase": result.get("phase", read_phase(job_dir)), "refusals": refusals,
+                      "ended_as": result.get("status"), "times": result.get("times") or {},
+                      "exception": {"type": "SandboxRefusal", "qualified_type": "tcfuzz.SandboxRefusal",
+                                    "message": f"refused by the tcfuzz sandbox: {refusals[0]}", "traceback": ""}}
         child_info = {"persistent": child.persistent, "jobs_before": jobs_before}
         if child.persistent and reported:
             if done == DONE_RETIRE:
@@ -427,8 +491,18 @@ def option(name, default):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
+def refuse_for_job(job_dir, what):
+    """Records a refusal the zygote itself made for the job (read back as the job's status "refused")."""
+    refusals = read_refusals(job_dir) + [what]
+    with open(os.path.join(job_dir, REFUSAL_FILE), "w") as f:
+        json.dump({"refusals": refusals}, f)
+
+
 def main():
     set_parent_death_signal()  # without the sandbox's --die-with-parent, still die with tcfuzz
+    max_processes = int(option("--max-processes", "0"))
+    apply_resource_limits(int(option("--max-file-mb", "0")), int(option("--max-open-files", "0")), max_processes)
+    GUARD.install(option("--credential-marks", "").split(","))  # before any fork: every child inherits it
     device = option("--device", "cpu")
     child_jobs = int(option("--child-jobs", "1"))
     # No thread, no torch op: forking stays safe. A zygote with persistent children warms at once (it will
@@ -452,7 +526,8 @@ def main():
     import gc
     gc.collect()
     gc.freeze()
-    zygote = Zygote(device, child_jobs, int(option("--child-rss-mb", "0")), warm=bool(warmed))
+    zygote = Zygote(device, child_jobs, int(option("--child-rss-mb", "0")), warm=bool(warmed),
+                    max_processes=max_processes)
     zygote.refill()
     send(hello)
     for line in sys.stdin:
