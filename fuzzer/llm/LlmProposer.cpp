@@ -138,6 +138,8 @@ LlmProposer::LlmProposer(const gen::OpCatalog& catalog, gen::ShapeCaps caps, Llm
   }
   strategyBandit_ = gen::ThompsonBandit(strategies, seed ^ kLlmStream);
   for (const auto& s : book_.strategies()) stats_[s.name];
+  // Made here, not in start(): stop() may cancel its start from another thread.
+  if (settings_.mode == "local") server_ = std::make_unique<LlmServer>(settings_.server);
 }
 
 LlmProposer::~LlmProposer() { stop(); }
@@ -177,7 +179,6 @@ void LlmProposer::start() {
   }
   if (settings_.mode == "local") {
     try {
-      server_ = std::make_unique<LlmServer>(settings_.server);
       log_("starting the local LLM server (llama.cpp, SmolLM2-135M-Instruct)...");
       server_->start();
       settings_.endpoint.baseUrl = server_->baseUrl();
@@ -189,6 +190,7 @@ void LlmProposer::start() {
       return;
     }
   }
+  if (stopping_) return;
   client_ = std::make_unique<LlmClient>(settings_.endpoint, seed_ ^ kLlmStream);
   {
     std::lock_guard lock(mutex_);
@@ -197,9 +199,16 @@ void LlmProposer::start() {
   for (int i = 0; i < std::max(1, settings_.requestsInFlight); ++i) threads_.emplace_back(&LlmProposer::requestLoop, this, i);
 }
 
+void LlmProposer::startInBackground() {
+  if (settings_.mode == "off") return;
+  starter_ = std::thread(&LlmProposer::start, this);
+}
+
 void LlmProposer::stop() {
   if (stopping_.exchange(true)) return;
   changed_.notify_all();
+  if (server_) server_->cancelStart();
+  if (starter_.joinable()) starter_.join();
   if (client_) client_->cancel();
   for (auto& t : threads_)
     if (t.joinable()) t.join();

@@ -427,8 +427,31 @@ def option(name, default):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
+def die_with_tcfuzz():
+    """Without the sandbox's PID namespace (--sandbox none), the children's own subprocesses (the C++
+    compiler) have no parent-death signal: when tcfuzz dies, the zygote gets SIGTERM instead of SIGKILL
+    and kills every child's process group (each child leads one) before it exits."""
+    def on_parent_death(signum, frame):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                if ppid == os.getpid():
+                    os.killpg(int(name), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                pass
+        os._exit(1)
+    signal.signal(signal.SIGTERM, on_parent_death)
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() == 1:  # tcfuzz died before the signal was set
+        os._exit(1)
+
+
 def main():
-    set_parent_death_signal()  # without the sandbox's --die-with-parent, still die with tcfuzz
+    die_with_tcfuzz()
     device = option("--device", "cpu")
     child_jobs = int(option("--child-jobs", "1"))
     # No thread, no torch op: forking stays safe. A zygote with persistent children warms at once (it will
