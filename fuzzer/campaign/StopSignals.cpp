@@ -87,6 +87,10 @@ void StopDeadline::armAt(Clock::time_point deadline, std::string message, int ex
 }
 
 void StopDeadline::watch() {
+  // It may start before StopSignals blocks SIGINT and SIGTERM: a stop signal must never land here.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   std::unique_lock lock(mutex_);
   while (!disarmed_) {
     if (!deadline_) {

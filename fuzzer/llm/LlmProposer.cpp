@@ -181,11 +181,15 @@ void LlmProposer::start() {
     try {
       log_("starting the local LLM server (llama.cpp, SmolLM2-135M-Instruct)...");
       server_->start();
-      settings_.endpoint.baseUrl = server_->baseUrl();
-      if (settings_.endpoint.model.empty()) settings_.endpoint.model = server_->modelName();
+      {
+        std::lock_guard lock(mutex_);  // the stats read them from the campaign's thread
+        settings_.endpoint.baseUrl = server_->baseUrl();
+        if (settings_.endpoint.model.empty()) settings_.endpoint.model = server_->modelName();
+      }
       log_(fmt::format("local LLM server ready at {} (model {}, pid {})", server_->baseUrl(),
                               server_->modelName(), server_->pid()));
     } catch (const std::exception& e) {
+      if (stopping_) return;  // cancelled by stop(): no warning
       goGrammarOnly(fmt::format("the local LLM server cannot start: {}", e.what()));
       return;
     }
@@ -201,7 +205,13 @@ void LlmProposer::start() {
 
 void LlmProposer::startInBackground() {
   if (settings_.mode == "off") return;
-  starter_ = std::thread(&LlmProposer::start, this);
+  starter_ = std::thread([this] {
+    try {
+      start();
+    } catch (const std::exception& e) {  // on its own thread, nobody else would catch it
+      goGrammarOnly(fmt::format("the LLM proposer cannot start: {}", e.what()));
+    }
+  });
 }
 
 void LlmProposer::stop() {

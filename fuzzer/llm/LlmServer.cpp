@@ -139,7 +139,7 @@ void LlmServer::start() {
   // Spawned on the server's own thread: its parent-death signal fires when tcfuzz dies, not when the
   // request thread that restarted it ends.
   spawner_->run([&] {
-    proc->child = bp::child(settings_.python.string(), bp::args(args), bp::std_in < bp::null,
+    proc->child = bp::child(boost::filesystem::path(settings_.python.string()), bp::args(args), bp::std_in < bp::null,
                             bp::posix::fd.bind(1, logFd), bp::posix::fd.bind(2, logFd), env, proc->group, renice,
                             dieWithParent(), ec);
   });
