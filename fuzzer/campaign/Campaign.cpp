@@ -304,6 +304,8 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     r = tester_.test(file, ts);
   } catch (const JobCancelled&) {
     removeQuietly(file);
+    std::lock_guard lock(mutex_);
+    abandoned_++;  // redone by no one: its index is never recorded, a resume draws the next one
     return;
   } catch (const WorkerStartError& e) {
     removeQuietly(file);
@@ -402,6 +404,8 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     store_.recordProgram(pr, findings, novel, queued);
     features_.add(novel);
     totals_.programs++;
+    if (firstProgramSeconds_ < 0)
+      firstProgramSeconds_ = std::chrono::duration<double>(Clock::now() - settings_.startedAt.value_or(began_)).count();
     totals_.maxProgramIndex = std::max(totals_.maxProgramIndex, c.index);
     totals_.verdicts[verdict]++;
     totals_.origins[c.origin]++;
@@ -515,6 +519,12 @@ void Campaign::writeStats() {
   kv.emplace_back("mutated", std::to_string(s.mutated));
   kv.emplace_back("duplicates_skipped", std::to_string(s.duplicates));
   kv.emplace_back("errors", std::to_string(s.errors));
+  {
+    std::lock_guard lock(mutex_);
+    kv.emplace_back("time_to_first_program_s",
+                    firstProgramSeconds_ < 0 ? std::string("none yet") : fmt::format("{:.1f}", firstProgramSeconds_));
+    kv.emplace_back("programs_abandoned", std::to_string(abandoned_));
+  }
   for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic",
                         "invalid-program", "sandbox-refusal"}) {
     auto it = s.verdicts.find(v);
@@ -564,13 +574,16 @@ CampaignEnd Campaign::run() {
     output_.appendPlot({unixNow(), s.runSeconds, s.programs, s.programsPerMinute, s.queue, s.features, s.findings,
                         s.uniqueSignatures, s.torchShare});
   };
+  // --max-time counts from tcfuzz's start and includes the stop: the lanes stop a reserve early.
+  auto origin = settings_.startedAt.value_or(began_);
+  double stopAt = settings_.maxSeconds - std::min(settings_.stopReserveSeconds, settings_.maxSeconds / 4);
   try {
     plot();
     while (activeLanes_ > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
       auto now = Clock::now();
-      double elapsed = std::chrono::duration<double>(now - began_).count();
-      if (settings_.maxSeconds > 0 && elapsed >= settings_.maxSeconds && !stopping_) {
+      double elapsed = std::chrono::duration<double>(now - origin).count();
+      if (settings_.maxSeconds > 0 && elapsed >= stopAt && !stopping_) {
         {
           std::lock_guard lock(mutex_);
           if (!end_) end_ = CampaignEnd::TimeBudget;

@@ -56,6 +56,10 @@ struct CampaignSettings {
   double maxSeconds = 0;         ///< this session; 0: unbounded
   TestSettings test;             ///< limits, threads, plugins (compile and backward are sampled)
   PinnedCompile pinned;
+  /// When tcfuzz started: --max-time and time_to_first_program_s count from here (unset: from run()).
+  std::optional<std::chrono::steady_clock::time_point> startedAt;
+  /// --max-time stops this much early (at most a quarter of it), so that the stop fits inside it.
+  double stopReserveSeconds = 5;
   double statsIntervalSeconds = 5;
   double plotIntervalSeconds = 60;
 };
@@ -77,6 +81,12 @@ class Campaign {
   CampaignEnd run();
   /// Asks run() to stop: no new program starts, the running jobs are abandoned. Thread-safe.
   void stop();
+  /// Programs that were in flight when the run stopped and were dropped untested (fuzzer_stats
+  /// programs_abandoned). Thread-safe.
+  int64_t abandoned() const {
+    std::lock_guard lock(mutex_);
+    return abandoned_;
+  }
   /// The message for the last end (the disk-full or failure reason).
   const std::string& endMessage() const { return endMessage_; }
   CampaignSnapshot snapshot() const;
@@ -137,6 +147,8 @@ class Campaign {
   double sessionTorchSeconds_ = 0;
   double lastNewSignatureAt_ = 0;  ///< unix time
   std::chrono::steady_clock::time_point began_;
+  double firstProgramSeconds_ = -1;  ///< from startedAt to the first judged program of this session
+  int64_t abandoned_ = 0;            ///< programs in flight when the run stopped, dropped untested
   std::atomic<bool> stopping_{false};
   std::atomic<int> activeLanes_{0};
   std::optional<CampaignEnd> end_;

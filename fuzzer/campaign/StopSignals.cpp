@@ -64,4 +64,47 @@ void StopSignals::watch() {
   }
 }
 
+StopDeadline::StopDeadline() : watcher_(&StopDeadline::watch, this) {}
+
+StopDeadline::~StopDeadline() {
+  {
+    std::lock_guard lock(mutex_);
+    disarmed_ = true;
+  }
+  changed_.notify_all();
+  watcher_.join();
+}
+
+void StopDeadline::armAt(Clock::time_point deadline, std::string message, int exitCode) {
+  {
+    std::lock_guard lock(mutex_);
+    if (deadline_ && *deadline_ <= deadline) return;
+    deadline_ = deadline;
+    message_ = std::move(message);
+    exitCode_ = exitCode;
+  }
+  changed_.notify_all();
+}
+
+void StopDeadline::watch() {
+  // It may start before StopSignals blocks SIGINT and SIGTERM: a stop signal must never land here.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  std::unique_lock lock(mutex_);
+  while (!disarmed_) {
+    if (!deadline_) {
+      changed_.wait(lock);
+      continue;
+    }
+    if (Clock::now() < *deadline_) {
+      changed_.wait_until(lock, *deadline_);
+      continue;
+    }
+    std::string line = "\ntcfuzz: " + message_ + "\n";
+    [[maybe_unused]] auto w = ::write(2, line.data(), line.size());
+    ::_exit(exitCode_);
+  }
+}
+
 }  // namespace tcfuzz

@@ -138,6 +138,8 @@ LlmProposer::LlmProposer(const gen::OpCatalog& catalog, gen::ShapeCaps caps, Llm
   }
   strategyBandit_ = gen::ThompsonBandit(strategies, seed ^ kLlmStream);
   for (const auto& s : book_.strategies()) stats_[s.name];
+  // Made here, not in start(): stop() may cancel its start from another thread.
+  if (settings_.mode == "local") server_ = std::make_unique<LlmServer>(settings_.server);
 }
 
 LlmProposer::~LlmProposer() { stop(); }
@@ -177,18 +179,22 @@ void LlmProposer::start() {
   }
   if (settings_.mode == "local") {
     try {
-      server_ = std::make_unique<LlmServer>(settings_.server);
       log_("starting the local LLM server (llama.cpp, SmolLM2-135M-Instruct)...");
       server_->start();
-      settings_.endpoint.baseUrl = server_->baseUrl();
-      if (settings_.endpoint.model.empty()) settings_.endpoint.model = server_->modelName();
+      {
+        std::lock_guard lock(mutex_);  // the stats read them from the campaign's thread
+        settings_.endpoint.baseUrl = server_->baseUrl();
+        if (settings_.endpoint.model.empty()) settings_.endpoint.model = server_->modelName();
+      }
       log_(fmt::format("local LLM server ready at {} (model {}, pid {})", server_->baseUrl(),
                               server_->modelName(), server_->pid()));
     } catch (const std::exception& e) {
+      if (stopping_) return;  // cancelled by stop(): no warning
       goGrammarOnly(fmt::format("the local LLM server cannot start: {}", e.what()));
       return;
     }
   }
+  if (stopping_) return;
   client_ = std::make_unique<LlmClient>(settings_.endpoint, seed_ ^ kLlmStream);
   {
     std::lock_guard lock(mutex_);
@@ -197,9 +203,22 @@ void LlmProposer::start() {
   for (int i = 0; i < std::max(1, settings_.requestsInFlight); ++i) threads_.emplace_back(&LlmProposer::requestLoop, this, i);
 }
 
+void LlmProposer::startInBackground() {
+  if (settings_.mode == "off") return;
+  starter_ = std::thread([this] {
+    try {
+      start();
+    } catch (const std::exception& e) {  // on its own thread, nobody else would catch it
+      goGrammarOnly(fmt::format("the LLM proposer cannot start: {}", e.what()));
+    }
+  });
+}
+
 void LlmProposer::stop() {
   if (stopping_.exchange(true)) return;
   changed_.notify_all();
+  if (server_) server_->cancelStart();
+  if (starter_.joinable()) starter_.join();
   if (client_) client_->cancel();
   for (auto& t : threads_)
     if (t.joinable()) t.join();

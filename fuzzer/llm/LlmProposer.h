@@ -84,7 +84,10 @@ class LlmProposer {
   /// Starts the local server (local mode) and the request threads. A server that cannot start makes
   /// the proposer grammar-only with a warning (never an exception); LLM-off does nothing.
   void start();
-  /// Stops the threads and the local server. Idempotent.
+  /// start() on a thread of its own, so that the campaign's grammar programs never wait for the
+  /// server to load; proposals flow once it answers.
+  void startInBackground();
+  /// Stops the threads and the local server (a start in progress is cut short). Idempotent.
   void stop();
   /// A queue program for the mutation strategies (called from the request threads).
   void setQueueSource(std::function<std::optional<gen::Graph>()> source);
@@ -165,6 +168,7 @@ class LlmProposer {
   std::mutex logMutex_;
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;
+  std::thread starter_;  ///< runs start() for startInBackground()
 };
 
 /// The Python program in an LLM reply: the first ```python (or ```) fenced block, else the whole text,

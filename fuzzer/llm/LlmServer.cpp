@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "fuzzer/llm/LlmClient.h"
+#include "fuzzer/worker/ParentDeath.h"
 
 namespace tcfuzz {
 
@@ -59,7 +61,8 @@ std::string tailOf(const fs::path& file, size_t bytes = 3000) {
 
 }  // namespace
 
-LlmServer::LlmServer(LlmServerSettings settings) : settings_(std::move(settings)) {}
+LlmServer::LlmServer(LlmServerSettings settings)
+    : settings_(std::move(settings)), spawner_(std::make_unique<SpawnThread>()) {}
 
 LlmServer::~LlmServer() { stop(); }
 
@@ -91,9 +94,12 @@ fs::path LlmServer::bundledModel(const fs::path& python) {
   return line;
 }
 
+void LlmServer::cancelStart() { startCancelled_ = true; }
+
 void LlmServer::start() {
   std::lock_guard lock(mutex_);
   stopLocked();
+  if (startCancelled_) throw LlmServerError("the LLM server's start was cancelled: the run is stopping");
   if (settings_.model.empty()) settings_.model = bundledModel(settings_.python);
   // A restart keeps the port, so clients keep their base URL.
   if (port_ == 0) port_ = settings_.port > 0 ? settings_.port : freeLoopbackPort();
@@ -101,10 +107,7 @@ void LlmServer::start() {
   if (settings_.logFile.has_parent_path()) fs::create_directories(settings_.logFile.parent_path());
   int logFd = ::open(settings_.logFile.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (logFd < 0) throw LlmServerError(fmt::format("cannot open {}: {}", settings_.logFile.string(), std::strerror(errno)));
-  std::vector<std::string> args{"-n",
-                                std::to_string(settings_.niceness),
-                                settings_.python.string(),
-                                "-m",
+  std::vector<std::string> args{"-m",
                                 "llama_cpp.server",
                                 "--model",
                                 settings_.model.string(),
@@ -122,10 +125,24 @@ void LlmServer::start() {
                                 std::to_string(settings_.contextTokens),
                                 "--verbose",
                                 "False"};
+  // The server needs no credential: a minimal environment, not tcfuzz's (which may hold API keys).
+  bp::environment env;
+  env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  env["HOME"] = settings_.logFile.parent_path().string();
+  env["LANG"] = "C.UTF-8";
+  env["PYTHONDONTWRITEBYTECODE"] = "1";
+  env["OMP_NUM_THREADS"] = std::to_string(settings_.threads);
+  int niceness = settings_.niceness;
+  auto renice = bp::extend::on_exec_setup([niceness](auto&) { ::setpriority(PRIO_PROCESS, 0, niceness); });
   auto proc = std::make_unique<Process>();
   std::error_code ec;
-  proc->child = bp::child(bp::search_path("nice"), bp::args(args), bp::std_in < bp::null,
-                          bp::posix::fd.bind(1, logFd), bp::posix::fd.bind(2, logFd), proc->group, ec);
+  // Spawned on the server's own thread: its parent-death signal fires when tcfuzz dies, not when the
+  // request thread that restarted it ends.
+  spawner_->run([&] {
+    proc->child = bp::child(boost::filesystem::path(settings_.python.string()), bp::args(args), bp::std_in < bp::null,
+                            bp::posix::fd.bind(1, logFd), bp::posix::fd.bind(2, logFd), env, proc->group, renice,
+                            dieWithParent(), ec);
+  });
   ::close(logFd);
   if (ec) throw LlmServerError(fmt::format("cannot start the LLM server ({}): {}", settings_.python.string(), ec.message()));
   process_ = std::move(proc);
@@ -137,6 +154,10 @@ void LlmServer::start() {
   LlmClient probe(probeEndpoint, 0);
   auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(settings_.startTimeoutSeconds * 1000));
   while (Clock::now() < deadline) {
+    if (startCancelled_) {
+      stopLocked();
+      throw LlmServerError("the LLM server's start was cancelled: the run is stopping");
+    }
     std::error_code waitEc;
     if (!process_->child.running(waitEc)) {
       int code = process_->child.exit_code();
@@ -145,8 +166,8 @@ void LlmServer::start() {
       throw LlmServerError(fmt::format("the LLM server exited with code {} while starting. Its log ({}):\n{}", code,
                                        settings_.logFile.string(), tailOf(settings_.logFile)));
     }
-    if (probe.reachable(1.0)) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (probe.reachable(0.5)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   stopLocked();
   throw LlmServerError(fmt::format("the LLM server did not answer on port {} within {:.0f}s. Its log ({}):\n{}", port_,
@@ -158,7 +179,7 @@ void LlmServer::stopLocked() {
   std::error_code ec;
   if (process_->child.running(ec)) {
     ::kill(-static_cast<pid_t>(process_->group.native_handle()), SIGTERM);
-    auto deadline = Clock::now() + std::chrono::seconds(3);
+    auto deadline = Clock::now() + std::chrono::seconds(1);  // it holds no state worth a longer wait
     while (Clock::now() < deadline && process_->child.running(ec))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

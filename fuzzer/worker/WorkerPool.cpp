@@ -14,6 +14,8 @@
 #include <boost/process/posix.hpp>
 #include <fmt/format.h>
 
+#include "fuzzer/worker/ParentDeath.h"
+
 namespace bp = boost::process;
 using Clock = std::chrono::steady_clock;
 
@@ -106,7 +108,7 @@ const Hello& Worker::start() {
   auto exe = argv[0].find('/') == std::string::npos ? bp::search_path(argv[0]) : boost::filesystem::path(argv[0]);
   proc->child = bp::child(exe, bp::args(std::vector<std::string>(argv.begin() + 1, argv.end())),
                           bp::posix::fd.bind(0, inPipe[0]), bp::posix::fd.bind(1, outPipe[1]),
-                          bp::posix::fd.bind(2, logFd), childEnv, proc->group, ec);
+                          bp::posix::fd.bind(2, logFd), childEnv, proc->group, dieWithParent(), ec);
   ::close(inPipe[0]);
   ::close(outPipe[1]);
   ::close(logFd);

@@ -498,8 +498,30 @@ def refuse_for_job(job_dir, what):
         json.dump({"refusals": refusals}, f)
 
 
+def die_with_tcfuzz():
+    """Without the sandbox's PID namespace (--sandbox none), the children's own subprocesses (the C++
+    compiler) have no parent-death signal: when tcfuzz dies, the zygote gets SIGTERM instead of SIGKILL
+    and kills every child's process group (each child leads one) before it exits."""
+    def on_parent_death(signum, frame):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                if ppid == os.getpid():
+                    os.killpg(int(name), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                pass
+        os._exit(1)
+    signal.signal(signal.SIGTERM, on_parent_death)
+    import ctypes
+    # Until here the SIGKILL tcfuzz set before exec stood guard (WorkerPool's dieWithParent).
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
 def main():
-    set_parent_death_signal()  # without the sandbox's --die-with-parent, still die with tcfuzz
+    die_with_tcfuzz()
     max_processes = int(option("--max-processes", "0"))
     apply_resource_limits(int(option("--max-file-mb", "0")), int(option("--max-open-files", "0")), max_processes)
     GUARD.install(option("--credential-marks", "").split(","))  # before any fork: every child inherits it

@@ -33,6 +33,9 @@ using nlohmann::json;
 
 namespace {
 
+/// After SIGINT or SIGTERM the process is gone within this (the contract is 5 s; the rest is margin).
+constexpr int64_t kStopMilliseconds = 4500;
+
 /// What identifies a campaign: recorded when it starts, reused when it resumes.
 struct CampaignIdentity {
   uint64_t seed = 0;
@@ -138,6 +141,14 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     throw std::invalid_argument("--status takes auto, screen or log, not " + o.status);
   LlmSettings llmSettings = llmSettingsFrom(o, given);
 
+  auto startedAt = std::chrono::steady_clock::now();
+  // The stop is bounded: past these deadlines the process exits as it stands (every judged program
+  // is already committed, and what tcfuzz started dies with it). Destroyed last, it covers the teardown.
+  StopDeadline deadline;
+  if (maxSeconds > 0)
+    deadline.armAt(startedAt + std::chrono::milliseconds(static_cast<int64_t>((maxSeconds - 0.5) * 1000)),
+                   "--max-time reached and the stop is not finished; exiting now (findings are in findings.sqlite)",
+                   0);
   // Before any thread exists: SIGINT and SIGTERM become a stop request.
   std::atomic<Campaign*> live{nullptr};
   std::atomic<bool> stopRequested{false};
@@ -145,7 +156,14 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     stopRequested = true;
     std::cerr << fmt::format("\ntcfuzz: {} received, stopping (state is saved; a second signal exits at once)\n",
                              sig == SIGINT ? "SIGINT" : "SIGTERM");
-    if (Campaign* c = live.load()) c->stop();
+    Campaign* c = live.load();
+    if (!c) {  // starting or finished: nothing in flight, nothing to flush
+      std::cerr << "tcfuzz: no campaign is running; exiting now\n";
+      ::_exit(128 + sig);
+    }
+    c->stop();
+    deadline.armAt(std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopMilliseconds),
+                   "the stop takes too long; exiting now (findings are in findings.sqlite)", 128 + sig);
   });
 
   fs::path root = resume ? o.resume : o.output;
@@ -188,6 +206,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   settings.lanes = 2 * workers;
   settings.maxPrograms = o.maxPrograms;
   settings.maxSeconds = maxSeconds;
+  settings.startedAt = startedAt;
   settings.test.limits = Limits{id.timeout, id.memoryMb};
   settings.test.seed = id.seed;
   settings.test.device = id.device;
@@ -231,7 +250,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
                                         output.workDir() / "llm", id.seed,
                                         [&view](const std::string& line) { view.event(line); });
     llm->setQueueSource([&campaign] { return campaign.sampleQueueProgram(); });
-    llm->start();
+    llm->startInBackground();  // grammar programs never wait for the server to load
     campaign.setLlm(llm.get());
   }
 
@@ -277,6 +296,9 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
       std::cerr << fmt::format("tcfuzz: {} signature(s) not triaged yet; tcfuzz triage {} finishes them\n", left,
                                output.root().string());
   }
+  if (int64_t abandoned = campaign.abandoned())
+    std::cerr << fmt::format("tcfuzz: {} program(s) in flight when the run stopped were abandoned untested "
+                             "(programs_abandoned in fuzzer_stats)\n", abandoned);
   std::string why = endText(end);
   if (!campaign.endMessage().empty()) why += ": " + campaign.endMessage();
   view.finish(campaign.snapshot(), why);

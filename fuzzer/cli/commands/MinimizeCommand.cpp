@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/cli/Driver.h"
+#include "fuzzer/cli/Interrupt.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
 #include "fuzzer/campaign/FindingStore.h"
@@ -53,6 +54,7 @@ int minimizeCommand(const Options& o, const std::string& finding) {
   }
 
   ScratchDir work(o.workDir, o.keep);
+  InterruptCleanup interrupt(work.kept() ? std::vector<fs::path>{} : std::vector<fs::path>{work.path()});
   FindingStore scratchStore(work.path() / "minimize.sqlite");
   WorkerPool pool(workerSpecFrom(o, work.path()), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;

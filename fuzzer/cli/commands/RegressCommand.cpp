@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/cli/Driver.h"
+#include "fuzzer/cli/Interrupt.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
 #include "fuzzer/triage/ReleaseMatrix.h"
@@ -139,6 +140,7 @@ int regressCommand(const Options& o, const std::vector<std::string>& dirs) {
   int workers = workerCount(o);
   TestSettings base = testSettingsFrom(o, workers);
   ScratchDir work(o.workDir, o.keep);
+  InterruptCleanup interrupt(work.kept() ? std::vector<fs::path>{} : std::vector<fs::path>{work.path()});
   WorkerSpec spec = workerSpecFrom(o, work.path());  // throws here, once, when the sandbox cannot run
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   gen::PythonEmitter emitter(catalog);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/cli/Driver.h"
+#include "fuzzer/cli/Interrupt.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
 #include "fuzzer/worker/ProgramTester.h"
@@ -55,6 +56,7 @@ void printText(std::ostream& out, const ProgramTestResult& t, const oracles::Com
 int runCommand(const Options& o, const std::vector<std::string>& programs) {
   oracles::CompileConfig config = compileConfigFrom(o);
   ScratchDir work(o.workDir, o.keep);
+  InterruptCleanup interrupt(work.kept() ? std::vector<fs::path>{} : std::vector<fs::path>{work.path()});
   WorkerSpec spec = workerSpecFrom(o, work.path());
 
   int workers = workerCount(o);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/cli/Driver.h"
+#include "fuzzer/cli/Interrupt.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
 #include "fuzzer/campaign/CampaignOutput.h"
@@ -34,6 +35,7 @@ int triageCommand(const Options& o, const std::string& campaignDir) {
     return kExitOk;
   }
   logLine(fmt::format("{} signature(s) to triage with {} workers", waiting.size(), workers));
+  InterruptCleanup interrupt({output.workDir() / "jobs"});  // job outputs; the caches and the store stay
   WorkerPool pool(workerSpecFrom(o, output.workDir()), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;  // the torch the cases are replayed on now
   logLine("workers run " + settings.torch.summary());

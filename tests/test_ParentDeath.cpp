@@ -1,0 +1,157 @@
+// Nothing tcfuzz starts outlives it: the parent-death signal and SpawnThread (fuzzer/worker/ParentDeath.h),
+// then the real binary killed with SIGKILL (fuzz with the local LLM server, run, regress) or
+// interrupted with SIGINT (run, regress: their temporary directories go too).
+#include <gtest/gtest.h>
+
+#include <boost/process.hpp>
+
+#include "fuzzer/worker/ParentDeath.h"
+#include "ProcessTree.h"
+#include "TestWorkers.h"
+
+using namespace tcfuzz;
+using namespace tcfuzz::test_support;
+using namespace std::chrono_literals;
+namespace bp = boost::process;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The value of `key` in OUT/fuzzer_stats ("" when absent).
+std::string statOf(const fs::path& out, const std::string& key) {
+  std::ifstream in(out / "fuzzer_stats");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with(key + " ") || line.starts_with(key + ":")) return line.substr(line.find(" : ") + 3);
+  return "";
+}
+
+bool llmInstalled() {
+  return bp::system(bp::search_path("sh"), "-c", std::string(TCFUZZ_DEFAULT_PYTHON) + " -c 'import llama_cpp' 2>/dev/null") == 0;
+}
+
+std::string describe(const std::map<pid_t, std::string>& left) {
+  std::string text;
+  for (const auto& [pid, name] : left) text += std::to_string(pid) + " " + name + "; ";
+  return text;
+}
+
+/// A test-owned TMPDIR: the command's scratch directories land here.
+std::string tmpdirEnv(const TempDir& dir) { return "TMPDIR=" + dir.path().string(); }
+
+bool holdsScratch(const fs::path& tmp) {
+  for (const auto& e : fs::directory_iterator(tmp))
+    if (e.path().filename().string().starts_with("tcfuzz-run-")) return true;
+  return false;
+}
+
+class ParentDeathEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override { becomeSubreaper(); }
+  void TearDown() override { killDescendants(); }
+};
+
+}  // namespace
+
+TEST(ParentDeath, SpawnThreadKeepsAChildPastTheAskingThreadAndItDiesWithTheSpawnThread) {
+  becomeSubreaper();
+  pid_t pid = -1;
+  {
+    SpawnThread spawner;
+    std::thread asking([&] {
+      spawner.run([&] {
+        bp::child c(bp::search_path("sleep"), "60", dieWithParent());
+        pid = static_cast<pid_t>(c.id());
+        c.detach();
+      });
+    });
+    asking.join();  // the thread that asked is gone; the spawn thread is not
+    std::this_thread::sleep_for(300ms);
+    reapZombies();
+    EXPECT_EQ(::kill(pid, 0), 0) << "the child died with the thread that asked for it";
+  }
+  auto left = descendantsAfter(3s);
+  EXPECT_TRUE(left.empty()) << "left: " << describe(left);
+}
+
+TEST(ParentDeath, SpawnThreadRethrowsTheTasksException) {
+  SpawnThread spawner;
+  EXPECT_THROW(spawner.run([] { throw std::runtime_error("no"); }), std::runtime_error);
+  int ran = 0;
+  spawner.run([&] { ran = 1; });
+  EXPECT_EQ(ran, 1);
+}
+
+TEST_F(ParentDeathEndToEnd, FuzzWithTheLocalLlmKilledBySigkillLeavesNoProcessWithin3s) {
+  bool withLlm = llmInstalled();
+  if (!withLlm) std::cerr << "note: llama-cpp-python is not installed; the campaign runs grammar-only\n";
+  TempDir dir("tcfuzz-killfuzz");
+  fs::path out = dir.path() / "campaign";
+  pid_t tcfuzz = spawnLogged({TCFUZZ_BINARY, "fuzz", "-o", out.string(), "--seed", "7", "--sandbox", sandboxArg(),
+                              "--status", "log", "-j", "1", "--llm", withLlm ? "local" : "off", "--no-triage"},
+                             dir.path() / "fuzz.log");
+  bool busy = waitUntil(
+      [&] {
+        bool judged = !statOf(out, "programs_done").empty() && statOf(out, "programs_done") != "0";
+        bool llmUp = !withLlm || std::atoi(statOf(out, "llm_server_pid").c_str()) > 0;
+        return judged && llmUp;
+      },
+      240s);
+  ASSERT_TRUE(busy) << readText(dir.path() / "fuzz.log");
+  auto before = liveDescendants();
+  EXPECT_GE(before.size(), withLlm ? 3u : 2u) << describe(before);  // tcfuzz, a zygote, the server
+  ::kill(tcfuzz, SIGKILL);
+  auto left = descendantsAfter(3s);
+  EXPECT_TRUE(left.empty()) << "still alive 3 s after kill -9: " << describe(left);
+}
+
+TEST_F(ParentDeathEndToEnd, RunKilledBySigkillLeavesNoProcessWithEitherSandbox) {
+  for (std::string sandbox : {sandboxArg(), std::string("none")}) {
+    SCOPED_TRACE("--sandbox " + sandbox);
+    TempDir dir("tcfuzz-killrun");
+    pid_t tcfuzz = spawnLogged({TCFUZZ_BINARY, "run", "--sandbox", sandbox, "--child-jobs", "4",
+                                sourcePath("corpus/frexp_mul.py").string()},
+                               dir.path() / "run.log", {tmpdirEnv(dir)});
+    // tcfuzz, the zygote and its forked children (the spare and a warming persistent child)
+    ASSERT_TRUE(waitUntil([&] { return liveDescendants().size() >= 4; }, 120s)) << readText(dir.path() / "run.log");
+    ::kill(tcfuzz, SIGKILL);
+    auto left = descendantsAfter(3s);
+    EXPECT_TRUE(left.empty()) << "still alive 3 s after kill -9: " << describe(left);
+    killDescendants();
+  }
+}
+
+TEST_F(ParentDeathEndToEnd, RegressKilledBySigkillLeavesNoProcess) {
+  TempDir dir("tcfuzz-killregress");
+  pid_t tcfuzz = spawnLogged({TCFUZZ_BINARY, "regress", "--sandbox", sandboxArg(),
+                              sourcePath("corpus/regressions").string()},
+                             dir.path() / "regress.log", {tmpdirEnv(dir)});
+  ASSERT_TRUE(waitUntil([&] { return liveDescendants().size() >= 3; }, 120s)) << readText(dir.path() / "regress.log");
+  ::kill(tcfuzz, SIGKILL);
+  auto left = descendantsAfter(3s);
+  EXPECT_TRUE(left.empty()) << "still alive 3 s after kill -9: " << describe(left);
+}
+
+TEST_F(ParentDeathEndToEnd, RunAndRegressInterruptedBySigintRemoveTheirTemporaryDirectories) {
+  std::vector<std::vector<std::string>> commands = {
+      {TCFUZZ_BINARY, "run", "--sandbox", sandboxArg(), sourcePath("corpus/frexp_mul.py").string()},
+      {TCFUZZ_BINARY, "regress", "--sandbox", sandboxArg(), sourcePath("corpus/regressions").string()}};
+  for (const auto& argv : commands) {
+    SCOPED_TRACE(argv[1]);
+    TempDir dir("tcfuzz-sigint");
+    fs::path tmp = dir.path() / "tmp";
+    fs::create_directories(tmp);
+    pid_t tcfuzz = spawnLogged(argv, dir.path() / "out.log", {"TMPDIR=" + tmp.string()});
+    ASSERT_TRUE(waitUntil([&] { return liveDescendants().size() >= 3 && holdsScratch(tmp); }, 120s))
+        << readText(dir.path() / "out.log");
+    ::kill(tcfuzz, SIGINT);
+    int status = waitFor(tcfuzz, 5s);
+    ASSERT_NE(status, -1) << "still running 5 s after SIGINT";
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << readText(dir.path() / "out.log");
+    EXPECT_FALSE(holdsScratch(tmp)) << "the scratch directory is still in " << tmp;
+    auto left = descendantsAfter(3s);
+    EXPECT_TRUE(left.empty()) << "still alive 3 s after SIGINT: " << describe(left);
+    killDescendants();
+  }
+}
