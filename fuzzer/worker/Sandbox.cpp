@@ -105,6 +105,9 @@ std::vector<std::string> sandboxedCommand(const SandboxPolicy& policy, const std
   for (const auto& dir : policy.writable) mounts[absoluteText(dir)] = true;
   for (const auto& [path, writable] : mounts)
     argv.insert(argv.end(), {writable ? "--bind" : "--ro-bind-try", path, path});
+  // The sandbox's own root (a tmpfs holding the mount points) is read-only: a write outside the mounts
+  // fails instead of filling memory.
+  argv.insert(argv.end(), {"--remount-ro", "/"});
   if (!policy.writable.empty()) argv.insert(argv.end(), {"--chdir", absoluteText(policy.writable.front())});
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());

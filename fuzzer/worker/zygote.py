@@ -501,7 +501,7 @@ def refuse_for_job(job_dir, what):
 def die_with_tcfuzz():
     """Without the sandbox's PID namespace (--sandbox none), the children's own subprocesses (the C++
     compiler) have no parent-death signal: when tcfuzz dies, the zygote gets SIGTERM instead of SIGKILL
-    and kills every child's process group (each child leads one) before it exits."""
+    and kills every child's process group (each child leads one), then its own group, itself included."""
     def on_parent_death(signum, frame):
         for name in os.listdir("/proc"):
             if not name.isdigit():
@@ -513,7 +513,11 @@ def die_with_tcfuzz():
                     os.killpg(int(name), signal.SIGKILL)
             except (OSError, ValueError, IndexError):
                 pass
-        os._exit(1)
+        # Then the zygote's own group, itself included: subprocesses it started in it (the warm-up's ISA probe).
+        try:
+            os.killpg(0, signal.SIGKILL)
+        finally:
+            os._exit(1)
     signal.signal(signal.SIGTERM, on_parent_death)
     import ctypes
     # Until here the SIGKILL tcfuzz set before exec stood guard (WorkerPool's dieWithParent).
