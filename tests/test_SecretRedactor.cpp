@@ -147,13 +147,14 @@ TEST_F(RedactedStreamTest, IsSafeToShareBetweenThreads) {
 constexpr const char* kPlantedKey = "sk-tcfuzz-planted-Q7rW2xK9mZ";      // TCFUZZ_LLM_API_KEY
 constexpr const char* kPlantedToken = "ghp_tcfuzzPlantedToken8Hd3Lp";    // PLANTED_GITHUB_TOKEN
 
-/// A planted fixture with its @PLANTED_KEY@ and @PLANTED_TOKEN@ replaced, written to `to`.
+/// A planted fixture with every @PLANTED_KEY@ and @PLANTED_TOKEN@ replaced, written to `to`.
 fs::path writePlanted(const std::string& fixture, const fs::path& to) {
   std::string text = readText(sourcePath(fixture));
   for (auto [placeholder, value] : {std::pair{"@PLANTED_KEY@", kPlantedKey}, std::pair{"@PLANTED_TOKEN@", kPlantedToken}}) {
     size_t at = text.find(placeholder);
     EXPECT_NE(at, std::string::npos) << fixture;
-    text.replace(at, std::string(placeholder).size(), value);
+    for (; at != std::string::npos; at = text.find(placeholder, at))
+      text.replace(at, std::string(placeholder).size(), value);
   }
   std::ofstream(to) << text;
   return to;
@@ -225,7 +226,7 @@ TEST(Redaction, CampaignTriageAndReportsNeverWriteASecret) {
   expectNoSecret(report.output, "report output");
   EXPECT_EQ(filesHoldingSecrets(out), std::vector<std::string>{});
 
-  EXPECT_NE(readText(out / "cmdline").find("--llm-model '[REDACTED:PLANTED_GITHUB_TOKEN]'"), std::string::npos)
+  EXPECT_NE(readText(out / "cmdline").find("--llm-model [REDACTED:PLANTED_GITHUB_TOKEN]"), std::string::npos)
       << readText(out / "cmdline");
   std::string db = readText(out / "findings.sqlite") + readText(out / "findings.sqlite-wal");
   EXPECT_NE(db.find("[REDACTED:TCFUZZ_LLM_API_KEY]"), std::string::npos);
