@@ -36,7 +36,7 @@ int severityRank(const std::string& severity) {
 }
 
 void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
-                const std::filesystem::path& root) {
+                const std::filesystem::path& root, const SecretRedactor& secrets) {
   std::vector<const BugReport*> sorted;
   int64_t rawFindings = 0;
   for (const auto& bug : bugs) {
@@ -103,8 +103,8 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
   html += "</tbody>\n</table>\n</body>\n</html>\n";
 
   makeDirectories(root);
-  writeFileAtomically(root / "index.md", md);
-  writeFileAtomically(root / "index.html", html);
+  writeFileAtomically(root / "index.md", secrets.mask(md));
+  writeFileAtomically(root / "index.html", secrets.mask(html));
 }
 
 }  // namespace tcfuzz::oracles

@@ -7,14 +7,16 @@
 #include <vector>
 
 #include "oracles/BugReport.h"
+#include "oracles/SecretRedactor.h"
 
 namespace tcfuzz::oracles {
 
 /// index.md and index.html (static, self-contained, no scripts fetched from anywhere) in `root`:
 /// one row per bug sorted by severity rank (crash, hang, wrong-result, accepts-invalid), then hits;
-/// each links to crashes/<id>/report.md. `campaignStats` (fuzzer_stats keys) heads the page.
+/// each links to crashes/<id>/report.md. `campaignStats` (fuzzer_stats keys) heads the page. Both
+/// files are masked with `secrets`.
 void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
-                const std::filesystem::path& root);
+                const std::filesystem::path& root, const SecretRedactor& secrets);
 
 /// Sort rank of a severity: crash 0, hang 1, wrong-result 2, accepts-invalid 3, anything else 4.
 int severityRank(const std::string& severity);

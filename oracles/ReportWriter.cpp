@@ -479,19 +479,23 @@ nlohmann::json reportMeta(const BugReport& bug) {
   };
 }
 
-void writeReportFolder(const BugReport& bug, const std::string& reproPy, const std::filesystem::path& dir) {
+void writeReportFolder(const BugReport& bug, const std::string& reproPy, const std::filesystem::path& dir,
+                       const SecretRedactor& secrets) {
+  auto write = [&](const std::filesystem::path& file, std::string_view text) {
+    writeFileAtomically(file, secrets.mask(text));
+  };
   makeDirectories(dir);
   // A rewrite drops meta.json first: until the new one lands, the folder reads as incomplete rather
   // than as complete with files from two versions.
   removeIfPresent(dir / kMetaFile);
-  writeFileAtomically(dir / kReproFile, reproPy);
-  writeFileAtomically(dir / kReportFile, renderReportMarkdown(bug, reproPy));
-  writeFileAtomically(dir / kProgramFile, bug.repro.programIr.dump(2) + "\n");
+  write(dir / kReproFile, reproPy);
+  write(dir / kReportFile, renderReportMarkdown(bug, reproPy));
+  write(dir / kProgramFile, bug.repro.programIr.dump(2) + "\n");
   if (bug.originalProgramPy.empty())
     removeIfPresent(dir / kOriginalFile);  // stale from an earlier triage that had one
   else
-    writeFileAtomically(dir / kOriginalFile, bug.originalProgramPy);
-  writeFileAtomically(dir / kMetaFile, reportMeta(bug).dump(2) + "\n");
+    write(dir / kOriginalFile, bug.originalProgramPy);
+  write(dir / kMetaFile, reportMeta(bug).dump(2) + "\n");
 }
 
 }  // namespace tcfuzz::oracles

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/BugReport.h"
+#include "oracles/SecretRedactor.h"
 
 namespace tcfuzz::oracles {
 
@@ -21,7 +22,9 @@ std::string renderReportMarkdown(const BugReport& bug, const std::string& reproP
 nlohmann::json reportMeta(const BugReport& bug);
 
 /// Writes dir/{repro.py, report.md, program.json, meta.json} (and original.py: the witness before
-/// minimization), each atomically; meta.json last, so a folder with meta.json is complete.
-void writeReportFolder(const BugReport& bug, const std::string& reproPy, const std::filesystem::path& dir);
+/// minimization), each atomically and masked with `secrets`; meta.json last, so a folder with
+/// meta.json is complete.
+void writeReportFolder(const BugReport& bug, const std::string& reproPy, const std::filesystem::path& dir,
+                       const SecretRedactor& secrets);
 
 }  // namespace tcfuzz::oracles

@@ -437,7 +437,7 @@ TEST(ReportWriter, MetaHasTimesSizesConfigsAndSignature) {
 TEST(ReportWriter, FolderHoldsExactlyItsFilesAndRewritesIdempotently) {
   fs::path dir = freshDir("folder") / "crashes" / "abc";
   BugReport bug = crashBug();
-  writeReportFolder(bug, kReproPy, dir);
+  writeReportFolder(bug, kReproPy, dir, tcfuzz::SecretRedactor{});
   EXPECT_EQ(filesIn(dir), (std::set<std::string>{"repro.py", "report.md", "program.json", "original.py", "meta.json"}));
   EXPECT_EQ(slurp(dir / "repro.py"), kReproPy);
   EXPECT_EQ(slurp(dir / "report.md"), renderReportMarkdown(bug, kReproPy));
@@ -448,7 +448,7 @@ TEST(ReportWriter, FolderHoldsExactlyItsFilesAndRewritesIdempotently) {
 
   std::map<std::string, std::string> before;
   for (const auto& name : filesIn(dir)) before[name] = slurp(dir / name);
-  writeReportFolder(bug, kReproPy, dir);
+  writeReportFolder(bug, kReproPy, dir, tcfuzz::SecretRedactor{});
   std::map<std::string, std::string> after;
   for (const auto& name : filesIn(dir)) after[name] = slurp(dir / name);
   EXPECT_EQ(before, after);
@@ -457,7 +457,7 @@ TEST(ReportWriter, FolderHoldsExactlyItsFilesAndRewritesIdempotently) {
   std::ofstream(dir / "notes.txt") << "mine\n";
   bug.originalProgramPy.clear();
   bug.hits = 18;
-  writeReportFolder(bug, kReproPy, dir);
+  writeReportFolder(bug, kReproPy, dir, tcfuzz::SecretRedactor{});
   EXPECT_EQ(filesIn(dir), (std::set<std::string>{"repro.py", "report.md", "program.json", "meta.json", "notes.txt"}));
   EXPECT_EQ(json::parse(slurp(dir / "meta.json"))["hits"], 18);
   fs::remove_all(dir.parent_path().parent_path());
@@ -468,7 +468,7 @@ TEST(ReportWriter, FolderWriteFailureNamesThePath) {
   fs::create_directories(root);
   std::ofstream(root / "file") << "x";
   try {
-    writeReportFolder(crashBug(), kReproPy, root / "file" / "abc");
+    writeReportFolder(crashBug(), kReproPy, root / "file" / "abc", tcfuzz::SecretRedactor{});
     FAIL() << "no exception";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find((root / "file").string()), std::string::npos) << e.what();
@@ -497,7 +497,7 @@ TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
   hang.hits = 1;
   wrong.hits = 50;
   fs::path root = freshDir("index");
-  writeIndex({wrong, crashFew, hang, crashMany}, {{"run_time", "3600"}, {"execs_done", "12000"}}, root);
+  writeIndex({wrong, crashFew, hang, crashMany}, {{"run_time", "3600"}, {"execs_done", "12000"}}, root, tcfuzz::SecretRedactor{});
   EXPECT_EQ(filesIn(root), (std::set<std::string>{"index.md", "index.html"}));
 
   std::string md = slurp(root / "index.md");

@@ -31,7 +31,8 @@ std::string readText(const fs::path& path) {
 
 }  // namespace
 
-CampaignOutput::CampaignOutput(fs::path root, OpenMode mode) : root_(fs::absolute(std::move(root))) {
+CampaignOutput::CampaignOutput(fs::path root, OpenMode mode, SecretRedactor secrets)
+    : root_(fs::absolute(std::move(root))), secrets_(std::move(secrets)) {
   bool exists = fs::exists(storePath());
   if (mode == OpenMode::Resume && !exists)
     throw CampaignDirError(fmt::format("{} holds no campaign to resume (no findings.sqlite)", root_.string()));
@@ -59,6 +60,10 @@ CampaignOutput::~CampaignOutput() {
   if (lockFd_ >= 0) ::close(lockFd_);  // releases the flock
 }
 
+void CampaignOutput::writeMasked(const fs::path& path, std::string_view content) const {
+  writeFileAtomically(path, secrets_.mask(content));
+}
+
 void CampaignOutput::appendCmdline(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& a : argv) {
@@ -69,19 +74,19 @@ void CampaignOutput::appendCmdline(const std::vector<std::string>& argv) {
     line += plain ? a : "'" + std::regex_replace(a, std::regex("'"), "'\\''") + "'";
   }
   std::string old = fs::exists(root_ / "cmdline") ? readText(root_ / "cmdline") : "";
-  writeFileAtomically(root_ / "cmdline", old + line + "\n");
+  writeMasked(root_ / "cmdline", old + line + "\n");
 }
 
 void CampaignOutput::writeQueueEntry(const std::string& name, const gen::Graph& graph, const std::string& python) {
-  writeFileAtomically(queueDir() / (name + ".py"), python);
-  writeFileAtomically(queueDir() / (name + ".json"), graph.toJson().dump(1) + "\n");
+  writeMasked(queueDir() / (name + ".py"), python);
+  writeMasked(queueDir() / (name + ".json"), graph.toJson().dump(1) + "\n");
 }
 
 void CampaignOutput::writeStateLeakSuspect(int64_t index, const std::string& python, const nlohmann::json& result) {
   fs::path dir = root_ / "state-leaks";
   makeDirectories(dir);
-  writeFileAtomically(dir / fmt::format("{:06d}.py", index), python);
-  writeFileAtomically(dir / fmt::format("{:06d}.json", index), result.dump(1) + "\n");
+  writeMasked(dir / fmt::format("{:06d}.py", index), python);
+  writeMasked(dir / fmt::format("{:06d}.json", index), result.dump(1) + "\n");
 }
 
 fs::path CampaignOutput::quarantine(const fs::path& file) {
@@ -123,10 +128,10 @@ void CampaignOutput::writeFindingFolder(const FindingRecord& f) {
   if (hasFindingFolder(f.signatureId)) return;
   fs::path dir = crashesDir() / f.signatureId;
   makeDirectories(dir);
-  writeFileAtomically(dir / "program.py", f.programPy);
-  writeFileAtomically(dir / "program.json", f.programJson.empty() ? "{}\n" : f.programJson + "\n");
+  writeMasked(dir / "program.py", f.programPy);
+  writeMasked(dir / "program.json", f.programJson.empty() ? "{}\n" : f.programJson + "\n");
   json result = json::parse(f.result, nullptr, false);
-  writeFileAtomically(dir / "result.json", (result.is_discarded() ? json(f.result) : result).dump(1) + "\n");
+  writeMasked(dir / "result.json", (result.is_discarded() ? json(f.result) : result).dump(1) + "\n");
   json meta{{"signature_id", f.signatureId},
             {"signature", json::parse(f.signature, nullptr, false)},
             {"verdict", f.verdict},
@@ -137,7 +142,7 @@ void CampaignOutput::writeFindingFolder(const FindingRecord& f) {
             {"first_seen", f.foundAt},
             {"note", "first witness; every hit is a row of findings.sqlite (SELECT * FROM findings WHERE "
                      "signature_id = '" + f.signatureId + "')"}};
-  writeFileAtomically(dir / "meta.json", meta.dump(1) + "\n");  // last: its presence marks a complete folder
+  writeMasked(dir / "meta.json", meta.dump(1) + "\n");  // last: its presence marks a complete folder
 }
 
 void CampaignOutput::writeStats(const std::vector<std::pair<std::string, std::string>>& stats) {
@@ -145,7 +150,7 @@ void CampaignOutput::writeStats(const std::vector<std::pair<std::string, std::st
   for (const auto& [k, v] : stats) width = std::max(width, k.size());
   std::string text;
   for (const auto& [k, v] : stats) text += fmt::format("{:<{}} : {}\n", k, width, v);
-  writeFileAtomically(root_ / "fuzzer_stats", text);
+  writeMasked(root_ / "fuzzer_stats", text);
 }
 
 std::optional<std::map<std::string, std::string>> CampaignOutput::checkStats(std::vector<std::string>& problems) {
@@ -180,6 +185,7 @@ void CampaignOutput::appendPlot(const PlotRow& r) {
             "torch_share\n";
   line += fmt::format("{:.0f}, {:.0f}, {}, {:.2f}, {}, {}, {}, {}, {:.3f}\n", r.unixTime, r.runSeconds, r.programs,
                       r.programsPerMinute, r.queue, r.features, r.findings, r.uniqueSignatures, r.torchShare);
+  line = secrets_.mask(line);
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throwFileError("write", file, errno);
   ssize_t put = ::write(fd, line.data(), line.size());

@@ -19,6 +19,7 @@
 
 #include "fuzzer/campaign/FindingStore.h"
 #include "oracles/AtomicFile.h"
+#include "oracles/SecretRedactor.h"
 #include "generators/Graph.h"
 
 namespace tcfuzz {
@@ -42,7 +43,8 @@ class CampaignOutput {
   enum class OpenMode { Fresh, Resume };
   /// Fresh: creates the layout; refuses a directory that already holds a campaign. Resume: requires
   /// one. Either way takes an exclusive lock (a second tcfuzz on the same directory is refused).
-  CampaignOutput(std::filesystem::path root, OpenMode mode);
+  /// Every file it writes is masked with `secrets` first.
+  CampaignOutput(std::filesystem::path root, OpenMode mode, SecretRedactor secrets);
   ~CampaignOutput();
   CampaignOutput(const CampaignOutput&) = delete;
   CampaignOutput& operator=(const CampaignOutput&) = delete;
@@ -89,9 +91,14 @@ class CampaignOutput {
 
   /// Moves `file` into quarantine/ under a unique name and returns the new path.
   std::filesystem::path quarantine(const std::filesystem::path& file);
+  const SecretRedactor& secrets() const { return secrets_; }
 
  private:
+  /// writeFileAtomically of `content` masked: the one way this class writes a whole file.
+  void writeMasked(const std::filesystem::path& path, std::string_view content) const;
+
   std::filesystem::path root_;
+  SecretRedactor secrets_;
   int lockFd_ = -1;
 };
 

@@ -2,6 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <string_view>
+#include <type_traits>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <SQLiteCpp/VariadicBind.h>
 #include <fmt/format.h>
@@ -43,6 +46,23 @@ bool isDiskFull(const SQLite::Exception& e) {
 
 }  // namespace
 
+namespace {
+
+/// `value` as stored: text masked, numbers as they are.
+template <class T>
+auto storedValue(const SecretRedactor& secrets, const T& value) {
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) return secrets.mask(value);
+  else return value;
+}
+
+/// SQLite::bind of every value, text masked with `secrets`: the one way a row is written.
+template <class... Values>
+void bindMasked(SQLite::Statement& s, const SecretRedactor& secrets, const Values&... values) {
+  SQLite::bind(s, storedValue(secrets, values)...);
+}
+
+}  // namespace
+
 template <class F>
 void FindingStore::write(const char* what, F&& body) {
   try {
@@ -56,7 +76,8 @@ void FindingStore::write(const char* what, F&& body) {
   }
 }
 
-FindingStore::FindingStore(const std::filesystem::path& file) : file_(file) {
+FindingStore::FindingStore(const std::filesystem::path& file, SecretRedactor secrets)
+    : file_(file), secrets_(std::move(secrets)) {
   try {
     db_ = std::make_unique<SQLite::Database>(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     db_->setBusyTimeout(5000);
@@ -88,7 +109,7 @@ FindingStore::~FindingStore() = default;
 void FindingStore::setMeta(const std::string& key, const std::string& value) {
   write("record campaign metadata", [&] {
     SQLite::Statement s(*db_, "INSERT OR REPLACE INTO campaign(key, value) VALUES (?, ?)");
-    SQLite::bind(s, key, value);
+    bindMasked(s, secrets_, key, value);
     s.exec();
   });
 }
@@ -106,21 +127,21 @@ void FindingStore::recordProgram(const ProgramRecord& p, std::vector<FindingReco
     SQLite::Statement prog(*db_,
                            "INSERT OR REPLACE INTO programs(idx, hash, origin, parent, config, verdict, reason, "
                            "new_features, wall_s, torch_s, finished_at, phases) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-    SQLite::bind(prog, p.index, p.hash, p.origin, p.parent, p.config, p.verdict, p.reason, p.newFeatures,
+    bindMasked(prog, secrets_, p.index, p.hash, p.origin, p.parent, p.config, p.verdict, p.reason, p.newFeatures,
                  p.wallSeconds, p.torchSeconds, p.finishedAt, p.phases.empty() ? std::string("{}") : p.phases);
     prog.exec();
     for (auto& f : findings) {
       SQLite::Statement s(*db_,
                           "INSERT INTO findings(program_idx, found_at, verdict, reason, signature_id, signature, config, "
                           "program_json, program_py, result, torch) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-      SQLite::bind(s, f.programIndex, f.foundAt, f.verdict, f.reason, f.signatureId, f.signature, f.config,
+      bindMasked(s, secrets_, f.programIndex, f.foundAt, f.verdict, f.reason, f.signatureId, f.signature, f.config,
                    f.programJson, f.programPy, f.result, f.torch);
       s.exec();
       f.id = db_->getLastInsertRowid();
     }
     for (const auto& feature : newFeatures) {
       SQLite::Statement s(*db_, "INSERT OR IGNORE INTO features(feature, first_idx) VALUES (?, ?)");
-      SQLite::bind(s, feature, p.index);
+      bindMasked(s, secrets_, feature, p.index);
       s.exec();
     }
     if (queued) insertQueueRow(*queued);
@@ -131,7 +152,7 @@ void FindingStore::insertQueueRow(const QueueRecord& q) {
   SQLite::Statement s(*db_,
                       "INSERT OR REPLACE INTO queue(name, idx, hash, parent, new_features, added_at, program_json) "
                       "VALUES (?,?,?,?,?,?,?)");
-  SQLite::bind(s, q.name, q.programIndex, q.hash, q.parent, q.newFeatures, q.addedAt, q.programJson);
+  bindMasked(s, secrets_, q.name, q.programIndex, q.hash, q.parent, q.newFeatures, q.addedAt, q.programJson);
   s.exec();
 }
 
@@ -142,7 +163,7 @@ void FindingStore::addQueueRecord(const QueueRecord& q) {
 void FindingStore::removeQueueRecord(const std::string& name) {
   write("remove a queue entry", [&] {
     SQLite::Statement s(*db_, "DELETE FROM queue WHERE name = ?");
-    s.bind(1, name);
+    bindMasked(s, secrets_, name);  // as stored
     s.exec();
   });
 }
@@ -229,7 +250,7 @@ void FindingStore::saveTriage(const TriageRecord& row) {
     SQLite::Statement s(*db_,
                         "INSERT OR REPLACE INTO triage(signature_id, finding_id, status, final_signature_id, "
                         "final_signature, data, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
-    SQLite::bind(s, row.signatureId, row.findingId, row.status, row.finalSignatureId, row.finalSignature, row.data,
+    bindMasked(s, secrets_, row.signatureId, row.findingId, row.status, row.finalSignatureId, row.finalSignature, row.data,
                  row.updatedAt);
     s.exec();
   });

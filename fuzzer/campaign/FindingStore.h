@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "oracles/AtomicFile.h"  // DiskFullError: a full disk stops the campaign with its state saved
+#include "oracles/SecretRedactor.h"
 
 namespace SQLite {
 class Database;
@@ -96,8 +97,9 @@ struct StoreTotals {
 /// A SQLite database in WAL mode. Not thread-safe: the campaign serializes calls.
 class FindingStore {
  public:
-  /// Opens or creates the store; throws StoreError (or DiskFullError).
-  explicit FindingStore(const std::filesystem::path& file);
+  /// Opens or creates the store; throws StoreError (or DiskFullError). Every text value written is
+  /// masked with `secrets` first (the default masks nothing: a store that is only read).
+  explicit FindingStore(const std::filesystem::path& file, SecretRedactor secrets = {});
   ~FindingStore();
   FindingStore(const FindingStore&) = delete;
   FindingStore& operator=(const FindingStore&) = delete;
@@ -132,6 +134,7 @@ class FindingStore {
   void insertQueueRow(const QueueRecord& entry);
 
   std::filesystem::path file_;
+  SecretRedactor secrets_;
   std::unique_ptr<SQLite::Database> db_;
 };
 

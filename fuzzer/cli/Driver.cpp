@@ -19,6 +19,7 @@
 #include "fuzzer/campaign/CampaignOutput.h"
 #include "generators/OpCatalog.h"
 #include "oracles/OutputLoader.h"
+#include "oracles/SecretRedactor.h"
 #include "oracles/TorchInfo.h"
 
 namespace tcfuzz {
@@ -88,28 +89,31 @@ int runDriver(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
+  // Built once: the commands mask these secrets in what they write, and these two in what they print.
+  const SecretRedactor secrets = secretsFrom(options);
+  StreamRedaction maskedOut(std::cout, secrets), maskedErr(std::cerr, secrets);
   if (version) {
     std::cout << versionText();
     return kExitOk;
   }
   try {
-    if (run->parsed()) return runCommand(options, programs);
-    if (gen->parsed()) return genCommand(options);
+    if (run->parsed()) return runCommand(options, programs, secrets);
+    if (gen->parsed()) return genCommand(options, secrets);
     if (fuzz->parsed()) {
       std::set<std::string> given;
       for (const CLI::Option* opt : fuzz->get_options())
         if (opt->count() > 0)
           for (const auto& name : opt->get_lnames()) given.insert("--" + name);
-      return fuzzCommand(options, given, std::vector<std::string>(argv, argv + argc));
+      return fuzzCommand(options, given, std::vector<std::string>(argv, argv + argc), secrets);
     }
-    if (triage->parsed()) return triageCommand(options, campaignDir);
-    if (minimize->parsed()) return minimizeCommand(options, findingPath);
-    if (report->parsed()) return reportCommand(options, campaignDir);
+    if (triage->parsed()) return triageCommand(options, campaignDir, secrets);
+    if (minimize->parsed()) return minimizeCommand(options, findingPath, secrets);
+    if (report->parsed()) return reportCommand(options, campaignDir, secrets);
     if (regress->parsed()) {
       if (regressDirs.empty())
         regressDirs.push_back(fs::exists("corpus/regressions") ? std::string("corpus/regressions")
                                                                : std::string(TCFUZZ_SOURCE_DIR) + "/corpus/regressions");
-      return regressCommand(options, regressDirs);
+      return regressCommand(options, regressDirs, secrets);
     }
     if (ops->parsed()) return opsCommand(opsJson);
   } catch (const std::invalid_argument& e) {

@@ -1,5 +1,7 @@
 #include "fuzzer/cli/Settings.h"
 
+#include <unistd.h>  // environ
+
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -32,8 +34,9 @@ ScratchDir::~ScratchDir() {
   if (!keep_) fs::remove_all(path_, ec);
 }
 
-WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, int defaultChildJobs) {
+WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, const SecretRedactor& secrets, int defaultChildJobs) {
   WorkerSpec spec;
+  spec.secrets = secrets;
   spec.sandbox = parseSandboxKind(o.sandbox);
   if (spec.sandbox == SandboxKind::Bubblewrap)
     if (std::string problem = probeBubblewrap(); !problem.empty()) throw WorkerStartError(problem);
@@ -109,8 +112,9 @@ void adoptCampaignIdentity(const FindingStore& store, TestSettings& s) {
   if (id.contains("memory_mb") && id["memory_mb"].is_number_integer()) s.limits.memoryMb = id["memory_mb"];
 }
 
-TriageSettings triageSettingsFrom(const Options& o, int workers) {
+TriageSettings triageSettingsFrom(const Options& o, int workers, const SecretRedactor& secrets) {
   TriageSettings t;
+  t.secrets = secrets;
   t.test = testSettingsFrom(o, workers);
   if (!o.minimizer.empty()) {
     try {
@@ -128,8 +132,9 @@ TriageSettings triageSettingsFrom(const Options& o, int workers) {
   return t;
 }
 
-LlmSettings llmSettingsFrom(const Options& o, const std::set<std::string>& given) {
+LlmSettings llmSettingsFrom(const Options& o, const std::set<std::string>& given, const SecretRedactor& secrets) {
   LlmSettings ls;
+  ls.secrets = secrets;
   ls.mode = o.llm;
   if (!o.llmUrl.empty()) {
     if (given.count("--llm") && o.llm != "remote")
@@ -198,6 +203,8 @@ fs::path campaignStorePath(const fs::path& dir) {
     throw std::invalid_argument(fmt::format("{} holds no campaign (no findings.sqlite)", dir.string()));
   return store;
 }
+
+SecretRedactor secretsFrom(const Options& o) { return SecretRedactor::fromEnvironment(environ, {o.llmApiKeyEnv}); }
 
 void logLine(const std::string& line) { std::cerr << "tcfuzz: " << line << std::endl; }
 

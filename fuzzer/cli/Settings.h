@@ -14,6 +14,7 @@
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/triage/Triage.h"
 #include "fuzzer/worker/WorkerPool.h"
+#include "oracles/SecretRedactor.h"
 
 namespace tcfuzz {
 
@@ -36,9 +37,10 @@ class ScratchDir {
 inline constexpr int kCampaignChildJobs = 200;
 
 /// The worker set-up the options describe, writing under workDir; `defaultChildJobs` stands for
-/// --child-jobs -1 (the command's default). Throws WorkerStartError when the bubblewrap sandbox is
-/// asked for and cannot run here.
-WorkerSpec workerSpecFrom(const Options& options, const std::filesystem::path& workDir, int defaultChildJobs = 1);
+/// --child-jobs -1 (the command's default); the zygotes' replies are masked with `secrets`. Throws
+/// WorkerStartError when the bubblewrap sandbox is asked for and cannot run here.
+WorkerSpec workerSpecFrom(const Options& options, const std::filesystem::path& workDir, const SecretRedactor& secrets,
+                          int defaultChildJobs = 1);
 
 /// The compile flags of the command line (--backend, --mode, --dynamic, --fullgraph, --inductor-config);
 /// std::invalid_argument for a bad --dynamic or override.
@@ -62,13 +64,18 @@ std::vector<std::string> torchLacks(const Hello& hello, CompileMatrix& matrix, b
 /// Records the pool's torch as the campaign's (store meta "torch"; campaignTorch reads it back).
 void recordCampaignTorch(FindingStore& store, const oracles::TorchInfo& torch);
 
-/// The triage knobs the options select (minimizer policy file, --no-ablation ...).
-TriageSettings triageSettingsFrom(const Options& options, int workers);
+/// The triage knobs the options select (minimizer policy file, --no-ablation ...); reports are masked
+/// with `secrets`.
+TriageSettings triageSettingsFrom(const Options& options, int workers, const SecretRedactor& secrets);
 
 /// The LLM settings of a session (not part of the campaign's identity: a resumed session may change
-/// them). `given` holds the long names of the flags on the command line; std::invalid_argument for
-/// a bad combination.
-LlmSettings llmSettingsFrom(const Options& options, const std::set<std::string>& given);
+/// them). `given` holds the long names of the flags on the command line; the reply log is masked with
+/// `secrets`. std::invalid_argument for a bad combination.
+LlmSettings llmSettingsFrom(const Options& options, const std::set<std::string>& given, const SecretRedactor& secrets);
+
+/// The secrets of this process's environment that tcfuzz masks in everything it writes (oracles/
+/// SecretRedactor): --llm-api-key-env's variable and every credential-named one. Built once, by the Driver.
+SecretRedactor secretsFrom(const Options& options);
 
 /// Parses --max-time: "600", "90s", "10m", "2h" (seconds; 0 = unbounded); std::invalid_argument otherwise.
 double parseDuration(const std::string& text);

@@ -268,7 +268,8 @@ void LlmProposer::logReply(const std::string& strategy, const std::string& targe
             {"reply", reply.substr(0, 4000)}};
   std::lock_guard lock(logMutex_);
   std::ofstream out(scratch_ / "replies.jsonl", std::ios::app);
-  out << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";  // a full disk only loses this log line
+  out << settings_.secrets.mask(line.dump(-1, ' ', false, json::error_handler_t::replace))
+      << "\n";  // a full disk only loses this log line
 }
 
 std::optional<LlmProposal> LlmProposer::take() {

@@ -30,6 +30,7 @@
 #include "generators/OpCatalog.h"
 #include "generators/PromptStrategy.h"
 #include "generators/PythonEmitter.h"
+#include "oracles/SecretRedactor.h"
 
 namespace tcfuzz {
 
@@ -46,6 +47,7 @@ struct LlmSettings {
   int maxFailures = 8;         ///< consecutive failed requests (remote) before going grammar-only
   double restartBackoffSeconds = 2;  ///< first restart delay, doubling
   std::filesystem::path promptsFile;  ///< replaces the built-in strategies when set
+  SecretRedactor secrets;             ///< masked in the reply log (work/llm/replies.jsonl)
 };
 
 /// A valid program the LLM proposed, with what is needed to credit its strategy.

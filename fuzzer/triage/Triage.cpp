@@ -287,7 +287,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
     b.torch = settings_.torch;
     b.collectEnv = env;
     b.campaign = fs::absolute(root_).string();
-    oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), root_ / "crashes" / b.id);
+    oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), root_ / "crashes" / b.id, settings_.secrets);
     reportIds.insert(b.id);
     bugs.push_back(std::move(b));
   }
@@ -296,7 +296,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
   std::vector<std::pair<std::string, std::string>> stats = fuzzerStats(root_);
   stats.emplace_back("raw_findings", std::to_string(findings.size()));
   stats.emplace_back("unique_bugs", std::to_string(bugs.size()));
-  oracles::writeIndex(bugs, stats, root_);
+  oracles::writeIndex(bugs, stats, root_, settings_.secrets);
   return bugs;
 }
 

@@ -19,6 +19,7 @@
 #include "fuzzer/worker/ProgramTester.h"
 #include "generators/OpCatalog.h"
 #include "oracles/Minimizer.h"
+#include "oracles/SecretRedactor.h"
 
 namespace tcfuzz {
 
@@ -31,6 +32,7 @@ struct TriageSettings {
   bool bisect = true;   ///< when the bug is Inductor's and torch has compiler_bisector
   bool verify = true;   ///< run repro.py in a clean process inside the sandbox
   oracles::TorchInfo torch;  ///< the workers' torch (WorkerPool::hello); reports name it
+  SecretRedactor secrets;    ///< masked in every report folder and index written
 };
 
 /// One case on its way through the pipeline: what it started as, and what the steps found so far.

@@ -47,7 +47,7 @@ std::string Worker::logTail() const {
   if (!process_) return "";
   std::ifstream in(process_->log);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
+  return spec_.secrets.mask(text.size() > 2000 ? text.substr(text.size() - 2000) : text);
 }
 
 const Hello& Worker::start() {
@@ -150,7 +150,7 @@ const Hello& Worker::start() {
 std::optional<std::string> Worker::readLine(Clock::time_point deadline) {
   while (true) {
     if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-      std::string line = buffer_.substr(0, nl);
+      std::string line = spec_.secrets.mask(std::string_view(buffer_).substr(0, nl));  // a secret a program printed
       buffer_.erase(0, nl + 1);
       return line;
     }

@@ -17,6 +17,7 @@
 
 #include "fuzzer/worker/Protocol.h"
 #include "fuzzer/worker/Sandbox.h"
+#include "oracles/SecretRedactor.h"
 
 namespace tcfuzz {
 
@@ -37,6 +38,7 @@ struct WorkerSpec {
   int maxOpenFiles = 4096; ///< RLIMIT_NOFILE of workers (0: inherited)
   int childJobs = 1;       ///< program jobs one warm persistent child serves before it is replaced (<= 1: none)
   int childRssMb = 3072;   ///< a persistent child whose RSS exceeds this is replaced after its job (0: no bound)
+  SecretRedactor secrets;  ///< masked in every line the zygote sends and in its log tail (results carry no secret)
 };
 
 /// The zygote could not be started, or its interpreter has no usable torch (none, or older than

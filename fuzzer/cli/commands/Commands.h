@@ -1,23 +1,25 @@
 #pragma once
 // The subcommands of tcfuzz, one file each (RunCommand.cpp, GenCommand.cpp, ...). Each turns its
 // Options into settings (fuzzer/cli/Settings.h), runs, and returns the process exit code; the
-// Driver parses argv and dispatches here.
+// Driver parses argv and dispatches here. Each command masks `secrets` (the Driver's, built once from
+// the environment) in every file and database row it writes; the Driver masks stdout and stderr.
 #include <set>
 #include <string>
 #include <vector>
 
 #include "fuzzer/cli/Options.h"
 #include "generators/OpCatalog.h"
+#include "oracles/SecretRedactor.h"
 
 namespace tcfuzz {
 
 /// `tcfuzz run`: each program in eager (twice), compiled and fp64, printed as text or JSON lines.
 /// Returns the exit code of the first program that did not agree (oracles::exitCodeFor).
-int runCommand(const Options& options, const std::vector<std::string>& programs);
+int runCommand(const Options& options, const std::vector<std::string>& programs, const SecretRedactor& secrets);
 
 /// `tcfuzz gen`: generates options.count programs from (seed, start..start+count-1); writes .py and
 /// .json files to options.out when set; with --validate runs each once in eager.
-int genCommand(const Options& options);
+int genCommand(const Options& options, const SecretRedactor& secrets);
 
 /// `tcfuzz ops`: prints catalogReport of the default catalog.
 int opsCommand(bool json);
@@ -32,23 +34,24 @@ std::string catalogReport(const gen::OpCatalog& catalog, bool json);
 /// `tcfuzz fuzz`: runs or resumes a campaign. `given` holds the long names of the flags present on
 /// the command line (a given compile flag pins that dimension); `argv` is recorded in OUT/cmdline.
 /// Returns 0 when a bound or a signal ended it, 3 when the disk filled or workers failed.
-int fuzzCommand(const Options& options, const std::set<std::string>& given, const std::vector<std::string>& argv);
+int fuzzCommand(const Options& options, const std::set<std::string>& given, const std::vector<std::string>& argv,
+                const SecretRedactor& secrets);
 
 /// `tcfuzz triage OUT`: triages every untriaged signature of a campaign directory, then rewrites its
 /// reports and index. Refuses a directory a running campaign holds (that campaign triages by itself).
-int triageCommand(const Options& options, const std::string& campaignDir);
+int triageCommand(const Options& options, const std::string& campaignDir, const SecretRedactor& secrets);
 
 /// `tcfuzz minimize FINDING`: minimizes one finding, a crashes/<id>/ folder (program.json with
 /// meta.json's config) or an IR file tested under the command line's compile flags; writes a report folder.
-int minimizeCommand(const Options& options, const std::string& finding);
+int minimizeCommand(const Options& options, const std::string& finding, const SecretRedactor& secrets);
 
 /// `tcfuzz report OUT`: rewrites crashes/<id>/ reports and index.md/index.html from findings.sqlite
 /// (no torch runs).
-int reportCommand(const Options& options, const std::string& campaignDir);
+int reportCommand(const Options& options, const std::string& campaignDir, const SecretRedactor& secrets);
 
 /// `tcfuzz regress [DIR...]`: re-runs known findings (folders with program.json and finding.json)
 /// under the torch of each --python and writes a CSV: name, expected and observed verdict and signature,
 /// status (still-failing, fixed, changed-signature, error).
-int regressCommand(const Options& options, const std::vector<std::string>& dirs);
+int regressCommand(const Options& options, const std::vector<std::string>& dirs, const SecretRedactor& secrets);
 
 }  // namespace tcfuzz

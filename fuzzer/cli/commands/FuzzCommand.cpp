@@ -129,7 +129,8 @@ std::string endText(CampaignEnd end) {
 
 }  // namespace
 
-int fuzzCommand(const Options& o, const std::set<std::string>& given, const std::vector<std::string>& argv) {
+int fuzzCommand(const Options& o, const std::set<std::string>& given, const std::vector<std::string>& argv,
+                const SecretRedactor& secrets) {
   bool resume = !o.resume.empty();
   if (!resume && o.output.empty())
     throw std::invalid_argument("fuzz needs -o OUT for a new campaign, or --resume OUT to continue one");
@@ -139,7 +140,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   if (o.maxPrograms < 0) throw std::invalid_argument("--max-programs must be >= 0");
   if (o.status != "auto" && o.status != "screen" && o.status != "log")
     throw std::invalid_argument("--status takes auto, screen or log, not " + o.status);
-  LlmSettings llmSettings = llmSettingsFrom(o, given);
+  LlmSettings llmSettings = llmSettingsFrom(o, given, secrets);
 
   auto startedAt = std::chrono::steady_clock::now();
   // The stop is bounded: past these deadlines the process exits as it stands (every judged program
@@ -167,8 +168,8 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   });
 
   fs::path root = resume ? o.resume : o.output;
-  CampaignOutput output(root, resume ? CampaignOutput::OpenMode::Resume : CampaignOutput::OpenMode::Fresh);
-  FindingStore store(output.storePath());
+  CampaignOutput output(root, resume ? CampaignOutput::OpenMode::Resume : CampaignOutput::OpenMode::Fresh, secrets);
+  FindingStore store(output.storePath(), secrets);
 
   CampaignIdentity id;
   if (resume) {
@@ -193,7 +194,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
 
   Options workerOptions = o;
   workerOptions.device = id.device;
-  WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir(), kCampaignChildJobs);
+  WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir(), secrets, kCampaignChildJobs);
   int workers = workerCount(o);
   int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
@@ -262,12 +263,12 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   std::atomic<bool> triageStop{false};
   std::thread triager;
   if (!o.noTriage) {
-    TriageSettings ts = triageSettingsFrom(o, workers);
+    TriageSettings ts = triageSettingsFrom(o, workers, secrets);
     ts.test = settings.test;
     ts.torch = settings.torch;
     ts.test.persistent = false;  // triage replays every finding in fresh processes
     ts.test.confirmFindings = false;
-    triageStore.emplace(output.storePath());
+    triageStore.emplace(output.storePath(), secrets);
     triage.emplace(catalog, ts, output.root(), *triageStore, &tester,
                    [&view](const std::string& line) { view.event("triage: " + line); });
     triager = std::thread([&] {

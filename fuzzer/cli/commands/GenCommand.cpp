@@ -97,9 +97,9 @@ bool outputsFinite(const oracles::RunResult& r, const fs::path& jobDir) {
   return true;
 }
 
-ValidationReport validate(const Options& o, const std::vector<WrittenProgram>& programs) {
+ValidationReport validate(const Options& o, const std::vector<WrittenProgram>& programs, const SecretRedactor& secrets) {
   ScratchDir work(o.workDir, o.keep);
-  WorkerSpec spec = workerSpecFrom(o, work.path());
+  WorkerSpec spec = workerSpecFrom(o, work.path(), secrets);
   WorkerPool pool(spec, static_cast<size_t>(workerCount(o)));
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   TestSettings settings;
@@ -177,7 +177,7 @@ int repairCommand(const Options& o, const gen::OpCatalog& catalog) {
 
 }  // namespace
 
-int genCommand(const Options& o) {
+int genCommand(const Options& o, const SecretRedactor& secrets) {
   if (o.count < 0) throw std::invalid_argument("--count must be >= 0");
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   if (!o.from.empty()) return repairCommand(o, catalog);
@@ -241,7 +241,7 @@ int genCommand(const Options& o) {
              {"per_1000_programs_scale", perK},
              {"z3_calls", generator.solverCalls()},
              {"repair", generator.stats().toJson()}};
-  if (o.validate) stats["eager_validation"] = validate(o, written).toJson();
+  if (o.validate) stats["eager_validation"] = validate(o, written, secrets).toJson();
 
   if (o.json) {
     std::cout << stats.dump(2) << "\n";

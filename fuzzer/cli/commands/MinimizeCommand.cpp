@@ -18,11 +18,11 @@ namespace tcfuzz {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int minimizeCommand(const Options& o, const std::string& finding) {
+int minimizeCommand(const Options& o, const std::string& finding, const SecretRedactor& secrets) {
   fs::path path = finding;
   oracles::MinimizeCase start;
   int workers = workerCount(o);
-  TriageSettings settings = triageSettingsFrom(o, workers);
+  TriageSettings settings = triageSettingsFrom(o, workers, secrets);
   fs::path outDir;
   if (fs::is_directory(path)) {
     // A crashes/<id>/ folder: the campaign's first witness (meta.json "config") or a report (meta.json "config.original").
@@ -55,8 +55,8 @@ int minimizeCommand(const Options& o, const std::string& finding) {
 
   ScratchDir work(o.workDir, o.keep);
   InterruptCleanup interrupt(work.kept() ? std::vector<fs::path>{} : std::vector<fs::path>{work.path()});
-  FindingStore scratchStore(work.path() / "minimize.sqlite");
-  WorkerPool pool(workerSpecFrom(o, work.path()), static_cast<size_t>(workers));
+  FindingStore scratchStore(work.path() / "minimize.sqlite", secrets);
+  WorkerPool pool(workerSpecFrom(o, work.path(), secrets), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
@@ -71,7 +71,7 @@ int minimizeCommand(const Options& o, const std::string& finding) {
   b.originalProgramPy = gen::PythonEmitter(catalog).emit(start.graph);
   b.originalConfig = oracles::findingConfig(start.compile, start.backward);
   b.torch = settings.torch;
-  oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), outDir);
+  oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), outDir, secrets);
   std::cout << fmt::format("{}\n  {} -> {} nodes ({} candidates tested), component: {}, repro.py {}\n  written to {}\n",
                            b.title, t.originalNodes, t.repro.nodes, t.minimization.candidatesTested, t.component,
                            !t.reproVerified ? "not verified" : *t.reproVerified ? "verified" : "NOT verified",

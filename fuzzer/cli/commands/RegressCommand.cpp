@@ -129,7 +129,7 @@ std::vector<std::string> interpretersFrom(const Options& o) {
 
 }  // namespace
 
-int regressCommand(const Options& o, const std::vector<std::string>& dirs) {
+int regressCommand(const Options& o, const std::vector<std::string>& dirs, const SecretRedactor& secrets) {
   std::vector<std::string> pythons = interpretersFrom(o);
   if (o.bisectReleases && pythons.size() < 2)
     throw std::invalid_argument(fmt::format(
@@ -141,7 +141,7 @@ int regressCommand(const Options& o, const std::vector<std::string>& dirs) {
   TestSettings base = testSettingsFrom(o, workers);
   ScratchDir work(o.workDir, o.keep);
   InterruptCleanup interrupt(work.kept() ? std::vector<fs::path>{} : std::vector<fs::path>{work.path()});
-  WorkerSpec spec = workerSpecFrom(o, work.path());  // throws here, once, when the sandbox cannot run
+  WorkerSpec spec = workerSpecFrom(o, work.path(), secrets);  // throws here, once, when the sandbox cannot run
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   gen::PythonEmitter emitter(catalog);
 
@@ -186,8 +186,8 @@ int regressCommand(const Options& o, const std::vector<std::string>& dirs) {
   bool several = matrix.columnCount() > 1;
   std::string markdown = matrix.markdown(o.bisectReleases);
   if (!o.out.empty()) {
-    writeFileAtomically(o.out, matrix.csv());
-    writeFileAtomically(o.out + ".md", markdown);
+    writeFileAtomically(o.out, secrets.mask(matrix.csv()));
+    writeFileAtomically(o.out + ".md", secrets.mask(markdown));
     logLine(fmt::format("wrote {} and {}.md", o.out, o.out));
   } else if (several) {
     logLine("the CSV (a row per finding and interpreter) is written with --out FILE");

@@ -14,11 +14,11 @@ namespace tcfuzz {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int reportCommand(const Options& o, const std::string& campaignDir) {
+int reportCommand(const Options& o, const std::string& campaignDir, const SecretRedactor& secrets) {
   fs::path root = campaignDir;
-  FindingStore store(campaignStorePath(root));
+  FindingStore store(campaignStorePath(root), secrets);
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
-  TriageSettings settings = triageSettingsFrom(o, 1);
+  TriageSettings settings = triageSettingsFrom(o, 1, secrets);
   settings.torch = campaignTorch(store);
   Triage reports(catalog, settings, root, store, nullptr, logLine);
   TriageSummary s = reports.rewriteReports();

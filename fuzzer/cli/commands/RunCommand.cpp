@@ -53,11 +53,11 @@ void printText(std::ostream& out, const ProgramTestResult& t, const oracles::Com
 
 }  // namespace
 
-int runCommand(const Options& o, const std::vector<std::string>& programs) {
+int runCommand(const Options& o, const std::vector<std::string>& programs, const SecretRedactor& secrets) {
   oracles::CompileConfig config = compileConfigFrom(o);
   ScratchDir work(o.workDir, o.keep);
   InterruptCleanup interrupt(work.kept() ? std::vector<fs::path>{} : std::vector<fs::path>{work.path()});
-  WorkerSpec spec = workerSpecFrom(o, work.path());
+  WorkerSpec spec = workerSpecFrom(o, work.path(), secrets);
 
   int workers = workerCount(o);
   TestSettings settings = testSettingsFrom(o, workers);

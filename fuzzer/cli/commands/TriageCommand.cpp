@@ -15,13 +15,13 @@ namespace tcfuzz {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int triageCommand(const Options& o, const std::string& campaignDir) {
+int triageCommand(const Options& o, const std::string& campaignDir, const SecretRedactor& secrets) {
   fs::path root = campaignDir;
   campaignStorePath(root);  // a clear error for a folder that holds no campaign
-  CampaignOutput output(root, CampaignOutput::OpenMode::Resume);  // the lock: not while a campaign runs here
-  FindingStore store(output.storePath());
+  CampaignOutput output(root, CampaignOutput::OpenMode::Resume, secrets);  // the lock: not while a campaign runs here
+  FindingStore store(output.storePath(), secrets);
   int workers = workerCount(o);
-  TriageSettings settings = triageSettingsFrom(o, workers);
+  TriageSettings settings = triageSettingsFrom(o, workers, secrets);
   adoptCampaignIdentity(store, settings.test);
   settings.torch = campaignTorch(store);
 
@@ -36,7 +36,7 @@ int triageCommand(const Options& o, const std::string& campaignDir) {
   }
   logLine(fmt::format("{} signature(s) to triage with {} workers", waiting.size(), workers));
   InterruptCleanup interrupt({output.workDir() / "jobs"});  // job outputs; the caches and the store stay
-  WorkerPool pool(workerSpecFrom(o, output.workDir()), static_cast<size_t>(workers));
+  WorkerPool pool(workerSpecFrom(o, output.workDir(), secrets), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;  // the torch the cases are replayed on now
   logLine("workers run " + settings.torch.summary());
   ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
