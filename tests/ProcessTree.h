@@ -42,7 +42,12 @@ inline std::map<pid_t, std::string> liveDescendants() {
     if (state == 'Z' || state == 'X') continue;
     pid_t pid = std::stoi(base);
     parent[pid] = static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));
-    name[pid] = stat.substr(open + 1, close - open - 1);
+    name[pid] = stat.substr(open + 1, close - open - 1) + " " + stat.substr(close + 2, 1);
+    std::ifstream cmd(e.path() / "cmdline");
+    std::string args;
+    std::getline(cmd, args, '\0');  // the program, for the diagnosis
+    if (std::string more; std::getline(cmd, more, '\0')) args += " " + more;
+    name[pid] += " [" + args + "]";
   }
   std::map<pid_t, std::string> found;
   pid_t self = ::getpid();

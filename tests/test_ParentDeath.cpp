@@ -45,6 +45,15 @@ bool holdsScratch(const fs::path& tmp) {
   return false;
 }
 
+/// Whether a command whose TMPDIR is `tmp` has handed a job to a started worker (a job directory exists).
+bool jobSubmitted(const fs::path& tmp) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(tmp, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->path().filename() == "jobs" && !fs::is_empty(it->path(), ec)) return true;
+  return false;
+}
+
 class ParentDeathEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override { becomeSubreaper(); }
@@ -112,8 +121,10 @@ TEST_F(ParentDeathEndToEnd, RunKilledBySigkillLeavesNoProcessWithEitherSandbox) 
     pid_t tcfuzz = spawnLogged({TCFUZZ_BINARY, "run", "--sandbox", sandbox, "--child-jobs", "4",
                                 sourcePath("corpus/frexp_mul.py").string()},
                                dir.path() / "run.log", {tmpdirEnv(dir)});
-    // tcfuzz, the zygote and its forked children (the spare and a warming persistent child)
-    ASSERT_TRUE(waitUntil([&] { return liveDescendants().size() >= 4; }, 120s)) << readText(dir.path() / "run.log");
+    // Mid-run: the pool has started (its zygote said hello) and the first job is out, so tcfuzz, the zygote
+    // and its forked children (the spare and a warming persistent child) are all up.
+    ASSERT_TRUE(waitUntil([&] { return jobSubmitted(dir.path()) && liveDescendants().size() >= 4; }, 120s))
+        << readText(dir.path() / "run.log");
     ::kill(tcfuzz, SIGKILL);
     auto left = descendantsAfter(3s);
     EXPECT_TRUE(left.empty()) << "still alive 3 s after kill -9: " << describe(left);
