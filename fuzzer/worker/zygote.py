@@ -26,6 +26,19 @@ os.dup2(2, 1)
 
 # One compile thread per worker: no Inductor compile pool is ever started, here or in a child.
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+
+
+def exit_if_orphaned():
+    """Exits at once when tcfuzz is gone (its end of our stdin pipe closed). bubblewrap keeps no
+    parent-death signal for its first ~100 ms (a kill -9 of tcfuzz then leaves the sandbox running),
+    so the zygote checks before and after the long torch import instead of only at its first read."""
+    poller = select.poll()
+    poller.register(0, select.POLLIN | select.POLLHUP)
+    if any(event & select.POLLHUP for _, event in poller.poll(0)):
+        os._exit(0)
+
+
+exit_if_orphaned()
 _t_import = time.monotonic()
 
 
@@ -54,6 +67,7 @@ try:
     from torch.overrides import TorchFunctionMode  # noqa: E402,F401  (used by the children)
 
     IMPORT_SECONDS = time.monotonic() - _t_import
+    exit_if_orphaned()
 
     # The job code (child.py, lift.py, allowlist.py) sits beside this file. Python puts a script's
     # folder first on sys.path; this keeps the sibling imports working under -P or PYTHONSAFEPATH too.
