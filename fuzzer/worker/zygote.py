@@ -132,13 +132,20 @@ def apply_resource_limits(max_file_mb, max_open_files, max_processes):
     size of any file written, the open descriptors, and (for a user other than root, whom the kernel
     exempts) the processes. A child whose process group outgrows max_processes is also killed by the
     zygote (Zygote.run_job), which holds for root too."""
+    def lower(which, limit):
+        """Sets soft and hard to `limit`, or keeps a lower limit tcfuzz was started under (never raises one)."""
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        try:
+            resource.setrlimit(which, (limit, limit))
+        except (ValueError, OSError) as exc:  # a limit it cannot set is logged, never fatal
+            print(f"zygote: cannot set resource limit {which} to {limit}: {exc}", file=sys.stderr)
+
     if max_file_mb > 0:
-        limit = max_file_mb * 2 ** 20
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # Python ignores SIGXFSZ: writes fail with EFBIG
+        lower(resource.RLIMIT_FSIZE, max_file_mb * 2 ** 20)  # Python ignores SIGXFSZ: writes fail with EFBIG
     if max_open_files > 0:
-        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        limit = max_open_files if hard == resource.RLIM_INFINITY else min(hard, max_open_files)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+        lower(resource.RLIMIT_NOFILE, max_open_files)
     if max_processes > 0 and os.geteuid() != 0:
         # RLIMIT_NPROC counts every task of the user, threads included: leave room for what already runs.
         def owned(name):
@@ -147,10 +154,7 @@ def apply_resource_limits(max_file_mb, max_open_files, max_processes):
             except OSError:
                 return False
         processes = sum(1 for name in os.listdir("/proc") if name.isdigit() and owned(name))
-        limit = (processes + max_processes) * 64  # up to 64 threads each
-        _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
-        if hard == resource.RLIM_INFINITY or hard > limit:
-            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+        lower(resource.RLIMIT_NPROC, (processes + max_processes) * 64)  # up to 64 threads each
 
 
 def set_parent_death_signal():
