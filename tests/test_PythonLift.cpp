@@ -203,15 +203,19 @@ TEST_F(PythonLiftWorkers, RejectedProgramNeverRuns) {
   std::string source = "import os\nopen(" + json(marker.string()).dump() + ", 'w').write('ran')\n" +
                        programWith("");
   std::filesystem::path program = writeProgram("writes_marker.py", source);
-  // As an ordinary program job it runs, and the marker appears: the sandbox lets it write there.
+  // As an ordinary program job it runs: its write (which the OS sandbox would allow there) is what the
+  // program guard refuses.
   ProgramTester::PendingRun run = tester_->submitOne(program, RunMode::Eager, settings());
-  EXPECT_TRUE(run.result.get().ok());
-  ASSERT_TRUE(std::filesystem::exists(marker));
-  std::filesystem::remove(marker);
-  // As a lift job it is refused before anything of it runs.
+  oracles::RunResult ran = run.result.get();
+  EXPECT_EQ(ran.status, oracles::RunStatus::Refused) << ran.summary();
+  ASSERT_EQ(ran.refusals.size(), 1u);
+  EXPECT_TRUE(ran.refusals[0].starts_with("filesystem write: open")) << ran.refusals[0];
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  // As a lift job it is rejected by the AST allowlist before anything of it runs: no refusal to record.
   oracles::RunResult r = lift(program);
   ASSERT_TRUE(r.ok()) << r.summary();
   EXPECT_EQ(r.lift["rejected"], "import of os");
+  EXPECT_TRUE(r.refusals.empty());
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
