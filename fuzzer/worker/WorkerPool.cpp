@@ -93,6 +93,7 @@ const Hello& Worker::start() {
                std::to_string(spec_.childJobs), "--child-rss-mb", std::to_string(spec_.childRssMb),
                "--max-processes", std::to_string(spec_.maxProcesses), "--max-file-mb", std::to_string(spec_.maxFileMb),
                "--max-open-files", std::to_string(spec_.maxOpenFiles), "--credential-marks", credentialMarks()});
+  if (spec_.freshUntilWarm) argv.push_back("--fresh-until-warm");
 
   int inPipe[2], outPipe[2];
   if (::pipe2(inPipe, O_CLOEXEC) != 0 || ::pipe2(outPipe, O_CLOEXEC) != 0)

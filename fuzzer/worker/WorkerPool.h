@@ -38,6 +38,9 @@ struct WorkerSpec {
   int maxOpenFiles = 4096; ///< RLIMIT_NOFILE of workers (0: inherited)
   int childJobs = 1;       ///< program jobs one warm persistent child serves before it is replaced (<= 1: none)
   int childRssMb = 3072;   ///< a persistent child whose RSS exceeds this is replaced after its job (0: no bound)
+  /// Until a persistent child is warm, a program job that compiles nothing (eager, fp64) runs in a fresh
+  /// child instead of waiting behind its warm-up compile (a campaign's first programs).
+  bool freshUntilWarm = false;
   SecretRedactor secrets;  ///< masked in every line the zygote sends and in its log tail (results carry no secret)
 };
 

@@ -38,6 +38,7 @@ LEAK_FILE = "state_leak.txt"
 DONE_KEEP = b"1"     # result.json written; ready for the next job
 DONE_RETIRE = b"2"   # result.json written; this process leaked state and must be replaced
 DONE_NO_RESULT = b"3"  # result.json could not be written (for example a full disk); retire
+DONE_WARM = b"w"     # sent once, before any job's byte: the warm-up compile is over
 
 
 def _private(*candidates):
@@ -268,6 +269,7 @@ def serve_jobs(job_fd, done_fd, device):
     faulthandler.enable(file=sys.stderr)  # follows fd 2, which points at the current job's stderr.txt
     os.environ.setdefault("TCFUZZ_PERSISTENT_CHILD", "1")
     warm_s = warm_up_compile(device)
+    os.write(done_fd, DONE_WARM)
     baseline = None
     code = 0
     while True:

@@ -78,7 +78,7 @@ try:
         PHASE_FILE, RESULT_FILE, STDERR_FILE, child_main, exception_record, tail,
     )
     from persistent import (  # noqa: E402
-        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, LEAK_FILE, serve_jobs, warm_zygote, write_job,
+        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, DONE_WARM, LEAK_FILE, serve_jobs, warm_zygote, write_job,
     )
     from torch_facts import torch_facts  # noqa: E402
     from program_guard import GUARD, REFUSAL_FILE, read_refusals  # noqa: E402
@@ -238,6 +238,13 @@ class PersistentChild:
     def __init__(self, device):
         self.pid, self.job_w, self.done_r = fork_child(lambda job_r, done_w: serve_jobs(job_r, done_w, device))
         self.jobs = 0  # jobs dispatched so far
+        self.warm = False  # it sent DONE_WARM: its warm-up compile is over
+
+    def check_warm(self):
+        """Whether its warm-up compile is over (reads, without blocking, the DONE_WARM byte it sends then)."""
+        if not self.warm and select.select([self.done_r], [], [], 0)[0]:
+            self.warm = os.read(self.done_r, 1) == DONE_WARM  # b"": it died; a job dispatched to it reports that
+        return self.warm
 
     def dispatch(self, job):
         write_job(self.job_w, job)
@@ -262,8 +269,13 @@ class Zygote:
 
     PROCESS_CHECK_S = 0.25  # how often a running child's process group is counted
 
-    def __init__(self, device="cpu", child_jobs=1, child_rss_mb=0, warm=False, max_processes=0):
+    def __init__(self, device="cpu", child_jobs=1, child_rss_mb=0, warm=False, max_processes=0,
+                 fresh_until_warm=False):
         self.device = device
+        # A job that compiles nothing (eager, fp64) does not wait for a persistent child still in its warm-up
+        # compile: it runs in the fresh spare (a campaign's first programs; --fresh-until-warm). Compiled jobs
+        # still wait: a cold compile in a fresh child beside the warm-up was slower on 2 cores (measured).
+        self.fresh_until_warm = fresh_until_warm
         self.max_processes = max_processes  # a child whose process group grows past this is killed (0: no bound)
         self.warm = warm      # warm_zygote() has run (children forked since inherit it)
         self.child_jobs = child_jobs
@@ -282,8 +294,15 @@ class Zygote:
     def take_child(self, job):
         if self.wants_persistent(job):
             if self.server is None:
-                self.server, self.standby = self.standby or PersistentChild(self.device), None
+                candidate = self.standby or PersistentChild(self.device)
+                if self.fresh_until_warm and job.get("mode") != "compiled" and not candidate.check_warm():
+                    self.standby = candidate  # it keeps warming; this job needs no compiler
+                    return self.take_spare()
+                self.server, self.standby = candidate, None
             return self.server
+        return self.take_spare()
+
+    def take_spare(self):
         spare, self.spare = self.spare, None
         return spare or SpareChild()
 
@@ -376,6 +395,9 @@ class Zygote:
             events = dict(poller.poll(min(remaining, 0.05) * 1000))
             if child.done_r in events:
                 done = os.read(child.done_r, 1)
+                if done == DONE_WARM:  # its warm-up ended while this job waited for it
+                    child.warm = True
+                    continue
                 break
             if pidfd in events:
                 break
@@ -571,7 +593,7 @@ def main():
     gc.collect()
     gc.freeze()
     zygote = Zygote(device, child_jobs, int(option("--child-rss-mb", "0")), warm=bool(warmed),
-                    max_processes=max_processes)
+                    max_processes=max_processes, fresh_until_warm="--fresh-until-warm" in sys.argv)
     zygote.refill()
     send(hello)
     for line in sys.stdin:

@@ -195,6 +195,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   Options workerOptions = o;
   workerOptions.device = id.device;
   WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir(), secrets, kCampaignChildJobs);
+  spec.freshUntilWarm = true;  // the first programs' eager and fp64 jobs do not wait for the warm-up compile
   int workers = workerCount(o);
   int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
