@@ -92,6 +92,27 @@ TEST(PersistentWorker, AChildServesManyJobsAndIsReplacedAfterItsBudget) {
   EXPECT_EQ(jobsBefore, (std::vector<int>{0, 1, 2, 0, 1, 2, 0}));
 }
 
+TEST(PersistentWorker, FreshUntilWarmRunsEagerJobsFreshWhileTheChildWarmsAndCompiledJobsInIt) {
+  TempDir dir("tcfuzz-persistent");
+  WorkerSpec spec = persistentSpec(dir.path(), 50);
+  spec.freshUntilWarm = true;
+  WorkerPool pool(spec, 1);
+  auto program = sourcePath("tests/programs/linear_tanh_sum.py");
+  // Right after the hello the persistent child is still in its warm-up compile: an eager job does not wait.
+  auto eager = pool.submit(programJob(program, dir.path(), "eager-cold")).get();
+  ASSERT_TRUE(eager.ok()) << eager.summary();
+  EXPECT_FALSE(eager.child.persistent);
+  // A compiled job waits for the warm child and runs in it; from then on every job does.
+  auto compiled = pool.submit(programJob(program, dir.path(), "compiled", RunMode::Compiled)).get();
+  ASSERT_TRUE(compiled.ok()) << compiled.summary();
+  EXPECT_TRUE(compiled.child.persistent);
+  EXPECT_EQ(compiled.child.jobsBefore, 0);
+  auto again = pool.submit(programJob(program, dir.path(), "eager-warm")).get();
+  ASSERT_TRUE(again.ok()) << again.summary();
+  EXPECT_TRUE(again.child.persistent);
+  EXPECT_EQ(again.child.jobsBefore, 1);
+}
+
 TEST_F(WarmWorker, ACrashIsAResultAndTheNextJobGetsAFreshChild) {
   ASSERT_TRUE(run("tests/programs/linear_tanh_sum.py", "crash-a").ok());
   auto crash = run("tests/programs/segfault.py", "crash-b");
