@@ -85,6 +85,15 @@ inline std::string readText(const std::filesystem::path& p) {
   return ss.str();
 }
 
+/// The value of `key` in a campaign's OUT/fuzzer_stats ("" when absent).
+inline std::string fuzzerStat(const std::filesystem::path& out, const std::string& key) {
+  std::ifstream in(out / "fuzzer_stats");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with(key + " ") || line.starts_with(key + ":")) return line.substr(line.find(" : ") + 3);
+  return "";
+}
+
 /// A finished run of the tcfuzz binary: its exit code and stdout and stderr together.
 struct Finished {
   int exitCode;

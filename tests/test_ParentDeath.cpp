@@ -17,15 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The value of `key` in OUT/fuzzer_stats ("" when absent).
-std::string statOf(const fs::path& out, const std::string& key) {
-  std::ifstream in(out / "fuzzer_stats");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with(key + " ") || line.starts_with(key + ":")) return line.substr(line.find(" : ") + 3);
-  return "";
-}
-
 bool llmInstalled() {
   return bp::system(bp::search_path("sh"), "-c", std::string(TCFUZZ_DEFAULT_PYTHON) + " -c 'import llama_cpp' 2>/dev/null") == 0;
 }
@@ -101,8 +92,8 @@ TEST_F(ParentDeathEndToEnd, FuzzWithTheLocalLlmKilledBySigkillLeavesNoProcessWit
                              dir.path() / "fuzz.log");
   bool busy = waitUntil(
       [&] {
-        bool judged = !statOf(out, "programs_done").empty() && statOf(out, "programs_done") != "0";
-        bool llmUp = !withLlm || std::atoi(statOf(out, "llm_server_pid").c_str()) > 0;
+        bool judged = !fuzzerStat(out, "programs_done").empty() && fuzzerStat(out, "programs_done") != "0";
+        bool llmUp = !withLlm || std::atoi(fuzzerStat(out, "llm_server_pid").c_str()) > 0;
         return judged && llmUp;
       },
       240s);

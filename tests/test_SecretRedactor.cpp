@@ -150,11 +150,11 @@ constexpr const char* kPlantedToken = "ghp_tcfuzzPlantedToken8Hd3Lp";    // PLAN
 /// A planted fixture with every @PLANTED_KEY@ and @PLANTED_TOKEN@ replaced, written to `to`.
 fs::path writePlanted(const std::string& fixture, const fs::path& to) {
   std::string text = readText(sourcePath(fixture));
-  for (auto [placeholder, value] : {std::pair{"@PLANTED_KEY@", kPlantedKey}, std::pair{"@PLANTED_TOKEN@", kPlantedToken}}) {
-    size_t at = text.find(placeholder);
+  for (auto [marker, value] : {std::pair{"@PLANTED_KEY@", kPlantedKey}, std::pair{"@PLANTED_TOKEN@", kPlantedToken}}) {
+    size_t at = text.find(marker);
     EXPECT_NE(at, std::string::npos) << fixture;
-    for (; at != std::string::npos; at = text.find(placeholder, at))
-      text.replace(at, std::string(placeholder).size(), value);
+    for (; at != std::string::npos; at = text.find(marker, at))
+      text.replace(at, std::string(marker).size(), value);
   }
   std::ofstream(to) << text;
   return to;

@@ -15,14 +15,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string statOf(const fs::path& out, const std::string& key) {
-  std::ifstream in(out / "fuzzer_stats");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with(key + " ") || line.starts_with(key + ":")) return line.substr(line.find(" : ") + 3);
-  return "";
-}
-
 std::vector<std::string> fuzzArgs(const fs::path& out, std::vector<std::string> extra) {
   std::vector<std::string> args{TCFUZZ_BINARY, "fuzz", "-o", out.string(), "--seed", "3", "--sandbox", sandboxArg(),
                                 "--status", "log", "-j", "1", "--llm", "off", "--no-triage"};
@@ -63,9 +55,9 @@ TEST(StopSignals, FuzzStopsWithin5sOfSigtermWithStatsFlushedAndAbandonedJobsCoun
   TempDir dir("tcfuzz-sigterm");
   fs::path out = dir.path() / "campaign";
   pid_t tcfuzz = spawnLogged(fuzzArgs(out, {}), dir.path() / "fuzz.log");
-  ASSERT_TRUE(waitUntil([&] { return std::atoi(statOf(out, "programs_done").c_str()) >= 1; }, 300s))
+  ASSERT_TRUE(waitUntil([&] { return std::atoi(fuzzerStat(out, "programs_done").c_str()) >= 1; }, 300s))
       << readText(dir.path() / "fuzz.log");
-  EXPECT_NE(statOf(out, "time_to_first_program_s"), "none yet");
+  EXPECT_NE(fuzzerStat(out, "time_to_first_program_s"), "none yet");
   std::this_thread::sleep_for(1s);  // a program in flight
   auto sent = Clock::now();
   ::kill(tcfuzz, SIGTERM);
@@ -75,9 +67,9 @@ TEST(StopSignals, FuzzStopsWithin5sOfSigtermWithStatsFlushedAndAbandonedJobsCoun
   std::cerr << "stop after SIGTERM: " << stopSeconds << " s\n";
   EXPECT_LE(stopSeconds, 5.5);
   EXPECT_TRUE(WIFEXITED(status));
-  std::string abandoned = statOf(out, "programs_abandoned");
+  std::string abandoned = fuzzerStat(out, "programs_abandoned");
   ASSERT_FALSE(abandoned.empty()) << readText(out / "fuzzer_stats");
-  EXPECT_GE(std::stod(statOf(out, "time_to_first_program_s")), 0.0);
+  EXPECT_GE(std::stod(fuzzerStat(out, "time_to_first_program_s")), 0.0);
   auto left = descendantsAfter(3s);
   EXPECT_TRUE(left.empty());
   killDescendants();
@@ -96,6 +88,6 @@ TEST(StopSignals, FuzzWithMaxTimeExitsWithinItsMaxTime) {
   EXPECT_LE(wall, 40.5) << readText(dir.path() / "fuzz.log");
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << readText(dir.path() / "fuzz.log");
-  EXPECT_FALSE(statOf(out, "programs_abandoned").empty());
+  EXPECT_FALSE(fuzzerStat(out, "programs_abandoned").empty());
   killDescendants();
 }
