@@ -74,6 +74,28 @@ TEST(ParentDeath, SpawnThreadKeepsAChildPastTheAskingThreadAndItDiesWithTheSpawn
   EXPECT_TRUE(left.empty()) << "left: " << describe(left);
 }
 
+TEST(ParentDeath, AChildStartsWithNoSignalBlockedThoughItsSpawningThreadBlocksSigterm) {
+  // tcfuzz's threads block SIGINT and SIGTERM (StopSignals); a child inheriting that mask across exec
+  // would never run its SIGTERM handler (the zygote's parent-death handler under --sandbox none).
+  becomeSubreaper();
+  std::string blocked;
+  std::thread spawning([&] {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    bp::child c(bp::search_path("sleep"), "60", dieWithParent());
+    std::ifstream status("/proc/" + std::to_string(c.id()) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.starts_with("SigBlk:")) blocked = line;
+    c.terminate();
+    c.wait();
+  });
+  spawning.join();
+  EXPECT_EQ(blocked, "SigBlk:\t0000000000000000");
+}
+
 TEST(ParentDeath, SpawnThreadRethrowsTheTasksException) {
   SpawnThread spawner;
   EXPECT_THROW(spawner.run([] { throw std::runtime_error("no"); }), std::runtime_error);

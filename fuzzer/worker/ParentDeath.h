@@ -19,10 +19,16 @@ namespace tcfuzz {
 
 /// A Boost.Process initializer: the child is killed when the thread that spawned it exits (tcfuzz
 /// killed included), and exits at once when tcfuzz is already gone by the time it runs. The
-/// signal survives exec (of anything but a set-uid program). Async-signal-safe.
+/// signal survives exec (of anything but a set-uid program). The child also starts with no signal
+/// blocked: a signal mask survives exec too, and tcfuzz's threads block SIGINT and SIGTERM for its
+/// signal thread (StopSignals), which would leave a child's own SIGTERM parent-death signal (the
+/// zygote's) pending forever. Async-signal-safe.
 inline auto dieWithParent() {
   pid_t parent = ::getpid();
   return boost::process::extend::on_exec_setup([parent](auto&) {
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
   });

@@ -559,6 +559,8 @@ def die_with_tcfuzz():
         finally:
             os._exit(1)
     signal.signal(signal.SIGTERM, on_parent_death)
+    # A launcher's blocked SIGTERM survives exec; blocked, this handler would never run.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     import ctypes
     # Until here the SIGKILL tcfuzz set before exec stood guard (WorkerPool's dieWithParent).
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
