@@ -1,9 +1,14 @@
 // Nothing tcfuzz starts outlives it: the parent-death signal and SpawnThread (fuzzer/worker/ParentDeath.h),
-// then the real binary killed with SIGKILL (fuzz with the local LLM server, run, regress) or
-// interrupted with SIGINT (run, regress: their temporary directories go too).
+// then the real binary killed with SIGKILL (fuzz with the local LLM server, run, regress, triage) or
+// interrupted with SIGINT (run, regress, triage: their temporary directories go too).
+// TEST FIXTURE: the triage tests triage findings of tests/fixtures/planted_backends.py's planted
+// tcfuzz_planted_cumsum_raise backend (it raises for graphs with aten.cumsum); not a PyTorch bug.
 #include <gtest/gtest.h>
 
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <boost/process.hpp>
+
+#include <fstream>
 
 #include "fuzzer/worker/ParentDeath.h"
 #include "ProcessTree.h"
@@ -49,6 +54,28 @@ class ParentDeathEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override { becomeSubreaper(); }
   void TearDown() override { killDescendants(); }
+
+  /// A small campaign in `out` whose findings (crash mismatches of the planted cumsum backend) are
+  /// left for `tcfuzz triage`.
+  static void campaignWithFindings(const fs::path& out) {
+    fs::path policy = out.parent_path() / "policy.json";
+    std::ofstream(policy) << R"({"mutation_share": 0, "schedule": {"bandit": false},
+      "generation": {"min_nodes": 3, "max_nodes": 4, "dtype_weights": {"float32": 1}, "op_weights": {"cumsum": 300}},
+      "compile": {"backends": {"tcfuzz_planted_cumsum_raise": 1}, "fullgraph_share": 0, "backward_share": 0}})";
+    Finished fuzz = runTcfuzz({"fuzz", "-o", out.string(), "--seed", "3", "--policy", policy.string(), "--plugin",
+                               sourcePath("tests/fixtures/planted_backends.py").string(), "--max-programs", "2",
+                               "--status", "log", "--no-triage", "--llm", "off", "-j", "1", "--sandbox", sandboxArg()});
+    ASSERT_EQ(fuzz.exitCode, 0) << fuzz.output;
+    SQLite::Database db((out / "findings.sqlite").string(), SQLite::OPEN_READONLY);
+    ASSERT_GE(db.execAndGet("SELECT COUNT(*) FROM findings").getInt64(), 1) << fuzz.output;
+  }
+
+  /// `tcfuzz triage` of `out`, its output in `log`.
+  static pid_t startTriage(const fs::path& out, const fs::path& log) {
+    return spawnLogged({TCFUZZ_BINARY, "triage", out.string(), "--sandbox", sandboxArg(), "-j", "1", "--plugin",
+                        sourcePath("tests/fixtures/planted_backends.py").string()},
+                       log);
+  }
 };
 
 }  // namespace
@@ -154,6 +181,40 @@ TEST_F(ParentDeathEndToEnd, RegressKilledBySigkillLeavesNoProcess) {
   ::kill(tcfuzz, SIGKILL);
   auto left = descendantsAfter(3s);
   EXPECT_TRUE(left.empty()) << "still alive 3 s after kill -9: " << describe(left);
+}
+
+TEST_F(ParentDeathEndToEnd, TriageKilledBySigkillLeavesNoProcessAndBySigintLeavesNoJobOutputs) {
+  TempDir dir("tcfuzz-killtriage");
+  fs::path out = dir.path() / "campaign";
+  ASSERT_NO_FATAL_FAILURE(campaignWithFindings(out));
+  fs::path jobs = out / "work" / "jobs";
+  auto triaging = [&] {
+    std::error_code ec;
+    return liveDescendants().size() >= 3 && fs::exists(jobs, ec) && !fs::is_empty(jobs, ec);
+  };
+  {
+    SCOPED_TRACE("kill -9");
+    pid_t tcfuzz = startTriage(out, dir.path() / "kill.log");
+    ASSERT_TRUE(waitUntil(triaging, 120s)) << readText(dir.path() / "kill.log");
+    ::kill(tcfuzz, SIGKILL);
+    auto left = descendantsAfter(3s);
+    EXPECT_TRUE(left.empty()) << "still alive 3 s after kill -9: " << describe(left);
+    killDescendants();
+  }
+  {
+    SCOPED_TRACE("SIGINT");
+    pid_t tcfuzz = startTriage(out, dir.path() / "sigint.log");
+    ASSERT_TRUE(waitUntil(triaging, 120s)) << readText(dir.path() / "sigint.log");
+    ::kill(tcfuzz, SIGINT);
+    int status = waitFor(tcfuzz, 5s);
+    ASSERT_NE(status, -1) << "still running 5 s after SIGINT";
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << readText(dir.path() / "sigint.log");
+    EXPECT_FALSE(fs::exists(jobs)) << "the job outputs are still in " << jobs;
+    EXPECT_TRUE(fs::exists(out / "findings.sqlite"));  // the findings stay
+    auto left = descendantsAfter(3s);
+    EXPECT_TRUE(left.empty()) << "still alive 3 s after SIGINT: " << describe(left);
+  }
 }
 
 TEST_F(ParentDeathEndToEnd, RunAndRegressInterruptedBySigintRemoveTheirTemporaryDirectories) {
