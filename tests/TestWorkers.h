@@ -31,12 +31,14 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-/// A worker spec for the venv's Python, sandboxed with bubblewrap when this machine allows it.
+/// A worker spec for the venv's Python, sandboxed with bubblewrap when this machine allows it; the
+/// precompiled headers are the user's shared ones, as for tcfuzz itself.
 inline WorkerSpec testWorkerSpec(const std::filesystem::path& workDir) {
   WorkerSpec spec;
   spec.python = TCFUZZ_DEFAULT_PYTHON;
   spec.harness = std::filesystem::path(TCFUZZ_SOURCE_DIR) / "fuzzer/worker/zygote.py";
   spec.workDir = workDir;
+  spec.headerCacheDir = sharedHeaderCacheDir();
   spec.sandbox = probeBubblewrap().empty() ? SandboxKind::Bubblewrap : SandboxKind::None;
   return spec;
 }

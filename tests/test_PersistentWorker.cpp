@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <vector>
 
 #include "TestWorkers.h"
@@ -111,6 +112,37 @@ TEST(PersistentWorker, FreshUntilWarmRunsEagerJobsFreshWhileTheChildWarmsAndComp
   ASSERT_TRUE(again.ok()) << again.summary();
   EXPECT_TRUE(again.child.persistent);
   EXPECT_EQ(again.child.jobsBefore, 1);
+}
+
+/// The precompiled header files (*.gch) under `dir`: path -> last write time.
+std::map<std::filesystem::path, std::filesystem::file_time_type> precompiledHeaders(const std::filesystem::path& dir) {
+  std::map<std::filesystem::path, std::filesystem::file_time_type> found;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (it->path().extension() == ".gch") found[it->path()] = it->last_write_time();
+  return found;
+}
+
+TEST(PersistentWorker, PrecompiledHeadersAreBuiltOnceInTheSharedDirectoryAndReusedByTheNextRun) {
+  TempDir shared("tcfuzz-headers");
+  std::map<std::filesystem::path, std::filesystem::file_time_type> built;
+  for (const char* run : {"first", "second"}) {
+    SCOPED_TRACE(run);
+    TempDir dir("tcfuzz-persistent");
+    WorkerSpec spec = persistentSpec(dir.path(), 50);
+    spec.headerCacheDir = shared.path() / "headers";
+    WorkerPool pool(spec, 1);
+    EXPECT_EQ(pool.hello().headerCache, spec.headerCacheDir.string());
+    auto compiled = pool.submit(programJob(sourcePath("tests/programs/linear_tanh_sum.py"), dir.path(), "compiled",
+                                           RunMode::Compiled)).get();
+    ASSERT_TRUE(compiled.ok()) << compiled.summary();
+    EXPECT_TRUE(precompiledHeaders(dir.path()).empty()) << "a header was built inside the run's own directory";
+    auto now = precompiledHeaders(spec.headerCacheDir);
+    ASSERT_FALSE(now.empty()) << "the warm-up compile built no precompiled header in the shared directory";
+    if (built.empty()) built = now;
+    else EXPECT_EQ(now, built) << "the second run rebuilt a header the first one left";
+  }
 }
 
 TEST_F(WarmWorker, ACrashIsAResultAndTheNextJobGetsAFreshChild) {

@@ -51,6 +51,8 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, const Secre
   spec.device = o.device;
   spec.workDir = workDir;
   if (!o.inductorCache.empty()) spec.inductorCacheDir = fs::absolute(o.inductorCache);
+  if (o.headerCache != "none")
+    spec.headerCacheDir = o.headerCache.empty() ? sharedHeaderCacheDir() : fs::absolute(o.headerCache);
   spec.childJobs = o.childJobs < 0 ? defaultChildJobs : o.childJobs;
   spec.childRssMb = o.childRssMb;
   return spec;

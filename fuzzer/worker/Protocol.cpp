@@ -63,6 +63,7 @@ WorkerMessage decodeMessage(std::string_view line) {
       h.pid = j.value("pid", 0);
       h.importSeconds = j.value("import_s", 0.0);
       h.childJobs = j.value("child_jobs", 1);
+      if (j.contains("header_cache") && j["header_cache"].is_string()) h.headerCache = j["header_cache"].get<std::string>();
       h.warm = j.value("warm", false);
       if (auto w = j.find("warm_s"); w != j.end() && w->is_object())
         for (const auto& [step, seconds] : w->items())

@@ -63,6 +63,9 @@ struct Hello {
   double importSeconds = 0;
   std::map<std::string, double> warmSeconds;  ///< what the zygote warmed before forking: step -> seconds (<0: skipped)
   int childJobs = 1;                          ///< jobs a persistent child serves (1: none is kept)
+  /// Where the workers' precompiled headers live (WorkerSpec::headerCacheDir); empty: torch's own place
+  /// inside the run's TMPDIR (none was given, or this torch keeps no such directory).
+  std::string headerCache;
   bool warm = false;  ///< the zygote warmed up before its hello; false: it does so before its first compiled job
   bool cudaAvailable = false;
   int cudaDevices = 0;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -20,6 +21,13 @@ namespace bp = boost::process;
 using Clock = std::chrono::steady_clock;
 
 namespace tcfuzz {
+
+std::filesystem::path sharedHeaderCacheDir() {
+  for (auto [variable, under] : {std::pair{"XDG_CACHE_HOME", ""}, std::pair{"HOME", ".cache"}})
+    if (const char* base = std::getenv(variable); base != nullptr && *base == '/')
+      return std::filesystem::path(base) / under / "tcfuzz" / "precompiled-headers";
+  return {};
+}
 
 /// The zygote process and the parent's ends of its pipes.
 struct Worker::Process {
@@ -64,11 +72,22 @@ const Hello& Worker::start() {
   auto cacheDir = spec_.inductorCacheDir.empty() ? spec_.workDir / "inductor-cache" : spec_.inductorCacheDir;
   std::filesystem::create_directories(cacheDir);
   std::filesystem::create_directories(spec_.workDir / "cache");
+  std::filesystem::path headerCache = spec_.headerCacheDir;
+  if (!headerCache.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(headerCache, ec);
+    if (ec) {  // the headers are rebuilt inside the work directory: slower, never wrong
+      fmt::print(stderr, "tcfuzz: warning: cannot create the precompiled-header cache {} ({}); each run builds its own\n",
+                 headerCache.string(), ec.message());
+      headerCache.clear();
+    }
+  }
   // The environment: an allowlist of the host's (no credential ever), then what tcfuzz sets itself.
   std::map<std::string, std::string> env = workerEnvironment(hostEnvironment(), spec_.passEnv);
   env["TORCHINDUCTOR_CACHE_DIR"] = cacheDir.string();
   env["TRITON_CACHE_DIR"] = (cacheDir / "triton").string();
   env["XDG_CACHE_HOME"] = (spec_.workDir / "cache").string();
+  if (!headerCache.empty()) env["TCFUZZ_HEADER_CACHE_DIR"] = headerCache.string();
   env["PYTHONDONTWRITEBYTECODE"] = "1";
   env["PYTHONNOUSERSITE"] = "1";  // nothing from a home directory's site-packages
   std::filesystem::create_directories(spec_.workDir / "tmp");
@@ -81,6 +100,7 @@ const Hello& Worker::start() {
   for (const auto& [k, v] : env) childEnv[k] = v;
 
   SandboxPolicy policy{spec_.sandbox, {spec_.workDir, cacheDir}, {}, spec_.device};
+  if (!headerCache.empty()) policy.writable.push_back(headerCache);
   if (spec_.sandbox == SandboxKind::Bubblewrap) {
     if (!interpreterTrees_) interpreterTrees_ = interpreterTrees(spec_.python, env);
     policy.readable = *interpreterTrees_;

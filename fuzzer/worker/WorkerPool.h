@@ -28,6 +28,11 @@ struct WorkerSpec {
   std::string device = "cpu";
   std::filesystem::path workDir;       ///< writable in the sandbox: job dirs, caches, zygote logs
   std::filesystem::path inductorCacheDir;  ///< TORCHINDUCTOR_CACHE_DIR; empty: workDir/inductor-cache
+  /// Where Inductor's C++ precompiled headers live (writable in the sandbox). Torch keys each by its
+  /// preprocessed header, flags and compiler, and keeps them out of a fresh cache on purpose, so one
+  /// directory serves every run of a user (sharedHeaderCacheDir()); empty: inside workDir's TMPDIR,
+  /// rebuilt (about 6 s, 150 MB on CPU) by every run.
+  std::filesystem::path headerCacheDir;
   SandboxKind sandbox = SandboxKind::Bubblewrap;
   double startTimeoutSeconds = 300;    ///< import torch on a cold disk, then the zygote warm-up (ISA probe), can be slow
   double graceSeconds = 30;            ///< beyond a job's timeout before the zygote is declared hung
@@ -43,6 +48,11 @@ struct WorkerSpec {
   bool freshUntilWarm = false;
   SecretRedactor secrets;  ///< masked in every line the zygote sends and in its log tail (results carry no secret)
 };
+
+/// The user's directory for Inductor's precompiled headers, shared by every run of this user:
+/// $XDG_CACHE_HOME/tcfuzz/precompiled-headers, else ~/.cache/tcfuzz/precompiled-headers; empty when
+/// neither variable is set.
+std::filesystem::path sharedHeaderCacheDir();
 
 /// The zygote could not be started, or its interpreter has no usable torch (none, or older than
 /// oracles::kMinimumTorch). Any other torch is fine: one build drives every release.

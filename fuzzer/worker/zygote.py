@@ -78,7 +78,8 @@ try:
         PHASE_FILE, RESULT_FILE, STDERR_FILE, child_main, exception_record, tail,
     )
     from persistent import (  # noqa: E402
-        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, DONE_WARM, LEAK_FILE, serve_jobs, warm_zygote, write_job,
+        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, DONE_WARM, LEAK_FILE, serve_jobs, share_precompiled_headers,
+        warm_zygote, write_job,
     )
     from torch_facts import torch_facts  # noqa: E402
     from program_guard import GUARD, REFUSAL_FILE, read_refusals  # noqa: E402
@@ -572,6 +573,7 @@ def main():
     apply_resource_limits(int(option("--max-file-mb", "0")), int(option("--max-open-files", "0")), max_processes)
     GUARD.install(option("--credential-marks", "").split(","))  # before any fork: every child inherits it
     device = option("--device", "cpu")
+    header_cache = share_precompiled_headers(os.environ.get("TCFUZZ_HEADER_CACHE_DIR"))
     child_jobs = int(option("--child-jobs", "1"))
     # No thread, no torch op: forking stays safe. A zygote with persistent children warms at once (it will
     # compile); one that forks a fresh child per job warms before its first compiled job, if any comes.
@@ -585,6 +587,7 @@ def main():
         "warm_s": {step: round(seconds, 3) for step, seconds in warmed.items()},
         "warm": bool(warmed),
         "child_jobs": child_jobs,
+        "header_cache": header_cache,
     }
     if device.startswith("cuda"):
         hello["cuda"] = probe_cuda()
