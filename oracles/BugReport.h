@@ -49,6 +49,13 @@ struct ReproCase {
   nlohmann::json observed;    ///< toJson(ProgramTestResult) of the minimized program's test
 };
 
+/// An issue in PyTorch's tracker.
+struct UpstreamIssue {
+  int64_t number = 0;
+  std::string url, title;
+  std::string state;  ///< "open" or "closed" ("" when unknown)
+};
+
 /// A deduplicated, minimized bug.
 struct BugReport {
   std::string id;             ///< the folder name: the representative signature's id
@@ -71,6 +78,9 @@ struct BugReport {
   BisectOutcome bisect;
   std::optional<bool> reproVerified;  ///< repro.py run in the sandbox printed the expected verdict
   std::string reproOutput;    ///< the tail of what repro.py printed when verified
+  std::optional<bool> shortReproVerified;  ///< short_repro.py run in the sandbox reproduced the bug
+  std::optional<UpstreamIssue> knownUpstream;  ///< the known upstream issue it matches (KnownUpstream)
+  std::vector<UpstreamIssue> possibleDuplicates;  ///< what a search of the tracker found (--check-upstream)
   TorchInfo torch;            ///< the worker torch the case was triaged on (its zygote's hello)
   std::string collectEnv;     ///< python -m torch.utils.collect_env, as printed
   std::string campaign;       ///< the campaign directory it came from

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include "oracles/AtomicFile.h"
+#include "oracles/Comparator.h"
 #include "oracles/MarkdownText.h"
+#include "oracles/ShortReproWriter.h"
 
 namespace tcfuzz::oracles {
 
@@ -23,6 +25,25 @@ std::string verifiedText(const std::optional<bool>& verified) {
 std::string sizeText(const BugReport& bug) {
   return bug.minimized ? fmt::format("{} (from {})", bug.repro.nodes, bug.originalNodes)
                        : fmt::format("{} (not minimized)", bug.repro.nodes);
+}
+
+/// "known #198119 (open)", "possible duplicates: 3", or "new".
+std::string upstreamText(const BugReport& bug) {
+  if (bug.knownUpstream)
+    return fmt::format("known #{}{}", bug.knownUpstream->number,
+                       bug.knownUpstream->state.empty() ? "" : " (" + bug.knownUpstream->state + ")");
+  if (!bug.possibleDuplicates.empty()) return fmt::format("possible duplicates: {}", bug.possibleDuplicates.size());
+  return "new";
+}
+
+/// The line count of the bug's short_repro.py, "-" when none can be written.
+std::string shortReproLines(const BugReport& bug) {
+  try {
+    std::string text = renderShortRepro(bug.repro, bug.title, ComparatorOptions{});
+    return std::to_string(std::count(text.begin(), text.end(), '\n'));
+  } catch (const std::invalid_argument&) {
+    return "-";
+  }
 }
 
 }  // namespace
@@ -44,6 +65,7 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
     rawFindings += bug.hits;
   }
   std::stable_sort(sorted.begin(), sorted.end(), [](const BugReport* a, const BugReport* b) {
+    if (a->knownUpstream.has_value() != b->knownUpstream.has_value()) return !a->knownUpstream;  // new ones first
     int ra = severityRank(a->severity), rb = severityRank(b->severity);
     if (ra != rb) return ra < rb;
     if (a->hits != b->hits) return a->hits > b->hits;
@@ -57,13 +79,15 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
   for (const auto& [key, value] : campaignStats) md += fmt::format("- {}: {}\n", cell(key), cell(value));
   if (!campaignStats.empty()) md += "\n";
   md += countLine + ".\n\n";
-  md += "| rank | id | title | severity | component | hits | first seen | last seen | nodes (original) | verified |\n";
-  md += "|---:|---|---|---|---|---:|---|---|---|---|\n";
+  md += "| rank | id | title | upstream | severity | component | hits | first seen | last seen | torch | "
+        "nodes (original) | short repro lines | verified |\n";
+  md += "|---:|---|---|---|---|---|---:|---|---|---|---|---:|---|\n";
   int rank = 0;
   for (const BugReport* bug : sorted)
-    md += fmt::format("| {} | [{}](crashes/{}/report.md) | {} | {} | {} | {} | {} | {} | {} | {} |\n", ++rank,
-                      cell(bug->id), bug->id, cell(bug->title), cell(bug->severity), cell(bug->component), bug->hits,
-                      isoOrUnknown(bug->firstSeen), isoOrUnknown(bug->lastSeen), sizeText(*bug),
+    md += fmt::format("| {} | [{}](crashes/{}/report.md) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                      ++rank, cell(bug->id), bug->id, cell(bug->title), cell(upstreamText(*bug)), cell(bug->severity),
+                      cell(bug->component), bug->hits, isoOrUnknown(bug->firstSeen), isoOrUnknown(bug->lastSeen),
+                      cell(bug->torch.version), sizeText(*bug), shortReproLines(*bug),
                       verifiedText(bug->reproVerified));
 
   std::string html =
@@ -87,19 +111,20 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
     html += "</dl>\n";
   }
   html += fmt::format("<p>{}.</p>\n", htmlEscape(countLine));
-  html += "<table>\n<thead><tr><th>rank</th><th>id</th><th>title</th><th>severity</th><th>component</th>"
-          "<th>hits</th><th>first seen</th><th>last seen</th><th>nodes (original)</th><th>verified</th></tr></thead>\n"
-          "<tbody>\n";
+  html += "<table>\n<thead><tr><th>rank</th><th>id</th><th>title</th><th>upstream</th><th>severity</th>"
+          "<th>component</th><th>hits</th><th>first seen</th><th>last seen</th><th>torch</th><th>nodes (original)</th>"
+          "<th>short repro lines</th><th>verified</th></tr></thead>\n<tbody>\n";
   rank = 0;
   for (const BugReport* bug : sorted)
     html += fmt::format(
         "<tr><td class=\"num\">{}</td><td><a href=\"crashes/{}/report.md\"><code>{}</code></a></td><td>{}</td>"
-        "<td class=\"sev-{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td></tr>\n",
+        "<td>{}</td><td class=\"sev-{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
         ++rank, htmlEscape(bug->id), htmlEscape(bug->id), htmlEscape(oneLine(bug->title, kCellLimit)),
-        htmlEscape(bug->severity), htmlEscape(bug->severity), htmlEscape(bug->component), bug->hits,
-        htmlEscape(isoOrUnknown(bug->firstSeen)), htmlEscape(isoOrUnknown(bug->lastSeen)),
-        htmlEscape(sizeText(*bug)), htmlEscape(verifiedText(bug->reproVerified)));
+        htmlEscape(upstreamText(*bug)), htmlEscape(bug->severity), htmlEscape(bug->severity),
+        htmlEscape(bug->component), bug->hits, htmlEscape(isoOrUnknown(bug->firstSeen)),
+        htmlEscape(isoOrUnknown(bug->lastSeen)), htmlEscape(bug->torch.version), htmlEscape(sizeText(*bug)),
+        htmlEscape(shortReproLines(*bug)), htmlEscape(verifiedText(bug->reproVerified)));
   html += "</tbody>\n</table>\n</body>\n</html>\n";
 
   makeDirectories(root);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <optional>
 #include <string_view>
 
@@ -9,9 +11,12 @@
 #include <fmt/ranges.h>
 
 #include "oracles/AtomicFile.h"
+#include "oracles/Comparator.h"
 #include "oracles/IndexWriter.h"
+#include "oracles/KnownUpstream.h"
 #include "oracles/MarkdownText.h"
 #include "oracles/ReproWriter.h"
+#include "oracles/ShortReproWriter.h"
 
 namespace tcfuzz::oracles {
 
@@ -25,13 +30,12 @@ using nlohmann::json;
 // (GitHub caps an issue body at 65536 characters).
 constexpr size_t kMessageLimit = 2000;     // an exception message
 constexpr size_t kTracebackLimit = 4000;   // the tail of a traceback or stderr
-constexpr size_t kTracebackLines = 40;
-constexpr size_t kOutputLimit = 4000;      // the tail of repro.py's output
-constexpr size_t kCollectEnvLimit = 12000;
-constexpr size_t kProgramLimit = 20000;    // the original program (report.md only; original.py has it all)
+constexpr size_t kTracebackLines = 30;
 
 // The folder's files, in the order they are written; meta.json last (its presence marks a complete folder).
 constexpr const char* kReproFile = "repro.py";
+constexpr const char* kShortReproFile = "short_repro.py";
+constexpr const char* kCollectEnvFile = "collect_env.txt";
 constexpr const char* kReportFile = "report.md";
 constexpr const char* kProgramFile = "program.json";
 constexpr const char* kOriginalFile = "original.py";
@@ -208,7 +212,13 @@ std::string ablationSentence(const BugReport& bug) {
   return s + " (see [Ablation](#ablation)).";
 }
 
-void renderDescribe(std::string& md, const BugReport& bug, const std::string& reproPy) {
+/// "verified in a clean process", "did **not** reproduce in a clean process" or "not checked in a clean process".
+std::string verification(const std::optional<bool>& verified) {
+  if (!verified) return "not checked in a clean process";
+  return *verified ? "verified in a clean process" : "did **not** reproduce in a clean process";
+}
+
+void renderDescribe(std::string& md, const BugReport& bug, const std::string& shortReproPy) {
   const ReproCase& r = bug.repro;
   md += "### 🐛 Describe the bug\n\n";
   md += symptomSentence(bug);
@@ -219,16 +229,30 @@ void renderDescribe(std::string& md, const BugReport& bug, const std::string& re
   md += ". ";
   md += ablationSentence(bug);
   md += "\n\n";
+  std::string full = fmt::format(
+      "The full driver, [repro.py](repro.py), compares every output leaf of the eager, compiled and float64 runs and "
+      "prints `{}<verdict>` (expected: {}); `python repro.py` exits with status 1 when the bug reproduces and 0 when "
+      "it does not. repro.py was {}.\n\n",
+      kReproVerdictPrefix, code(verdictOf(bug)), verification(bug.reproVerified));
+  if (shortReproPy.empty() || (bug.shortReproVerified && !*bug.shortReproVerified)) {
+    md += shortReproPy.empty() ? "No short repro could be written for this case. "
+                               : "The short repro ([short_repro.py](short_repro.py)) did **not** reproduce in a clean "
+                                 "process, so it is not quoted here. ";
+    md += full;
+    return;
+  }
   if (bug.minimized)
-    md += fmt::format("Minimized repro ({} node{}, from {} in the program tcfuzz generated):\n\n", r.nodes,
-                      r.nodes == 1 ? "" : "s", bug.originalNodes);
+    md += fmt::format("Minimized repro ({} node{}, from {} in the program tcfuzz generated), "
+                      "[short_repro.py](short_repro.py), {}:\n\n",
+                      r.nodes, r.nodes == 1 ? "" : "s", bug.originalNodes, verification(bug.shortReproVerified));
   else
-    md += "Repro (not minimized: the minimizer was skipped or failed, so this is the program as generated):\n\n";
-  md += codeBlock(reproPy, "python");
-  md += fmt::format(
-      "\nRun it with `python repro.py`: it exits with status 1 when the bug reproduces and 0 when it does not, "
-      "and its last line is `{}<verdict>` (expected here: {}).\n\n",
-      kReproVerdictPrefix, code(verdictOf(bug)));
+    md += fmt::format("Repro, [short_repro.py](short_repro.py), {} (not minimized: the minimizer was skipped or "
+                      "failed, so this is the program as generated):\n\n",
+                      verification(bug.shortReproVerified));
+  md += codeBlock(shortReproPy, "python");
+  md += "\n`python short_repro.py` needs only torch and fails (an assertion, or the failing call) while the bug "
+        "reproduces. ";
+  md += full;
 }
 
 void renderNumericTable(std::string& md, const BugReport& bug) {
@@ -257,6 +281,44 @@ void renderNumericTable(std::string& md, const BugReport& bug) {
     if (std::string note = text(leaf, "note"); !note.empty())
       notes.push_back(fmt::format("- leaf {}: {}", text(leaf, "leaf"), oneLine(note, kCellLimit)));
   if (!notes.empty()) md += fmt::format("{}\n\n", fmt::join(notes, "\n"));
+}
+
+/// A Python traceback (or faulthandler dump) with only the frames inside torch (a file under a torch/
+/// folder): the header, the exception lines and chained-exception separators stay, each run of other
+/// frames becomes one "... (N frames outside torch)" line; caret lines and faulthandler's module list go.
+std::string torchFrames(const std::string& traceback) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < traceback.size();) {
+    size_t end = traceback.find('\n', at);
+    lines.push_back(traceback.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    at = end == std::string::npos ? traceback.size() : end + 1;
+  }
+  std::string out;
+  int skipped = 0;
+  auto flushSkipped = [&] {
+    if (skipped > 0) out += fmt::format("  ... ({} frame{} outside torch)\n", skipped, skipped == 1 ? "" : "s");
+    skipped = 0;
+  };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].starts_with("Extension modules:")) continue;  // faulthandler's list of loaded modules: noise
+    if (!lines[i].starts_with("  File \"")) {
+      flushSkipped();
+      out += lines[i] + "\n";
+      continue;
+    }
+    size_t last = i;  // the frame's own lines: its code line and caret markers are indented further
+    while (last + 1 < lines.size() && lines[last + 1].starts_with("    ")) ++last;
+    if (lines[i].find("/torch/") != std::string::npos) {
+      flushSkipped();
+      for (size_t k = i; k <= last; ++k)  // the caret lines under a frame's code say little in a report
+        if (lines[k].find_first_not_of(" ^~") != std::string::npos) out += lines[k] + "\n";
+    } else {
+      ++skipped;
+    }
+    i = last;
+  }
+  flushSkipped();
+  return out;
 }
 
 void renderErrorLogs(std::string& md, const BugReport& bug) {
@@ -289,25 +351,16 @@ void renderErrorLogs(std::string& md, const BugReport& bug) {
       md += codeBlock(headBounded(fmt::format("{}: {}", type, text(failing.exception, "message")), kMessageLimit));
       md += "\n";
       if (std::string tb = text(failing.exception, "traceback"); !tb.empty())
-        md += "Traceback (tail):\n\n" + codeBlock(tailBounded(tb, kTracebackLimit, kTracebackLines)) + "\n";
+        md += "Traceback (the frames inside torch):\n\n" +
+              codeBlock(tailBounded(torchFrames(tb), kTracebackLimit, kTracebackLines)) + "\n";
     } else if (!bug.signature.exceptionType.empty()) {
       md += fmt::format("Exception (from the signature; the observed run did not record it): {}: {}\n\n",
                         code(bug.signature.exceptionType), code(bug.signature.normalizedMessage, kMessageLimit));
     }
-    if (std::string tail = text(failing.run, "stderr_tail"); !tail.empty())
-      md += "stderr (tail):\n\n" + codeBlock(tailBounded(tail, kTracebackLimit, kTracebackLines)) + "\n";
+    if (std::string tail = text(failing.run, "stderr_tail"); !tail.empty() && !failing.exception)
+      md += "stderr (tail; the frames inside torch):\n\n" +
+            codeBlock(tailBounded(torchFrames(tail), kTracebackLimit, kTracebackLines)) + "\n";
   }
-
-  md += "Output of `python repro.py`:\n\n";
-  md += codeBlock(bug.reproOutput.empty() ? std::string("(not captured)")
-                                          : tailBounded(bug.reproOutput, kOutputLimit));
-  md += "\n";
-  if (!bug.reproVerified)
-    md += "repro.py was not checked in a clean process.\n\n";
-  else if (*bug.reproVerified)
-    md += "repro.py was verified in a clean process: it printed the expected verdict.\n\n";
-  else
-    md += "repro.py was run in a clean process and did **not** print the expected verdict there.\n\n";
 }
 
 void renderAblation(std::string& md, const BugReport& bug) {
@@ -338,6 +391,28 @@ void renderAblation(std::string& md, const BugReport& bug) {
   }
 }
 
+void renderUpstream(std::string& md, const BugReport& bug) {
+  md += "### Upstream\n\n";
+  auto issueLine = [](const UpstreamIssue& i) {
+    return fmt::format("[#{}]({}){}{}", i.number, i.url, i.state.empty() ? "" : " (" + i.state + ")",
+                       i.title.empty() ? "" : ": " + oneLine(i.title, kCellLimit));
+  };
+  if (bug.knownUpstream)
+    md += fmt::format("**Known upstream issue** {}.\n\n", issueLine(*bug.knownUpstream));
+  if (!bug.possibleDuplicates.empty()) {
+    md += "Possible duplicates (the tracker's closest matches):\n\n";
+    for (const UpstreamIssue& i : bug.possibleDuplicates) md += "- " + issueLine(i) + "\n";
+    md += "\n";
+  }
+  std::vector<std::string> links;
+  for (const auto& [label, terms] : upstreamSearchQueries(bug))
+    links.push_back(fmt::format("[{}]({})", label, trackerSearchUrl(terms)));
+  if (!links.empty())
+    md += fmt::format("Search PyTorch's issues, open and closed, for duplicates: {}.\n\n", fmt::join(links, " · "));
+  else if (!bug.knownUpstream)
+    md += "No search terms: the bug names no op and no exception.\n\n";
+}
+
 void renderVersions(std::string& md, const BugReport& bug) {
   md += "### Versions\n\n";
   const TorchInfo& t = bug.torch;
@@ -351,7 +426,7 @@ void renderVersions(std::string& md, const BugReport& bug) {
   if (bug.collectEnv.empty())
     md += "collect_env not captured.\n\n";
   else
-    md += codeBlock(headBounded(bug.collectEnv, kCollectEnvLimit)) + "\n";
+    md += "The output of `python -m torch.utils.collect_env`: [collect_env.txt](collect_env.txt).\n\n";
 }
 
 std::string listOrNone(const std::vector<std::string>& items) {
@@ -397,16 +472,50 @@ void renderFacts(std::string& md, const BugReport& bug) {
   md += fmt::format("- seed: {}; device: {}; threads: {}\n", bug.repro.seed, bug.repro.device,
                     bug.repro.threads > 0 ? std::to_string(bug.repro.threads) : "default");
   if (!bug.campaign.empty()) md += fmt::format("- campaign: {}\n", code(bug.campaign, kMessageLimit));
-  md += "\n";
-  if (!bug.originalProgramPy.empty()) {
-    md += "<details><summary>original program (before minimization)</summary>\n\n";
-    md += codeBlock(headBounded(bug.originalProgramPy, kProgramLimit), "python");
-    md += "\n</details>\n\n";
-  }
-  md += "</details>\n";
+  if (!bug.originalProgramPy.empty()) md += "- the program before minimization: [original.py](original.py)\n";
+  md += "\n</details>\n";
 }
 
 // --- Files ------------------------------------------------------------------------------------------
+
+/// The number of lines of `text` (a last line without its newline counts).
+int lineCount(const std::string& text) {
+  int lines = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  return lines + (!text.empty() && text.back() != '\n' ? 1 : 0);
+}
+
+json issueJson(const UpstreamIssue& i) {
+  return {{"number", i.number}, {"url", i.url}, {"title", i.title}, {"state", i.state}};
+}
+
+/// meta.json's "upstream": the known issue matched (or null), the tracker's possible duplicates, the searches.
+json upstreamJson(const BugReport& bug) {
+  json duplicates = json::array(), searches = json::array();
+  for (const UpstreamIssue& i : bug.possibleDuplicates) duplicates.push_back(issueJson(i));
+  for (const auto& [label, terms] : upstreamSearchQueries(bug))
+    searches.push_back({{"label", label}, {"terms", terms}, {"url", trackerSearchUrl(terms)}});
+  return {{"known", bug.knownUpstream ? issueJson(*bug.knownUpstream) : json()},
+          {"possible_duplicates", duplicates},
+          {"searches", searches}};
+}
+
+/// short_repro.py for the bug, "" for a verdict it cannot express.
+std::string shortReproText(const BugReport& bug) {
+  try {
+    return renderShortRepro(bug.repro, bug.title, ComparatorOptions{});
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+}
+
+/// A plugin file's text, to copy beside short_repro.py; throws std::runtime_error naming a file it cannot read.
+std::string readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw std::runtime_error("cannot read plugin file '" + path + "' for short_repro.py");
+  return text.str();
+}
 
 json timeJson(double unixSeconds) {
   std::string iso = isoTime(unixSeconds);
@@ -415,11 +524,12 @@ json timeJson(double unixSeconds) {
 
 }  // namespace
 
-std::string renderReportMarkdown(const BugReport& bug, const std::string& reproPy) {
+std::string renderReportMarkdown(const BugReport& bug, const std::string& shortReproPy) {
   std::string md = fmt::format("# {}\n\n", oneLine(bug.title.empty() ? bug.id : bug.title, 256));
-  renderDescribe(md, bug, reproPy);
+  renderDescribe(md, bug, shortReproPy);
   renderErrorLogs(md, bug);
   renderAblation(md, bug);
+  renderUpstream(md, bug);
   renderVersions(md, bug);
   renderFacts(md, bug);
   return md;
@@ -465,7 +575,9 @@ nlohmann::json reportMeta(const BugReport& bug) {
         {"backward", bug.repro.backward},
         {"plugins", bug.repro.plugins},
         {"diverging_leaves", bug.repro.divergingLeaves},
-        {"verified", bug.reproVerified ? json(*bug.reproVerified) : json()}}},
+        {"verified", bug.reproVerified ? json(*bug.reproVerified) : json()},
+        {"short_verified", bug.shortReproVerified ? json(*bug.shortReproVerified) : json()},
+        {"short_lines", lineCount(shortReproText(bug))}}},
       {"ablation", ablation},
       {"bisect",
        {{"ran", b.ran},
@@ -474,6 +586,7 @@ nlohmann::json reportMeta(const BugReport& bug) {
         {"bisect_number", b.bisectNumber},
         {"debug_info", b.debugInfo},
         {"note", b.note}}},
+      {"upstream", upstreamJson(bug)},
       {"torch", bug.torch.toJson()},
       {"campaign", bug.campaign},
   };
@@ -489,7 +602,19 @@ void writeReportFolder(const BugReport& bug, const std::string& reproPy, const s
   // than as complete with files from two versions.
   removeIfPresent(dir / kMetaFile);
   write(dir / kReproFile, reproPy);
-  write(dir / kReportFile, renderReportMarkdown(bug, reproPy));
+  std::string shortRepro = shortReproText(bug);
+  if (shortRepro.empty()) {
+    removeIfPresent(dir / kShortReproFile);
+  } else {
+    write(dir / kShortReproFile, shortRepro);
+    std::vector<std::string> names = shortReproCompanions(bug.repro);
+    for (size_t i = 0; i < names.size(); ++i) write(dir / names[i], readWholeFile(bug.repro.plugins[i]));
+  }
+  if (bug.collectEnv.empty())
+    removeIfPresent(dir / kCollectEnvFile);
+  else
+    write(dir / kCollectEnvFile, bug.collectEnv);
+  write(dir / kReportFile, renderReportMarkdown(bug, shortRepro));
   write(dir / kProgramFile, bug.repro.programIr.dump(2) + "\n");
   if (bug.originalProgramPy.empty())
     removeIfPresent(dir / kOriginalFile);  // stale from an earlier triage that had one

@@ -10,7 +10,9 @@
 #include <boost/process.hpp>
 
 #include "fuzzer/worker/Sandbox.h"
+#include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/worker/WorkerPool.h"
+#include "oracles/Comparator.h"
 
 namespace tcfuzz::test_support {
 
@@ -41,6 +43,28 @@ inline WorkerSpec testWorkerSpec(const std::filesystem::path& workDir) {
   spec.headerCacheDir = sharedHeaderCacheDir();
   spec.sandbox = probeBubblewrap().empty() ? SandboxKind::Bubblewrap : SandboxKind::None;
   return spec;
+}
+
+/// A temporary directory, one worker zygote and a ProgramTester over it: what the end-to-end script
+/// tests share for a whole suite (each zygote start costs seconds).
+struct OneWorkerTester {
+  explicit OneWorkerTester(const std::string& name)
+      : dir(name), pool(testWorkerSpec(dir.path()), 1), tester(pool, oracles::Comparator{}, dir.path() / "jobs") {}
+  /// Runs `script` as a plain Python script in a worker child (600 s, 4 GiB), `companions` beside it.
+  oracles::RunResult runScript(const std::filesystem::path& script,
+                               const std::vector<std::filesystem::path>& companions = {}) {
+    TestSettings s;
+    s.limits = Limits{600, 4096};
+    return tester.runScript(script, s, companions);
+  }
+  TempDir dir;
+  WorkerPool pool;
+  ProgramTester tester;
+};
+
+/// A script run's summary and its stdout and stderr tails: a failure message.
+inline std::string describeRun(const oracles::RunResult& r) {
+  return r.summary() + "\n--- stdout\n" + r.stdoutTail + "\n--- stderr\n" + r.stderrTail;
 }
 
 /// The interpreters of the extra torch releases scripts/setup installed (TCFUZZ_EXTRA_TORCH, as

@@ -15,6 +15,8 @@
 #include "oracles/IndexWriter.h"
 #include "oracles/MarkdownText.h"
 #include "oracles/ReportWriter.h"
+#include "oracles/Comparator.h"
+#include "oracles/ShortReproWriter.h"
 
 using namespace tcfuzz::oracles;
 using nlohmann::json;
@@ -250,13 +252,53 @@ TEST(ReportWriter, CrashReportDescribesSymptomConfigurationAndRepro) {
             std::string::npos);
   EXPECT_NE(section.find("with a backward pass"), std::string::npos);
   EXPECT_NE(section.find("The ablation blames **inductor**"), std::string::npos);
-  EXPECT_NE(section.find("Minimized repro (2 nodes, from 23"), std::string::npos);
+  // The short repro is quoted (not yet checked here); the full driver is linked, never inlined.
+  EXPECT_NE(section.find("Minimized repro (2 nodes, from 23 in the program tcfuzz generated), "
+                         "[short_repro.py](short_repro.py), not checked in a clean process:"),
+            std::string::npos);
   EXPECT_NE(section.find(std::string("```python\n") + kReproPy + "```\n"), std::string::npos);
-  EXPECT_NE(section.find("`python repro.py`"), std::string::npos);
-  EXPECT_NE(section.find("exits with status 1 when the bug reproduces"), std::string::npos);
+  EXPECT_NE(section.find("The full driver, [repro.py](repro.py)"), std::string::npos);
+  EXPECT_NE(section.find("`python repro.py` exits with status 1 when the bug reproduces"), std::string::npos);
+  EXPECT_NE(section.find("repro.py was verified in a clean process."), std::string::npos);
 }
 
-TEST(ReportWriter, CrashReportQuotesTheExceptionAndReproOutput) {
+TEST(ReportWriter, AShortReproThatDidNotReproduceIsNotQuoted) {
+  BugReport bug = crashBug();
+  bug.shortReproVerified = true;
+  EXPECT_NE(renderReportMarkdown(bug, kReproPy).find("[short_repro.py](short_repro.py), verified in a clean process:"),
+            std::string::npos);
+  bug.shortReproVerified = false;
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_EQ(md.find(kReproPy), std::string::npos);
+  EXPECT_NE(md.find("did **not** reproduce in a clean process, so it is not quoted here"), std::string::npos);
+  EXPECT_NE(md.find("The full driver, [repro.py](repro.py)"), std::string::npos);
+}
+
+TEST(ReportWriter, TracebacksKeepOnlyTheFramesInsideTorch) {
+  BugReport bug = crashBug();
+  bug.repro.observed["compiled"]["exception"]["traceback"] =
+      "Traceback (most recent call last):\n"
+      "  File \"/work/fuzzer/worker/child.py\", line 186, in call\n    out = fn(*args)\n"
+      "  File \"/work/fuzzer/worker/child.py\", line 223, in run\n    self.call()\n"
+      "  File \"/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py\", line 563, in __call__\n"
+      "    return fn(*args)\n           ^^^^^^^^^\n"
+      "  File \"/venv/lib/python3.11/site-packages/torch/_inductor/cpp_builder.py\", line 99, in build\n"
+      "    run_compile_cmd(cmd)\n"
+      "torch._inductor.exc.InductorError: CppCompileError: C++ compile error\n";
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_NE(md.find("Traceback (the frames inside torch):\n\n```\nTraceback (most recent call last):\n"
+                    "  ... (2 frames outside torch)\n"
+                    "  File \"/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py\", line 563, in __call__\n"
+                    "    return fn(*args)\n"  // its caret line goes
+                    "  File \"/venv/lib/python3.11/site-packages/torch/_inductor/cpp_builder.py\", line 99, in build\n"
+                    "    run_compile_cmd(cmd)\n"
+                    "torch._inductor.exc.InductorError: CppCompileError: C++ compile error\n```"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("child.py"), std::string::npos);
+}
+
+TEST(ReportWriter, CrashReportQuotesTheException) {
   BugReport bug = crashBug();
   std::string md = renderReportMarkdown(bug, kReproPy);
   size_t logs = md.find("### Error logs"), ablation = md.find("### Ablation");
@@ -265,9 +307,7 @@ TEST(ReportWriter, CrashReportQuotesTheExceptionAndReproOutput) {
   EXPECT_NE(section.find("eager    : ok"), std::string::npos);
   EXPECT_NE(section.find("torch._inductor.exc.InductorError: CppCompileError: C++ compile error"), std::string::npos);
   EXPECT_NE(section.find("error: 'tmp3' was not declared in this scope"), std::string::npos);
-  EXPECT_NE(section.find("```\neager: ok\ncompiled: InductorError"), std::string::npos);
-  EXPECT_NE(section.find("tcfuzz-verdict: crash-mismatch"), std::string::npos);
-  EXPECT_NE(section.find("repro.py was verified in a clean process"), std::string::npos);
+  EXPECT_EQ(section.find("tcfuzz-verdict: crash-mismatch"), std::string::npos) << "repro.py's output stays out";
   // A message inside a code block is quoted as it is: no table escaping there.
   EXPECT_NE(section.find("auto tmp4 = tmp3 | tmp2;"), std::string::npos);
 }
@@ -306,7 +346,8 @@ TEST(ReportWriter, VersionsHoldTorchAndCollectEnv) {
                          "Python `3.11.7`; devices: AMD EPYC"),
             std::string::npos)
       << section;
-  EXPECT_NE(section.find("```\n" + bug.collectEnv + "```\n"), std::string::npos);
+  EXPECT_NE(section.find("[collect_env.txt](collect_env.txt)"), std::string::npos);
+  EXPECT_EQ(section.find(bug.collectEnv), std::string::npos) << "collect_env is linked, not inlined";
 
   bug.collectEnv.clear();
   md = renderReportMarkdown(bug, kReproPy);
@@ -326,9 +367,8 @@ TEST(ReportWriter, TriageFactsListSignatureHitsAndOriginalProgram) {
   EXPECT_NE(facts.find("`00ff00ff00ff00ff` (merged by `frames`)"), std::string::npos);
   EXPECT_NE(facts.find("23 nodes originally, 2 after minimization (57 candidates tested)"), std::string::npos);
   EXPECT_NE(facts.find("campaign: `/data/campaigns/nightly-0501`"), std::string::npos);
-  EXPECT_NE(facts.find("<details><summary>original program (before minimization)</summary>\n\n```python\n" +
-                       bug.originalProgramPy + "```"),
-            std::string::npos);
+  EXPECT_NE(facts.find("- the program before minimization: [original.py](original.py)"), std::string::npos);
+  EXPECT_EQ(facts.find(bug.originalProgramPy), std::string::npos);
   EXPECT_EQ(md.substr(md.size() - 11), "</details>\n");
 }
 
@@ -438,9 +478,13 @@ TEST(ReportWriter, FolderHoldsExactlyItsFilesAndRewritesIdempotently) {
   fs::path dir = freshDir("folder") / "crashes" / "abc";
   BugReport bug = crashBug();
   writeReportFolder(bug, kReproPy, dir, tcfuzz::SecretRedactor{});
-  EXPECT_EQ(filesIn(dir), (std::set<std::string>{"repro.py", "report.md", "program.json", "original.py", "meta.json"}));
+  EXPECT_EQ(filesIn(dir), (std::set<std::string>{"repro.py", "short_repro.py", "collect_env.txt", "report.md",
+                                                 "program.json", "original.py", "meta.json"}));
   EXPECT_EQ(slurp(dir / "repro.py"), kReproPy);
-  EXPECT_EQ(slurp(dir / "report.md"), renderReportMarkdown(bug, kReproPy));
+  std::string shortRepro = renderShortRepro(bug.repro, bug.title, ComparatorOptions{});
+  EXPECT_EQ(slurp(dir / "short_repro.py"), shortRepro);
+  EXPECT_EQ(slurp(dir / "collect_env.txt"), bug.collectEnv);
+  EXPECT_EQ(slurp(dir / "report.md"), renderReportMarkdown(bug, shortRepro));
   EXPECT_EQ(slurp(dir / "program.json"), bug.repro.programIr.dump(2) + "\n");
   EXPECT_EQ(slurp(dir / "original.py"), bug.originalProgramPy);
   json meta = json::parse(slurp(dir / "meta.json"));
@@ -458,7 +502,8 @@ TEST(ReportWriter, FolderHoldsExactlyItsFilesAndRewritesIdempotently) {
   bug.originalProgramPy.clear();
   bug.hits = 18;
   writeReportFolder(bug, kReproPy, dir, tcfuzz::SecretRedactor{});
-  EXPECT_EQ(filesIn(dir), (std::set<std::string>{"repro.py", "report.md", "program.json", "meta.json", "notes.txt"}));
+  EXPECT_EQ(filesIn(dir), (std::set<std::string>{"repro.py", "short_repro.py", "collect_env.txt", "report.md",
+                                                 "program.json", "meta.json", "notes.txt"}));
   EXPECT_EQ(json::parse(slurp(dir / "meta.json"))["hits"], 18);
   fs::remove_all(dir.parent_path().parent_path());
 }
@@ -512,8 +557,13 @@ TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
   EXPECT_NE(md.find("4 unique bugs from 62 raw findings"), std::string::npos);
   EXPECT_NE(md.find("&lt;script>alert(1)&lt;/script> in relu \\| sigmoid"), std::string::npos);
   EXPECT_TRUE(lineWith(md, "c0000000000000f2").rfind("| 1 |", 0) == 0);
-  EXPECT_NE(lineWith(md, "c0000000000000f2").find("| 2024-05-01T12:00:00Z | 2024-05-01T13:00:00Z | 2 (from 23) | yes |"),
-            std::string::npos);
+  std::string shortRepro = renderShortRepro(crashMany.repro, crashMany.title, ComparatorOptions{});
+  EXPECT_NE(lineWith(md, "c0000000000000f2")
+                .find(fmt::format("| 2024-05-01T12:00:00Z | 2024-05-01T13:00:00Z | 2.11.0+cpu | 2 (from 23) | {} | yes |",
+                                  std::count(shortRepro.begin(), shortRepro.end(), '\n'))),
+            std::string::npos)
+      << md;
+  EXPECT_NE(lineWith(md, "c0000000000000f2").find(" | new | crash | "), std::string::npos) << md;
 
   std::string html = slurp(root / "index.html");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -182,37 +183,19 @@ namespace {
 
 class ReproEndToEnd : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir("tcfuzz-repro-e2e");
-    pool_ = new WorkerPool(test_support::testWorkerSpec(dir_->path()), 1);
-    tester_ = new ProgramTester(*pool_, oracles::Comparator{}, dir_->path() / "jobs");
-  }
-  static void TearDownTestSuite() {
-    delete tester_;
-    delete pool_;
-    delete dir_;
-  }
+  static void SetUpTestSuite() { workers_ = std::make_unique<test_support::OneWorkerTester>("tcfuzz-repro-e2e"); }
+  static void TearDownTestSuite() { workers_.reset(); }
   /// Renders `c` into its own folder and runs it as `python repro.py`.
   static oracles::RunResult runRepro(const ReproCase& c, const std::string& name) {
-    std::filesystem::path folder = dir_->path() / name;
+    std::filesystem::path folder = workers_->dir.path() / name;
     std::filesystem::create_directories(folder);
     std::ofstream(folder / "repro.py") << renderRepro(c, name);
-    TestSettings s;
-    s.limits = Limits{600, 4096};
-    return tester_->runScript(folder / "repro.py", s);
+    return workers_->runScript(folder / "repro.py");
   }
-  static TempDir* dir_;
-  static WorkerPool* pool_;
-  static ProgramTester* tester_;
+  static inline std::unique_ptr<test_support::OneWorkerTester> workers_;
 };
 
-TempDir* ReproEndToEnd::dir_ = nullptr;
-WorkerPool* ReproEndToEnd::pool_ = nullptr;
-ProgramTester* ReproEndToEnd::tester_ = nullptr;
-
-std::string describe(const oracles::RunResult& r) {
-  return r.summary() + "\n--- stdout\n" + r.stdoutTail + "\n--- stderr\n" + r.stderrTail;
-}
+std::string describe(const oracles::RunResult& r) { return test_support::describeRun(r); }
 
 }  // namespace
 
@@ -393,15 +376,15 @@ std::vector<at::Tensor> workerOutputs(ProgramTester& tester, const std::filesyst
 }  // namespace
 
 TEST_F(ReproEndToEnd, ExplicitCastsGiveTheWorkersEagerAndFp64OutputsInReproPy) {
-  std::filesystem::path folder = dir_->path() / "explicit_casts";
+  std::filesystem::path folder = workers_->dir.path() / "explicit_casts";
   std::filesystem::create_directories(folder / "saved");
   std::ofstream(folder / "program.py") << kExplicitCastsProgram;
   TestSettings s;
   s.seed = 7;
   s.limits = Limits{600, 4096};
   s.compile.backend = "eager";
-  std::vector<at::Tensor> eager = workerOutputs(*tester_, folder / "program.py", RunMode::Eager, s);
-  std::vector<at::Tensor> fp64 = workerOutputs(*tester_, folder / "program.py", RunMode::Fp64, s);
+  std::vector<at::Tensor> eager = workerOutputs(workers_->tester, folder / "program.py", RunMode::Eager, s);
+  std::vector<at::Tensor> fp64 = workerOutputs(workers_->tester, folder / "program.py", RunMode::Fp64, s);
 
   ReproCase c;
   c.programPy = kExplicitCastsProgram;

@@ -4,6 +4,8 @@
 // tcfuzz_planted_tanh_segv dies of SIGSEGV for graphs with aten.tanh. They are not PyTorch bugs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <regex>
 #include <set>
@@ -112,6 +114,8 @@ TEST_F(TriageTest, PlantedNumericBugInATwentyNodeProgramMinimizesToAtMostThreeNo
   EXPECT_EQ(t->bisect.ran, false);  // not an Inductor bug
   ASSERT_TRUE(t->reproVerified.has_value());
   EXPECT_TRUE(*t->reproVerified) << t->reproOutput;
+  ASSERT_TRUE(t->shortReproVerified.has_value());
+  EXPECT_TRUE(*t->shortReproVerified);
   EXPECT_NE(t->reproOutput.find("tcfuzz-verdict: numeric-divergence"), std::string::npos);
   EXPECT_EQ(t->severity, "wrong-result");
   EXPECT_NE(t->title.find("sigmoid"), std::string::npos) << t->title;
@@ -170,9 +174,14 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
   std::set<std::string> severities, components;
   int64_t hits = 0;
   for (const auto& r : reports) {
-    for (const char* f : {"repro.py", "report.md", "program.json", "meta.json"})
+    for (const char* f : {"repro.py", "short_repro.py", "planted_backends.py", "report.md", "program.json", "meta.json"})
       EXPECT_TRUE(fs::exists(r / f)) << r / f;
     json meta = json::parse(readText(r / "meta.json"));
+    // The issue body: a short repro under 30 lines that reproduces under plain python, quoted in a
+    // report.md of about two screens.
+    std::string shortRepro = readText(r / "short_repro.py");
+    EXPECT_LT(std::count(shortRepro.begin(), shortRepro.end(), '\n'), 30) << shortRepro;
+    EXPECT_EQ(meta.at("repro").at("short_verified"), true) << r << "\n" << shortRepro;
     hits += meta.at("hits").get<int64_t>();
     severities.insert(meta.at("severity").get<std::string>());
     components.insert(meta.at("component").get<std::string>());
@@ -180,7 +189,8 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
     EXPECT_LE(meta.at("sizes").at("minimized_nodes").get<int>(), 2) << r;
     std::string md = readText(r / "report.md");
     EXPECT_NE(md.find("### 🐛 Describe the bug"), std::string::npos);
-    EXPECT_NE(md.find("```python"), std::string::npos);
+    EXPECT_NE(md.find("```python\n" + shortRepro + "```"), std::string::npos) << md;
+    EXPECT_LT(std::count(md.begin(), md.end(), '\n'), 150) << md;
   }
   EXPECT_EQ(hits, findings);
   EXPECT_EQ(severities, (std::set<std::string>{"crash", "wrong-result"}));

@@ -131,6 +131,18 @@ TriageSettings triageSettingsFrom(const Options& o, int workers, const SecretRed
   t.ablate = !o.noAblation;
   t.bisect = !o.noBisect;
   t.verify = !o.noVerify;
+  // The project's list of known upstream issues, then the user's own (--known), in that order of matching.
+  std::vector<fs::path> knownFiles{fs::path(TCFUZZ_SOURCE_DIR) / "corpus" / "known-upstream.json"};
+  for (const auto& file : o.known) knownFiles.emplace_back(file);
+  for (const auto& file : knownFiles) {
+    auto issues = oracles::loadKnownIssues(file);
+    t.knownIssues.insert(t.knownIssues.end(), issues.begin(), issues.end());
+  }
+  if (o.checkUpstream) {  // fails at once, with the reason, when the API cannot be reached
+    const char* token = std::getenv("GITHUB_TOKEN");
+    t.upstream.emplace(o.upstreamApi, token ? token : "", 15.0);
+    t.upstream->checkReachable();
+  }
   return t;
 }
 

@@ -96,12 +96,12 @@ oracles::RunResult CaseTester::bisect(const oracles::MinimizeCase& c, const Test
 }
 
 oracles::RunResult CaseTester::runScript(const std::string& fileName, const std::string& text,
-                                         const TestSettings& base) {
+                                         const TestSettings& base, const std::vector<fs::path>& companions) {
   ProgramTester& programs = tester();
   fs::path file = writeScratch(fileName, text);
   TestSettings s = base;
   s.limits.timeoutSeconds = std::max(s.limits.timeoutSeconds, 120.0);
-  oracles::RunResult r = programs.runScript(file, s);
+  oracles::RunResult r = programs.runScript(file, s, companions);
   removeQuietly(file, r.jobDir);
   return r;
 }

@@ -37,7 +37,9 @@ class CaseTester {
   oracles::RunResult bisect(const oracles::MinimizeCase& c, const TestSettings& base, const nlohmann::json& spec);
   /// Runs `text` as a plain Python script named `fileName` in a fresh process (ProgramTester::runScript),
   /// with a timeout of at least 120 s (a cold import of torch and a compile).
-  oracles::RunResult runScript(const std::string& fileName, const std::string& text, const TestSettings& base);
+  /// `companions` are files the script reads from its own folder (short_repro.py's plugin copies).
+  oracles::RunResult runScript(const std::string& fileName, const std::string& text, const TestSettings& base,
+                               const std::vector<std::filesystem::path>& companions = {});
   /// A fresh file name for the scratch folder: "<tag>-000042.py".
   std::string numberedFile(const std::string& tag);
 

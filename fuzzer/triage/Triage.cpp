@@ -263,6 +263,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
   std::vector<oracles::BugGroup> groups = oracles::Deduper{}.group(dedupInputs(findings, rows, log_));
 
   std::string env = collectEnv();
+  bool upstreamRefused = false;
   std::vector<oracles::BugReport> bugs;
   std::set<std::string> reportIds;
   for (const auto& g : groups) {
@@ -287,6 +288,8 @@ std::vector<oracles::BugReport> Triage::writeReports() {
     b.torch = settings_.torch;
     b.collectEnv = env;
     b.campaign = fs::absolute(root_).string();
+    if (const oracles::KnownIssue* known = oracles::matchKnownIssue(settings_.knownIssues, b)) b.knownUpstream = known->issue;
+    else findPossibleDuplicates(b, upstreamRefused);
     oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), root_ / "crashes" / b.id, settings_.secrets);
     reportIds.insert(b.id);
     bugs.push_back(std::move(b));
@@ -330,6 +333,17 @@ TriageSummary Triage::run(const std::atomic<bool>* stop) {
   summary.bugs = reports.bugs;
   summary.rawFindings = reports.rawFindings;
   return summary;
+}
+
+void Triage::findPossibleDuplicates(oracles::BugReport& bug, bool& refused) const {
+  auto queries = oracles::upstreamSearchQueries(bug);
+  if (!settings_.upstream || refused || queries.empty()) return;
+  try {
+    bug.possibleDuplicates = settings_.upstream->closest(queries.front().second, 3);
+  } catch (const UpstreamUnavailable& e) {
+    refused = true;  // the API stopped answering (a rate limit): the remaining reports keep their search links
+    log_(fmt::format("{}; the remaining reports are not checked", e.what()));
+  }
 }
 
 TriageSummary Triage::rewriteReports() {

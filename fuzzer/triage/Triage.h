@@ -54,6 +54,9 @@ class Triage {
                          const std::vector<std::vector<std::string>>& opHints = {});
 
  private:
+  /// With --check-upstream, fills bug.possibleDuplicates from the tracker's search (its first query);
+  /// once the API refuses, sets `refused` and asks no more.
+  void findPossibleDuplicates(oracles::BugReport& bug, bool& refused) const;
   /// python -m torch.utils.collect_env as printed, cached in the store per torch build ("" when it cannot run).
   std::string collectEnv();
 

@@ -8,6 +8,8 @@
 
 #include "oracles/Ablation.h"
 #include "oracles/ReproWriter.h"
+#include "oracles/ShortReproWriter.h"
+#include "oracles/Comparator.h"
 
 namespace tcfuzz {
 
@@ -231,6 +233,23 @@ void title(CaseInTriage& c, TriageTools&) {
   }
 }
 
+/// Runs short_repro.py (with its plugin companions) in a clean process: does it reproduce the bug?
+void verifyShortRepro(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  std::string text;
+  try {
+    text = oracles::renderShortRepro(t.repro, t.title, oracles::ComparatorOptions{});
+  } catch (const std::invalid_argument& e) {
+    tools.log(fmt::format("short_repro.py not written: {}", e.what()));
+    t.shortReproVerified.reset();
+    return;
+  }
+  std::vector<std::filesystem::path> companions(t.repro.plugins.begin(), t.repro.plugins.end());
+  oracles::RunResult r = tools.cases.runScript(tools.cases.numberedFile("short_repro"), text, c.settings, companions);
+  t.shortReproVerified = oracles::shortReproReproduces(t.repro, t.signature, r);
+  tools.log(fmt::format("short_repro.py {}: {}", *t.shortReproVerified ? "verified" : "NOT verified", r.summary()));
+}
+
 void verify(CaseInTriage& c, TriageTools& tools) {
   TriagedCase& t = c.result;
   oracles::RunResult r = tools.cases.runScript(tools.cases.numberedFile("repro"),
@@ -247,6 +266,7 @@ void verify(CaseInTriage& c, TriageTools& tools) {
   if (out.size() > 3000) out = "..." + out.substr(out.size() - 3000);
   t.reproOutput = out.empty() ? r.summary() : out;
   tools.log(fmt::format("repro.py {}: printed '{}'", *t.reproVerified ? "verified" : "NOT verified", printed));
+  verifyShortRepro(c, tools);
 }
 
 constexpr TriageStep kSteps[] = {

@@ -18,6 +18,8 @@
 #include "fuzzer/triage/TriagedCase.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "generators/OpCatalog.h"
+#include "fuzzer/triage/UpstreamSearch.h"
+#include "oracles/KnownUpstream.h"
 #include "oracles/Minimizer.h"
 #include "oracles/SecretRedactor.h"
 
@@ -32,6 +34,8 @@ struct TriageSettings {
   bool bisect = true;   ///< when the bug is Inductor's and torch has compiler_bisector
   bool verify = true;   ///< run repro.py in a clean process inside the sandbox
   oracles::TorchInfo torch;  ///< the workers' torch (WorkerPool::hello); reports name it
+  std::vector<oracles::KnownIssue> knownIssues;  ///< known upstream issues a report is matched against
+  std::optional<UpstreamSearch> upstream;  ///< --check-upstream: the tracker search for possible duplicates
   SecretRedactor secrets;    ///< masked in every report folder and index written
 };
 

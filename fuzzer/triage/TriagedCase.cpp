@@ -64,6 +64,7 @@ json toJson(const TriagedCase& t) {
           {"title", t.title},
           {"repro_verified", t.reproVerified ? json(*t.reproVerified) : json()},
           {"repro_output", t.reproOutput},
+          {"short_repro_verified", t.shortReproVerified ? json(*t.shortReproVerified) : json()},
           {"original_nodes", t.originalNodes}};
 }
 
@@ -94,6 +95,8 @@ TriagedCase triagedCaseFromJson(const json& j) {
   t.title = j.value("title", "");
   if (j.contains("repro_verified") && j["repro_verified"].is_boolean()) t.reproVerified = j["repro_verified"].get<bool>();
   t.reproOutput = j.value("repro_output", "");
+  if (j.contains("short_repro_verified") && j["short_repro_verified"].is_boolean())
+    t.shortReproVerified = j["short_repro_verified"].get<bool>();
   t.originalNodes = j.value("original_nodes", 0);
   return t;
 }
@@ -113,6 +116,7 @@ oracles::BugReport bugReportOf(const TriagedCase& t) {
   b.bisect = t.bisect;
   b.reproVerified = t.reproVerified;
   b.reproOutput = t.reproOutput;
+  b.shortReproVerified = t.shortReproVerified;
   return b;
 }
 

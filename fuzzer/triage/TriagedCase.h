@@ -24,6 +24,7 @@ struct TriagedCase {
   std::string component, severity, title;
   std::optional<bool> reproVerified;
   std::string reproOutput;
+  std::optional<bool> shortReproVerified;  ///< short_repro.py reproduced the bug in a clean process
   int originalNodes = 0;
 };
 

@@ -44,10 +44,11 @@ ProgramTester::PendingRun ProgramTester::submitOne(const std::filesystem::path& 
   return {pool_.submit(std::move(job)), dir};
 }
 
-oracles::RunResult ProgramTester::runScript(const std::filesystem::path& script, const TestSettings& settings) {
+oracles::RunResult ProgramTester::runScript(const std::filesystem::path& script, const TestSettings& settings,
+                                            const std::vector<std::filesystem::path>& companions) {
   Job job = makeJob(script, RunMode::Eager, settings);
   asKind(job, "script");
-  job.plugins.clear();  // a script is self-contained
+  job.plugins = companions;  // a script job's plugins are files it reads beside itself; nothing runs them
   return pool_.submit(std::move(job)).get();
 }
 

@@ -72,8 +72,9 @@ class ProgramTester {
 
   /// Runs a plain Python script (a repro.py) in a fresh interpreter inside a worker child, in its job
   /// directory, under settings.limits. The result's exitCode, stdoutTail and stderrTail say what it did
-  /// (status Signal when the script was killed by a signal).
-  oracles::RunResult runScript(const std::filesystem::path& script, const TestSettings& settings);
+  /// (status Signal when the script was killed by a signal). `companions` are copied beside the script.
+  oracles::RunResult runScript(const std::filesystem::path& script, const TestSettings& settings,
+                               const std::vector<std::filesystem::path>& companions = {});
 
   /// Runs torch._inductor.compiler_bisector on `program` under settings.compile with backend Inductor.
   /// spec: {"check": "crash" | "numeric", "leaves": [...]}; the job also carries the comparator's

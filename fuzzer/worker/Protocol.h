@@ -39,7 +39,7 @@ struct Job {
   Limits limits;
   std::filesystem::path jobDir;    ///< absolute; the child writes its outputs here
   int repeat = 1;                  ///< forward calls; a second one checks nondeterminism
-  std::vector<std::filesystem::path> plugins;  ///< trusted Python files run before compiling
+  std::vector<std::filesystem::path> plugins;  ///< trusted Python files run before compiling ("script" jobs: files the script reads beside itself)
   int threads = 0;                 ///< torch intra-op threads in the child; 0: torch's default
   bool backward = false;           ///< also compare gradients (inputs and parameters) after each forward
   /// Run in the zygote's warm persistent child (program jobs, when the zygote keeps one) instead of a

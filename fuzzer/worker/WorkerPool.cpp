@@ -215,7 +215,9 @@ Job Worker::staged(Job job) {
     if (!copyEc) file = target;  // else the job keeps the original path and fails on it as before
   };
   copyIn(job.program, job.jobDir);
-  for (size_t i = 0; i < job.plugins.size(); ++i) copyIn(job.plugins[i], job.jobDir / fmt::format("plugin-{}", i));
+  // A script's plugins are its companions, beside it; a program job's plugins each get a folder (names may clash).
+  for (size_t i = 0; i < job.plugins.size(); ++i)
+    copyIn(job.plugins[i], job.kind == "script" ? job.jobDir : job.jobDir / fmt::format("plugin-{}", i));
   return job;
 }
 

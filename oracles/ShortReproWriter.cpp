@@ -1,0 +1,242 @@
+#include "oracles/ShortReproWriter.h"
+
+#include <algorithm>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "oracles/Comparator.h"
+
+namespace tcfuzz::oracles {
+namespace {
+
+using nlohmann::json;
+
+// What short_repro.py prints or raises, and what verification looks for.
+constexpr const char* kNumericMessage = "compiled is further from the float64 reference than eager";
+constexpr const char* kReferencePassed = "tcfuzz: the reference run passed";
+
+/// A JSON value as Python source: True/False/None, numbers and strings as JSON writes them.
+std::string pythonLiteral(const json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  return v.dump();
+}
+
+/// The program without its comment-only lines and blank lines; `import torch.nn.functional as F` goes
+/// when nothing uses `F.`.
+std::vector<std::string> compactProgram(const std::string& programPy) {
+  static const std::regex kUsesF(R"((^|[^\w.])F\.)");
+  bool usesF = false;
+  std::vector<std::string> code;
+  std::istringstream in(programPy);
+  for (std::string line; std::getline(in, line);) {
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (!line.starts_with("import ") && std::regex_search(line, kUsesF)) usesF = true;
+    code.push_back(line);
+  }
+  std::vector<std::string> out;
+  for (const std::string& line : code)
+    if (usesF || line != "import torch.nn.functional as F") out.push_back(line);
+  return out;
+}
+
+/// Whether the program draws random numbers in forward (dropout, rand*, bernoulli, ...): the run then
+/// seeds right before the call, and Inductor must draw what eager draws (fallback_random).
+bool drawsRandomNumbers(const std::string& programPy) {
+  static const std::regex kRandom(R"(dropout|\brand|bernoulli|multinomial|normal|uniform_|exponential_|poisson)");
+  auto forward = programPy.find("def forward");
+  auto inputs = programPy.find("def make_inputs");
+  std::string body = programPy.substr(forward == std::string::npos ? 0 : forward,
+                                      inputs == std::string::npos || inputs < forward ? std::string::npos
+                                                                                      : inputs - forward);
+  return std::regex_search(body, kRandom);
+}
+
+/// Whether the program uses Python's own random module (`import random` at module level).
+bool programPyImportsRandom(const std::string& programPy) {
+  static const std::regex kImport(R"((^|\n)import random\s*(\n|$))");
+  return std::regex_search(programPy, kImport);
+}
+
+/// Whether forward casts explicitly (.float(), .to(dtype), dtype=...): the float64 reference then
+/// keeps those casts in float64, as the worker's fp64 run does.
+bool castsExplicitly(const std::string& programPy) {
+  static const std::regex kCast(R"(\.(float|half|bfloat16|to|type)\(|dtype=)");
+  auto forward = programPy.find("def forward");
+  auto inputs = programPy.find("def make_inputs");
+  if (forward == std::string::npos) return false;
+  return std::regex_search(programPy.substr(forward, inputs == std::string::npos || inputs < forward
+                                                         ? std::string::npos
+                                                         : inputs - forward),
+                           kCast);
+}
+
+/// The torch.compile call on `model` as the case configures it.
+std::string compileCall(const CompileConfig& c) {
+  std::string call = fmt::format("torch.compile(model, backend=\"{}\"", c.backend);
+  if (!c.defaultMode()) call += fmt::format(", mode=\"{}\"", c.mode);
+  if (c.dynamic) call += fmt::format(", dynamic={}", *c.dynamic ? "True" : "False");
+  if (c.fullgraph) call += ", fullgraph=True";
+  return call + ")";
+}
+
+/// The flattened output leaf the check looks at (outputs, then gradients): the first diverging one.
+int checkedLeaf(const ReproCase& repro) {
+  if (!repro.divergingLeaves.empty()) return repro.divergingLeaves.front();
+  if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
+    for (const json& leaf : *it)
+      if (leaf.is_object() && leaf.value("passed", true) == false && leaf.contains("leaf") &&
+          leaf["leaf"].is_number_integer())
+        return leaf["leaf"].get<int>();
+  return 0;
+}
+
+/// The dtype tcfuzz recorded for output leaf `index` ("float32" when it recorded none).
+std::string leafDtype(const ReproCase& repro, int index) {
+  if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
+    for (const json& leaf : *it)
+      if (leaf.is_object() && leaf.value("leaf", -1) == index && leaf.contains("dtype") && leaf["dtype"].is_string())
+        return leaf["dtype"].get<std::string>();
+  return "float32";
+}
+
+/// The exception names a signature's type holds: "BackendCompilerFailed(RuntimeError)" gives the
+/// wrapper and its cause, each without a module; "" gives none.
+std::vector<std::string> exceptionNames(const std::string& type) {
+  std::vector<std::string> names;
+  auto bare = [](std::string name) {
+    auto dot = name.rfind('.');
+    return dot == std::string::npos ? name : name.substr(dot + 1);
+  };
+  auto open = type.find('(');
+  if (!type.empty()) names.push_back(bare(type.substr(0, open)));
+  if (open != std::string::npos && type.back() == ')') names.push_back(bare(type.substr(open + 1, type.size() - open - 2)));
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::string> shortReproCompanions(const ReproCase& repro) {
+  std::vector<std::string> names;
+  for (const std::string& plugin : repro.plugins) {
+    auto slash = plugin.rfind('/');
+    names.push_back(slash == std::string::npos ? plugin : plugin.substr(slash + 1));
+  }
+  return names;
+}
+
+std::string renderShortRepro(const ReproCase& repro, const std::string& title, const ComparatorOptions& tolerances) {
+  const std::string& verdict = repro.verdict;
+  bool numeric = verdict == "numeric-divergence";
+  if (!numeric && verdict != "crash-mismatch" && verdict != "status-mismatch")
+    throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
+  bool random = drawsRandomNumbers(repro.programPy);
+  bool casts = numeric && castsExplicitly(repro.programPy);
+  std::string oneLineTitle = title;
+  for (char& c : oneLineTitle)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+
+  std::vector<std::string> lines;
+  auto add = [&](std::string line) { lines.push_back(std::move(line)); };
+  add("# tcfuzz short repro (fails while the bug reproduces; full driver: repro.py): " + oneLineTitle);
+  for (const std::string& line : compactProgram(repro.programPy)) add(line);
+  add("");
+  if (!repro.plugins.empty()) add("import pathlib, runpy");
+  for (const std::string& name : shortReproCompanions(repro))  // a trusted plugin: registers the backend used
+    add(fmt::format("runpy.run_path(str(pathlib.Path(__file__).with_name(\"{}\")))", name));
+  if (random) add("torch._inductor.config.fallback_random = True");
+  if (repro.compile.inductorConfig.is_object())
+    for (const auto& [key, value] : repro.compile.inductorConfig.items())
+      add(fmt::format("torch._inductor.config.{} = {}", key, pythonLiteral(value)));
+  if (repro.threads > 0) add(fmt::format("torch.set_num_threads({})", repro.threads));
+  add(fmt::format("SEED = {}", repro.seed));
+  if (casts) {
+    add("class Fp64Casts(torch.overrides.TorchFunctionMode):  # explicit casts stay float64 in the reference");
+    add("    def __torch_function__(self, func, types, args=(), kwargs=None):");
+    add("        wide = lambda d: torch.float64 if isinstance(d, torch.dtype) and d.is_floating_point else d");
+    add("        if func in (torch.Tensor.half, torch.Tensor.float, torch.Tensor.bfloat16): return args[0].double()");
+    add("        args = [wide(a) for a in args] if func in (torch.Tensor.to, torch.Tensor.type) else args");
+    add("        return func(*args, **{k: wide(v) if k == \"dtype\" else v for k, v in (kwargs or {}).items()})");
+  }
+  add(numeric ? "def run(compiled=False, fp64=False):" : "def run(compiled=False):");
+  add("    torch.manual_seed(SEED)");
+  bool pythonRandom = programPyImportsRandom(repro.programPy);
+  if (pythonRandom) add("    random.seed(SEED)");  // the program draws from Python's generator too
+  add("    model, inputs = Model().eval(), make_inputs(SEED)");
+  if (numeric) {
+    add("    if fp64:  # the float64 reference");
+    add("        model, inputs = model.double(), [x.double() if x.is_floating_point() else x for x in inputs]");
+    add("        torch.set_default_dtype(torch.float64)");
+  }
+  if (!repro.device.empty() && repro.device != "cpu")
+    add(fmt::format("    model, inputs = model.to(\"{0}\"), [x.to(\"{0}\") for x in inputs]", repro.device));
+  if (random) add(pythonRandom ? "    torch.manual_seed(SEED); random.seed(SEED)" : "    torch.manual_seed(SEED)");
+  std::string call = fmt::format("({} if compiled else model)({})", compileCall(repro.compile),
+                                 repro.backward ? "*[x.clone() if x.requires_grad else x for x in inputs]" : "*inputs");
+  std::string leaves = numeric || repro.backward ? "torch.utils._pytree.tree_leaves(" + call + ")" : call;
+  std::string castsScope = "(Fp64Casts() if fp64 else contextlib.nullcontext())";
+  if (repro.backward) {
+    add("    inputs = [x.requires_grad_() if x.is_floating_point() else x for x in inputs]");
+    add("    wrt = [x for x in inputs if x.requires_grad] + [p for _, p in sorted(model.named_parameters())]");
+    if (casts) {
+      add("    with " + castsScope + ":");
+      add("        out = " + leaves);
+    } else {
+      add("    out = " + leaves);
+    }
+    add("    diff = [(t, torch.randn(t.shape, generator=torch.Generator().manual_seed(SEED + k)).to(t.dtype))");
+    add("            for k, t in enumerate(out) if getattr(t, \"requires_grad\", False)]");
+    add("    return out + (list(torch.autograd.grad([t for t, _ in diff], wrt, [g for _, g in diff], "
+        "allow_unused=True)) if diff else [])");
+  } else {
+    add(std::string("    with torch.no_grad()") + (casts ? ", " + castsScope : "") + ":");
+    add("        return " + leaves);
+  }
+  if (casts) lines.insert(lines.begin() + 1, "import contextlib");
+  if (numeric) {
+    int leaf = checkedLeaf(repro);
+    std::string dtype = leafDtype(repro, leaf);
+    json table = tolerances.toleranceTable();
+    double tol = table.contains(dtype) ? table[dtype].get<double>() : table["float32"].get<double>();
+    add("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
+    if (dtype.find("float") != std::string::npos || dtype.find("complex") != std::string::npos)
+      add(fmt::format("assert torch._dynamo.utils.same(eager[{0}], compiled[{0}], fp64_ref=fp64[{0}], tol={1}, "
+                      "equal_nan=True), "
+                      "\"leaf {0}: {2}\"",
+                      leaf, tol, kNumericMessage));
+    else
+      add(fmt::format("assert torch.equal(eager[{0}], compiled[{0}]), \"leaf {0}: {1}\"", leaf, kNumericMessage));
+  } else if (verdict == "crash-mismatch") {
+    add("run()");
+    add(fmt::format("print(\"{} (eager); now the compiled run:\", flush=True)", kReferencePassed));
+    add("run(compiled=True)");
+  } else {
+    add("run(compiled=True)");
+    add(fmt::format("print(\"{} (compiled, no error); now eager, which raises:\", flush=True)", kReferencePassed));
+    add("run()");
+  }
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+bool shortReproReproduces(const ReproCase& repro, const Signature& signature, const RunResult& run) {
+  if (repro.verdict == "numeric-divergence")
+    return run.status == RunStatus::Ok && run.exitCode.value_or(0) != 0 &&
+           run.stderrTail.find("AssertionError") != std::string::npos &&
+           run.stderrTail.find(kNumericMessage) != std::string::npos;
+  if (run.stdoutTail.find(kReferencePassed) == std::string::npos) return false;  // it failed before the bug
+  if (signature.kind.rfind("signal", 0) == 0) return run.status == RunStatus::Signal;
+  if (signature.kind == "timeout") return run.status == RunStatus::Timeout;
+  if (run.status != RunStatus::Ok || run.exitCode.value_or(0) == 0) return false;
+  std::vector<std::string> names = exceptionNames(signature.exceptionType);
+  return names.empty() || std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+           return !name.empty() && run.stderrTail.find(name) != std::string::npos;
+         });
+}
+
+}  // namespace tcfuzz::oracles

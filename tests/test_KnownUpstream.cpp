@@ -1,0 +1,157 @@
+// Known upstream issues and possible duplicates: corpus/known-upstream.json loads, a bug matching a
+// key is marked known in its report and sorted after the new ones in the index, a malformed list is a
+// clear error, the tracker searches are built from the signature, and --check-upstream without a
+// reachable API fails at once with the reason.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "TestWorkers.h"
+#include "oracles/IndexWriter.h"
+#include "oracles/KnownUpstream.h"
+#include "oracles/ReportWriter.h"
+
+using namespace tcfuzz;
+using namespace tcfuzz::oracles;
+using tcfuzz::test_support::Finished;
+using tcfuzz::test_support::readText;
+using tcfuzz::test_support::runTcfuzz;
+using tcfuzz::test_support::sourcePath;
+using tcfuzz::test_support::TempDir;
+
+namespace {
+
+/// A wrong gradient of avg_pool2d blamed on Inductor: the shape of upstream issue #198119.
+BugReport avgPoolGradientBug() {
+  BugReport bug;
+  bug.id = "a0a0a0a0a0a0a0a0";
+  bug.title = "[inductor] wrong gradient of avg_pool2d with ceil_mode=True";
+  bug.severity = "wrong-result";
+  bug.component = "inductor";
+  bug.signature.symptom = "numeric-divergence";
+  bug.signature.kind = "numeric";
+  bug.signature.ops = {"avg_pool2d", "mul"};
+  bug.repro.verdict = "numeric-divergence";
+  bug.repro.backward = true;
+  bug.repro.programPy = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                        "        return torch.nn.functional.avg_pool2d(x, [1, 4], stride=[1, 2], ceil_mode=True)\n"
+                        "def make_inputs(seed):\n    return [torch.randn(1, 1, 2, 7)]\n";
+  return bug;
+}
+
+BugReport crashBug() {
+  BugReport bug;
+  bug.id = "c1c1c1c1c1c1c1c1";
+  bug.title = "[inductor] CppCompileError for cumsum";
+  bug.severity = "crash";
+  bug.component = "inductor";
+  bug.signature.symptom = "crash-mismatch";
+  bug.signature.kind = "exception";
+  bug.signature.exceptionType = "InductorError(CppCompileError)";
+  bug.signature.normalizedMessage = "C++ compile error <path> 'tmp3' was not declared in this scope";
+  bug.repro.verdict = "crash-mismatch";
+  bug.repro.programIr = {{"nodes", {{{"op", "cumsum"}}, {{"op", "sigmoid"}}}}};
+  bug.repro.compile.inductorConfig = {{"cpp_wrapper", true}};
+  return bug;
+}
+
+std::vector<KnownIssue> projectList() { return loadKnownIssues(sourcePath("corpus/known-upstream.json")); }
+
+}  // namespace
+
+TEST(KnownUpstream, TheProjectListLoadsAndMarksTheAvgPoolGradientBugAsIssue198119) {
+  std::vector<KnownIssue> known = projectList();
+  ASSERT_GE(known.size(), 3u);
+  BugReport bug = avgPoolGradientBug();
+  const KnownIssue* match = matchKnownIssue(known, bug);
+  ASSERT_NE(match, nullptr);
+  EXPECT_EQ(match->issue.number, 198119);
+  EXPECT_EQ(match->issue.url, "https://github.com/pytorch/pytorch/issues/198119");
+  EXPECT_EQ(match->issue.state, "open");
+
+  // The key is the bug's shape: forward only, another op, or another component is not that issue.
+  BugReport forwardOnly = bug;
+  forwardOnly.repro.backward = false;
+  EXPECT_EQ(matchKnownIssue(known, forwardOnly), nullptr);
+  BugReport otherOp = bug;
+  otherOp.signature.ops = {"max_pool2d"};
+  EXPECT_EQ(matchKnownIssue(known, otherOp), nullptr);
+  BugReport otherComponent = bug;
+  otherComponent.component = "aot_autograd";
+  EXPECT_EQ(matchKnownIssue(known, otherComponent), nullptr);
+}
+
+TEST(KnownUpstream, AMalformedListIsAnErrorNamingTheFileAndTheEntry) {
+  TempDir dir("tcfuzz-known");
+  auto write = [&](const std::string& text) {
+    std::ofstream(dir.path() / "known.json") << text;
+    return dir.path() / "known.json";
+  };
+  auto errorOf = [&](const std::filesystem::path& file) {
+    try {
+      loadKnownIssues(file);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(errorOf(dir.path() / "absent.json").find("cannot read the known-issues file"), std::string::npos);
+  EXPECT_NE(errorOf(write("{\"issues\": [")).find("is not valid JSON"), std::string::npos);
+  EXPECT_NE(errorOf(write("[]")).find("expected an object with an \"issues\" array"), std::string::npos);
+  EXPECT_NE(errorOf(write(R"({"issues": [{"number": 1, "key": {"ops": "avg_pool2d"}}]})"))
+                .find("issues[0].key.ops must be an array"),
+            std::string::npos);
+  EXPECT_NE(errorOf(write(R"({"issues": [{"number": 1, "key": {}}]})")).find("needs a non-empty \"key\""),
+            std::string::npos);
+  std::string named = errorOf(write(R"({"issues": [{"title": "no number", "key": {"symptom": "x"}}]})"));
+  EXPECT_NE(named.find((dir.path() / "known.json").string()), std::string::npos) << named;
+  EXPECT_NE(named.find("issues[0] needs an integer \"number\""), std::string::npos) << named;
+}
+
+TEST(KnownUpstream, SearchesComeFromTheOpsTheExceptionAndItsMessageAndTheConfig) {
+  auto queries = upstreamSearchQueries(crashBug());
+  ASSERT_EQ(queries.size(), 3u);
+  EXPECT_EQ(queries[0], (std::pair<std::string, std::string>{"by ops", "cumsum sigmoid CppCompileError"}));
+  EXPECT_EQ(queries[1], (std::pair<std::string, std::string>{"by message", "CppCompileError compile error tmp3 declared scope"}));
+  EXPECT_EQ(queries[2], (std::pair<std::string, std::string>{"by config", "cumsum cpp_wrapper"}));
+  EXPECT_EQ(trackerSearchUrl("cumsum cpp_wrapper"),
+            "https://github.com/pytorch/pytorch/issues?q=is%3Aissue+cumsum+cpp_wrapper");
+  EXPECT_EQ(upstreamSearchQueries(avgPoolGradientBug()).front().second, "avg_pool2d mul torch.compile");
+}
+
+TEST(KnownUpstream, AKnownBugIsMarkedInItsReportAndListedAfterTheNewOnes) {
+  BugReport known = avgPoolGradientBug(), fresh = crashBug();
+  known.hits = 40;  // more hits and still after the new crash: new bugs come first
+  known.knownUpstream = matchKnownIssue(projectList(), known)->issue;
+  std::string md = renderReportMarkdown(known, "");
+  EXPECT_NE(md.find("**Known upstream issue** [#198119](https://github.com/pytorch/pytorch/issues/198119) (open)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(renderReportMarkdown(fresh, "").find("[by ops](https://github.com/pytorch/pytorch/issues?q="),
+            std::string::npos);
+  nlohmann::json meta = reportMeta(known);
+  EXPECT_EQ(meta["upstream"]["known"]["number"], 198119);
+
+  TempDir dir("tcfuzz-known-index");
+  writeIndex({known, fresh}, {}, dir.path(), SecretRedactor{});
+  std::string index = readText(dir.path() / "index.md");
+  size_t freshRow = index.find(fresh.id), knownRow = index.find(known.id);
+  ASSERT_NE(knownRow, std::string::npos);
+  EXPECT_LT(freshRow, knownRow);
+  EXPECT_NE(index.find("| known #198119 (open) |"), std::string::npos) << index;
+  EXPECT_NE(index.find("| new |"), std::string::npos) << index;
+}
+
+TEST(KnownUpstream, CheckUpstreamWithoutAReachableApiFailsAtOnceWithTheReason) {
+  TempDir dir("tcfuzz-upstream");
+  std::ofstream(dir.path() / "findings.sqlite");  // an empty store: a campaign with nothing found yet
+  auto began = std::chrono::steady_clock::now();
+  // Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
+  Finished r = runTcfuzz({"report", dir.path().string(), "--check-upstream", "--upstream-api", "http://127.0.0.1:9"});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("--check-upstream: cannot reach http://127.0.0.1:9"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("run without --check-upstream offline"), std::string::npos) << r.output;
+  EXPECT_LT(seconds, 20.0) << "it must not hang";
+}

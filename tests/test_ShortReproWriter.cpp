@@ -1,0 +1,186 @@
+// short_repro.py: what it holds (a few lines, only what the case needs), and end to end, run as a plain
+// script in a real worker child with the planted TEST FIXTURE backends (tests/fixtures/planted_backends.py,
+// copied beside the script as the report folder holds it): it fails while the bug reproduces and passes
+// where there is none.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "TestWorkers.h"
+#include "fuzzer/worker/ProgramTester.h"
+#include "oracles/Comparator.h"
+#include "oracles/ShortReproWriter.h"
+
+using namespace tcfuzz;
+using oracles::renderShortRepro;
+using oracles::ReproCase;
+using oracles::shortReproReproduces;
+using tcfuzz::test_support::readText;
+using tcfuzz::test_support::sourcePath;
+using tcfuzz::test_support::TempDir;
+
+namespace {
+
+/// TEST FIXTURE: registers the planted-bug backends.
+const std::filesystem::path kPlantedPlugin = sourcePath("tests/fixtures/planted_backends.py");
+
+/// A case for `program` (repo-relative) under `backend`, expecting `verdict`; seed 3.
+ReproCase makeCase(const std::string& program, const std::string& backend, const std::string& verdict) {
+  ReproCase c;
+  c.programPy = readText(sourcePath(program));
+  c.compile.backend = backend;
+  c.seed = 3;
+  c.verdict = verdict;
+  c.plugins = {kPlantedPlugin.string()};
+  return c;
+}
+
+size_t lineCount(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+oracles::Signature crashSignature(const std::string& kind, const std::string& type) {
+  oracles::Signature s;
+  s.symptom = "crash-mismatch";
+  s.kind = kind;
+  s.exceptionType = type;
+  return s;
+}
+
+class ShortReproEndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { workers_ = std::make_unique<test_support::OneWorkerTester>("tcfuzz-short-repro"); }
+  static void TearDownTestSuite() { workers_.reset(); }
+  /// Renders `c` and runs it as `python short_repro.py` with the plugin beside it.
+  static oracles::RunResult run(const ReproCase& c, const std::string& name) {
+    std::filesystem::path script = workers_->dir.path() / (name + ".py");
+    std::ofstream(script) << renderShortRepro(c, name, oracles::ComparatorOptions{});
+    return workers_->runScript(script, {kPlantedPlugin});
+  }
+  static std::string describe(const oracles::RunResult& r) { return test_support::describeRun(r); }
+  static inline std::unique_ptr<test_support::OneWorkerTester> workers_;
+};
+
+}  // namespace
+
+TEST(ShortReproWriter, HoldsTheProgramTheCompileCallAndTheSameAssertionInAFewLines) {
+  ReproCase c = makeCase("tests/programs/linear_tanh_sum.py", "inductor", "numeric-divergence");
+  c.plugins.clear();
+  c.compile.dynamic = true;
+  c.compile.inductorConfig = {{"cpp_wrapper", true}};
+  c.divergingLeaves = {0};
+  c.observed = {{"outputs", {{{"leaf", 0}, {"dtype", "float16"}, {"passed", false}}}}};
+  std::string text = renderShortRepro(c, "[inductor] wrong tanh", oracles::ComparatorOptions{});
+  EXPECT_LE(lineCount(text), 25u) << text;
+  EXPECT_TRUE(text.starts_with("# tcfuzz short repro (fails while the bug reproduces; full driver: repro.py): "
+                               "[inductor] wrong tanh\nimport torch\n"))
+      << text;
+  EXPECT_EQ(text.find("# Linear -> tanh"), std::string::npos) << "the program's comment lines go";
+  EXPECT_NE(text.find("torch._inductor.config.cpp_wrapper = True\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("torch.compile(model, backend=\"inductor\", dynamic=True)"), std::string::npos) << text;
+  // float16's tolerance from the oracle's own table, on the diverging leaf.
+  EXPECT_NE(text.find(fmt::format("assert torch._dynamo.utils.same(eager[0], compiled[0], fp64_ref=fp64[0], tol={}, "
+                                  "equal_nan=True)",
+                                  oracles::ComparatorOptions{}.tolFloat16)),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("runpy"), std::string::npos) << "no plugin, nothing loaded";
+  EXPECT_EQ(text.find("fallback_random"), std::string::npos) << "no random op";
+}
+
+TEST(ShortReproWriter, AddsOnlyWhatTheCaseNeeds) {
+  ReproCase dropout = makeCase("tests/programs/random_dropout.py", "inductor", "crash-mismatch");
+  std::string text = renderShortRepro(dropout, "t", oracles::ComparatorOptions{});
+  EXPECT_NE(text.find("torch._inductor.config.fallback_random = True"), std::string::npos) << text;
+  EXPECT_NE(text.find("runpy.run_path(str(pathlib.Path(__file__).with_name(\"planted_backends.py\")))"),
+            std::string::npos);
+  EXPECT_EQ(text.find("same("), std::string::npos) << "a crash needs no comparison";
+  EXPECT_NE(text.find("run()\nprint(\"tcfuzz: the reference run passed (eager); now the compiled run:\", "
+                      "flush=True)\nrun(compiled=True)\n"),
+            std::string::npos)
+      << text;
+
+  ReproCase invalid = dropout;
+  invalid.verdict = "invalid-program";
+  EXPECT_THROW(renderShortRepro(invalid, "t", oracles::ComparatorOptions{}), std::invalid_argument);
+}
+
+TEST(ShortReproWriter, VerificationNeedsTheBugsOwnFailureNotJustAnyError) {
+  ReproCase numeric = makeCase("tests/programs/linear_tanh_sum.py", "inductor", "numeric-divergence");
+  oracles::RunResult r;
+  r.exitCode = 1;
+  r.stderrTail = "AssertionError: leaf 0: compiled is further from the float64 reference than eager\n";
+  EXPECT_TRUE(shortReproReproduces(numeric, {}, r));
+  r.stderrTail = "ImportError: cannot import name 'same'\n";
+  EXPECT_FALSE(shortReproReproduces(numeric, {}, r));
+
+  ReproCase crash = makeCase("tests/programs/linear_tanh_sum.py", "inductor", "crash-mismatch");
+  oracles::RunResult raised;
+  raised.exitCode = 1;
+  raised.stderrTail = "torch._dynamo.exc.BackendCompilerFailed: backend raised RuntimeError\n";
+  EXPECT_FALSE(shortReproReproduces(crash, crashSignature("exception", "BackendCompilerFailed"), raised))
+      << "eager failed too: the marker after the reference run is missing";
+  raised.stdoutTail = "tcfuzz: the reference run passed (eager); now the compiled run:\n";
+  EXPECT_TRUE(shortReproReproduces(crash, crashSignature("exception", "BackendCompilerFailed"), raised));
+  // A signature names a wrapped exception with its cause; either name in the traceback will do.
+  EXPECT_TRUE(shortReproReproduces(crash, crashSignature("exception", "BackendCompilerFailed(RuntimeError)"), raised));
+  EXPECT_FALSE(shortReproReproduces(crash, crashSignature("exception", "CppCompileError"), raised));
+  oracles::RunResult killed;
+  killed.status = oracles::RunStatus::Signal;
+  killed.stdoutTail = raised.stdoutTail;
+  EXPECT_TRUE(shortReproReproduces(crash, crashSignature("signal SIGSEGV", ""), killed));
+  EXPECT_FALSE(shortReproReproduces(crash, crashSignature("exception", "RuntimeError"), killed));
+}
+
+TEST_F(ShortReproEndToEnd, PlantedNumericBugFailsTheAssertion) {
+  // TEST FIXTURE backend: adds 1% of the output's scale to the first output.
+  ReproCase c = makeCase("corpus/conv1d_mean_linear.py", "tcfuzz_planted_numeric", "numeric-divergence");
+  c.divergingLeaves = {0};
+  oracles::RunResult r = run(c, "planted_numeric");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+}
+
+TEST_F(ShortReproEndToEnd, PlantedGradientBugFailsTheAssertionOnTheGradient) {
+  // TEST FIXTURE backend: exact forward; its AOTAutograd backward perturbs the first gradient
+  // (leaves: output 0, then grad(input 0), grad(linear.bias), grad(linear.weight)).
+  ReproCase c = makeCase("tests/programs/linear_tanh_sum.py", "tcfuzz_planted_grad", "numeric-divergence");
+  c.backward = true;
+  c.divergingLeaves = {3};
+  oracles::RunResult r = run(c, "planted_grad");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+  c.divergingLeaves = {0};  // the forward output is exact: that assertion holds
+  oracles::RunResult forward = run(c, "planted_grad_forward");
+  EXPECT_EQ(forward.exitCode.value_or(-1), 0) << describe(forward);
+}
+
+TEST_F(ShortReproEndToEnd, ExplicitCastsStayInFloat64AndAnExactBackendPasses) {
+  // The program casts to float32 inside forward; with the exact eager backend there is no bug, and the
+  // float64 reference (casts widened) must not make one up.
+  ReproCase c = makeCase("tests/programs/linear_tanh_sum.py", "eager", "numeric-divergence");
+  c.programPy = "import random\n" + c.programPy;
+  size_t at = c.programPy.find("return torch.tanh(self.linear(x))");
+  ASSERT_NE(at, std::string::npos);
+  c.programPy.replace(at, 33, "return torch.tanh(self.linear(x).float() * random.uniform(0.5, 2.0))");
+  std::string text = renderShortRepro(c, "casts", oracles::ComparatorOptions{});
+  ASSERT_NE(text.find("class Fp64Casts"), std::string::npos) << text;
+  ASSERT_NE(text.find("random.seed(SEED)"), std::string::npos) << text;
+  oracles::RunResult r = run(c, "explicit_casts");
+  EXPECT_EQ(r.exitCode.value_or(-1), 0) << describe(r);
+}
+
+TEST_F(ShortReproEndToEnd, PlantedCompilerFailureEndsInItsException) {
+  // TEST FIXTURE backend: raises on every compilation.
+  ReproCase c = makeCase("corpus/conv1d_mean_linear.py", "tcfuzz_planted_raise", "crash-mismatch");
+  oracles::RunResult r = run(c, "planted_raise");
+  EXPECT_TRUE(shortReproReproduces(c, crashSignature("exception", "BackendCompilerFailed"), r)) << describe(r);
+  EXPECT_NE(r.stderrTail.find("planted compiler failure (tcfuzz test fixture)"), std::string::npos) << describe(r);
+}
+
+TEST_F(ShortReproEndToEnd, PlantedCompilerSegfaultKillsTheScriptAfterTheEagerRun) {
+  // TEST FIXTURE backend: the compiler sends itself SIGSEGV for graphs with aten.tanh.
+  ReproCase c = makeCase("tests/programs/linear_tanh_sum.py", "tcfuzz_planted_tanh_segv", "crash-mismatch");
+  oracles::RunResult r = run(c, "planted_segv");
+  EXPECT_TRUE(shortReproReproduces(c, crashSignature("signal SIGSEGV", ""), r)) << describe(r);
+}
