@@ -44,16 +44,19 @@ std::vector<std::string> compactProgram(const std::string& programPy) {
   return out;
 }
 
+/// The program's source from `def forward` up to `def make_inputs` ("" without a forward).
+std::string forwardSource(const std::string& programPy) {
+  auto forward = programPy.find("def forward");
+  if (forward == std::string::npos) return "";
+  auto inputs = programPy.find("def make_inputs", forward);
+  return programPy.substr(forward, inputs == std::string::npos ? std::string::npos : inputs - forward);
+}
+
 /// Whether the program draws random numbers in forward (dropout, rand*, bernoulli, ...): the run then
 /// seeds right before the call, and Inductor must draw what eager draws (fallback_random).
 bool drawsRandomNumbers(const std::string& programPy) {
-  static const std::regex kRandom(R"(dropout|\brand|bernoulli|multinomial|normal|uniform_|exponential_|poisson)");
-  auto forward = programPy.find("def forward");
-  auto inputs = programPy.find("def make_inputs");
-  std::string body = programPy.substr(forward == std::string::npos ? 0 : forward,
-                                      inputs == std::string::npos || inputs < forward ? std::string::npos
-                                                                                      : inputs - forward);
-  return std::regex_search(body, kRandom);
+  static const std::regex kRandom(R"(dropout|\brand|bernoulli|multinomial|\bnormal\(|normal_|uniform_|exponential_|poisson)");
+  return std::regex_search(forwardSource(programPy), kRandom);
 }
 
 /// Whether the program uses Python's own random module (`import random` at module level).
@@ -66,13 +69,7 @@ bool programPyImportsRandom(const std::string& programPy) {
 /// keeps those casts in float64, as the worker's fp64 run does.
 bool castsExplicitly(const std::string& programPy) {
   static const std::regex kCast(R"(\.(float|half|bfloat16|to|type)\(|dtype=)");
-  auto forward = programPy.find("def forward");
-  auto inputs = programPy.find("def make_inputs");
-  if (forward == std::string::npos) return false;
-  return std::regex_search(programPy.substr(forward, inputs == std::string::npos || inputs < forward
-                                                         ? std::string::npos
-                                                         : inputs - forward),
-                           kCast);
+  return std::regex_search(forwardSource(programPy), kCast);
 }
 
 /// The torch.compile call on `model` as the case configures it.

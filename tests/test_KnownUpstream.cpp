@@ -7,6 +7,9 @@
 #include <chrono>
 #include <fstream>
 
+#include <boost/process.hpp>
+#include <nlohmann/json.hpp>
+
 #include "TestWorkers.h"
 #include "oracles/IndexWriter.h"
 #include "oracles/KnownUpstream.h"
@@ -19,6 +22,8 @@ using tcfuzz::test_support::readText;
 using tcfuzz::test_support::runTcfuzz;
 using tcfuzz::test_support::sourcePath;
 using tcfuzz::test_support::TempDir;
+namespace bp = boost::process;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -154,4 +159,45 @@ TEST(KnownUpstream, CheckUpstreamWithoutAReachableApiFailsAtOnceWithTheReason) {
   EXPECT_NE(r.output.find("--check-upstream: cannot reach http://127.0.0.1:9"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("run without --check-upstream offline"), std::string::npos) << r.output;
   EXPECT_LT(seconds, 20.0) << "it must not hang";
+}
+
+TEST(KnownUpstream, CheckUpstreamListsTheTrackersClosestIssuesAsPossibleDuplicates) {
+  // TEST FIXTURES: tests/fixtures/github_search_fixture.py stands in for GitHub's API (every search finds
+  // the made-up issue #4242), and the planted sigmoid backend makes the finding; neither is real.
+  TempDir dir("tcfuzz-upstream-api");
+  fs::path queries = dir.path() / "queries.txt", out = dir.path() / "campaign", policy = dir.path() / "policy.json";
+  bp::ipstream portLine;
+  bp::child api(std::string(TCFUZZ_DEFAULT_PYTHON), sourcePath("tests/fixtures/github_search_fixture.py").string(),
+                queries.string(), bp::std_out > portLine);
+  std::string port;
+  ASSERT_TRUE(std::getline(portLine, port)) << "the API fixture did not start";
+  std::ofstream(policy) << R"({"mutation_share": 0, "schedule": {"bandit": false},
+    "generation": {"min_nodes": 2, "max_nodes": 3, "dtype_weights": {"float32": 1}, "op_weights": {"sigmoid": 300}},
+    "compile": {"backends": {"tcfuzz_planted_sigmoid": 1}, "fullgraph_share": 0, "backward_share": 0}})";
+  std::string plugin = sourcePath("tests/fixtures/planted_backends.py").string();
+  Finished fuzz = runTcfuzz({"fuzz", "-o", out.string(), "--seed", "5", "--policy", policy.string(), "--plugin", plugin,
+                             "--max-programs", "2", "--status", "log", "--no-triage", "--llm", "off", "-j", "1",
+                             "--sandbox", test_support::sandboxArg()});
+  ASSERT_EQ(fuzz.exitCode, 0) << fuzz.output;
+  Finished triage = runTcfuzz({"triage", out.string(), "--plugin", plugin, "-j", "1", "--no-ablation", "--no-bisect",
+                               "--sandbox", test_support::sandboxArg(), "--check-upstream", "--upstream-api",
+                               "http://127.0.0.1:" + port});
+  api.terminate();
+  ASSERT_EQ(triage.exitCode, 0) << triage.output;
+
+  std::vector<fs::path> reports;
+  for (const auto& e : fs::directory_iterator(out / "crashes")) reports.push_back(e.path());
+  ASSERT_EQ(reports.size(), 1u) << triage.output;
+  std::string md = readText(reports[0] / "report.md");
+  EXPECT_NE(md.find("Possible duplicates (the tracker's closest matches):\n\n- "
+                    "[#4242](https://github.com/pytorch/pytorch/issues/4242) (closed): made-up issue for: "),
+            std::string::npos)
+      << md;
+  nlohmann::json meta = nlohmann::json::parse(readText(reports[0] / "meta.json"));
+  EXPECT_EQ(meta["upstream"]["possible_duplicates"][0]["number"], 4242);
+  EXPECT_NE(readText(out / "index.md").find("| possible duplicates: 1 |"), std::string::npos);
+  // The query is the bug's first search ("by ops"), limited to PyTorch's issues.
+  std::string asked = readText(queries);
+  EXPECT_NE(asked.find("sigmoid"), std::string::npos) << asked;
+  EXPECT_NE(asked.find(" torch.compile repo:pytorch/pytorch is:issue\n"), std::string::npos) << asked;
 }
