@@ -33,6 +33,15 @@ struct BisectOutcome {
   std::string note;           ///< why it did not run, or what went wrong
 };
 
+/// torch's structured trace log (TORCH_TRACE) of the failing compile, rendered by tlparse, as PyTorch's
+/// pt2 bug template asks for.
+struct TraceOutcome {
+  bool rendered = false;      ///< `dir` holds tlparse's output (index.html first)
+  std::string dir;            ///< where that output lies: relative to the campaign in a triage row, absolute in a BugReport
+  std::string script;         ///< the script that was traced: "short_repro.py" or "repro.py"
+  std::string note;           ///< why nothing was rendered, or what went wrong
+};
+
 /// The minimized case as it is reproduced: program, configuration and the observed runs.
 struct ReproCase {
   std::string programPy;      ///< the emitted program (defines Model and make_inputs(seed))
@@ -79,9 +88,11 @@ struct BugReport {
   std::optional<bool> reproVerified;  ///< repro.py run in the sandbox printed the expected verdict
   std::string reproOutput;    ///< the tail of what repro.py printed when verified
   std::optional<bool> shortReproVerified;  ///< short_repro.py run in the sandbox reproduced the bug
+  TraceOutcome trace;         ///< the rendered structured trace (dir absolute), copied into the folder's tlparse/
   std::optional<UpstreamIssue> knownUpstream;  ///< the known upstream issue it matches (KnownUpstream)
   std::vector<UpstreamIssue> possibleDuplicates;  ///< what a search of the tracker found (--check-upstream)
   TorchInfo torch;            ///< the worker torch the case was triaged on (its zygote's hello)
+  std::vector<std::string> seenOnTorch;  ///< the torch versions its raw findings were made on, in release order
   std::string collectEnv;     ///< python -m torch.utils.collect_env, as printed
   std::string campaign;       ///< the campaign directory it came from
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "oracles/AtomicFile.h"
 #include "oracles/Comparator.h"
@@ -34,6 +35,12 @@ std::string upstreamText(const BugReport& bug) {
                        bug.knownUpstream->state.empty() ? "" : " (" + bug.knownUpstream->state + ")");
   if (!bug.possibleDuplicates.empty()) return fmt::format("possible duplicates: {}", bug.possibleDuplicates.size());
   return "new";
+}
+
+/// The torch versions the bug's findings were made on ("2.11.0+cu130, 2.15.0+cu132"); else the one it was triaged on.
+std::string torchText(const BugReport& bug) {
+  if (bug.seenOnTorch.empty()) return bug.torch.version;
+  return fmt::format("{}", fmt::join(bug.seenOnTorch, ", "));
 }
 
 /// The line count of the bug's short_repro.py, "-" when none can be written.
@@ -80,14 +87,14 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
   if (!campaignStats.empty()) md += "\n";
   md += countLine + ".\n\n";
   md += "| rank | id | title | upstream | severity | component | hits | first seen | last seen | torch | "
-        "nodes (original) | short repro lines | verified |\n";
+        "nodes (original) | short repro lines | verified |\n";  // torch: the versions its findings were made on
   md += "|---:|---|---|---|---|---|---:|---|---|---|---|---:|---|\n";
   int rank = 0;
   for (const BugReport* bug : sorted)
     md += fmt::format("| {} | [{}](crashes/{}/report.md) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                       ++rank, cell(bug->id), bug->id, cell(bug->title), cell(upstreamText(*bug)), cell(bug->severity),
                       cell(bug->component), bug->hits, isoOrUnknown(bug->firstSeen), isoOrUnknown(bug->lastSeen),
-                      cell(bug->torch.version), sizeText(*bug), shortReproLines(*bug),
+                      cell(torchText(*bug)), sizeText(*bug), shortReproLines(*bug),
                       verifiedText(bug->reproVerified));
 
   std::string html =
@@ -123,7 +130,7 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
         ++rank, htmlEscape(bug->id), htmlEscape(bug->id), htmlEscape(oneLine(bug->title, kCellLimit)),
         htmlEscape(upstreamText(*bug)), htmlEscape(bug->severity), htmlEscape(bug->severity),
         htmlEscape(bug->component), bug->hits, htmlEscape(isoOrUnknown(bug->firstSeen)),
-        htmlEscape(isoOrUnknown(bug->lastSeen)), htmlEscape(bug->torch.version), htmlEscape(sizeText(*bug)),
+        htmlEscape(isoOrUnknown(bug->lastSeen)), htmlEscape(torchText(*bug)), htmlEscape(sizeText(*bug)),
         htmlEscape(shortReproLines(*bug)), htmlEscape(verifiedText(bug->reproVerified)));
   html += "</tbody>\n</table>\n</body>\n</html>\n";
 

@@ -36,6 +36,7 @@ constexpr size_t kTracebackLines = 30;
 constexpr const char* kReproFile = "repro.py";
 constexpr const char* kShortReproFile = "short_repro.py";
 constexpr const char* kCollectEnvFile = "collect_env.txt";
+constexpr const char* kTraceFolder = "tlparse";  ///< tlparse's rendering of the failing compile's TORCH_TRACE
 constexpr const char* kReportFile = "report.md";
 constexpr const char* kProgramFile = "program.json";
 constexpr const char* kOriginalFile = "original.py";
@@ -284,8 +285,9 @@ void renderNumericTable(std::string& md, const BugReport& bug) {
 }
 
 /// A Python traceback (or faulthandler dump) with only the frames inside torch (a file under a torch/
-/// folder): the header, the exception lines and chained-exception separators stay, each run of other
-/// frames becomes one "... (N frames outside torch)" line; caret lines and faulthandler's module list go.
+/// folder), each named by its path inside torch: the header, the exception lines and chained-exception
+/// separators stay, each run of other frames becomes one "... (N frames outside torch)" line; caret
+/// lines and faulthandler's module list go.
 std::string torchFrames(const std::string& traceback) {
   std::vector<std::string> lines;
   for (size_t at = 0; at < traceback.size();) {
@@ -308,9 +310,13 @@ std::string torchFrames(const std::string& traceback) {
     }
     size_t last = i;  // the frame's own lines: its code line and caret markers are indented further
     while (last + 1 < lines.size() && lines[last + 1].starts_with("    ")) ++last;
-    if (lines[i].find("/torch/") != std::string::npos) {
+    if (size_t torch = lines[i].find("/torch/"); torch != std::string::npos) {
       flushSkipped();
-      for (size_t k = i; k <= last; ++k)  // the caret lines under a frame's code say little in a report
+      // The file as a path inside torch ("torch/_inductor/graph.py"): where torch is installed is the
+      // reporter's machine, not the bug.
+      size_t installed = lines[i].find("site-packages/torch/");
+      out += "  File \"" + lines[i].substr(installed != std::string::npos ? installed + 14 : torch + 1) + "\n";
+      for (size_t k = i + 1; k <= last; ++k)  // the caret lines under a frame's code say little in a report
         if (lines[k].find_first_not_of(" ^~") != std::string::npos) out += lines[k] + "\n";
     } else {
       ++skipped;
@@ -361,6 +367,17 @@ void renderErrorLogs(std::string& md, const BugReport& bug) {
       md += "stderr (tail; the frames inside torch):\n\n" +
             codeBlock(tailBounded(torchFrames(tail), kTracebackLimit, kTracebackLines)) + "\n";
   }
+}
+
+/// Where the structured trace of the failing compile is, or why there is none (nothing when not run).
+void renderTrace(std::string& md, const BugReport& bug) {
+  const TraceOutcome& t = bug.trace;
+  if (t.rendered)
+    md += fmt::format("Structured trace of the failing compile (`TORCH_TRACE` of {}, rendered by tlparse): "
+                      "[{}/index.html]({}/index.html).\n\n",
+                      code(t.script), kTraceFolder, kTraceFolder);
+  else if (!t.note.empty())
+    md += fmt::format("No structured trace: {}.\n\n", oneLine(t.note, kMessageLimit));
 }
 
 void renderAblation(std::string& md, const BugReport& bug) {
@@ -423,6 +440,8 @@ void renderVersions(std::string& md, const BugReport& bug) {
   if (!t.python.empty()) md += fmt::format(", Python {}", code(t.python));
   if (!t.devices.empty()) md += fmt::format("; devices: {}", fmt::join(t.devices, ", "));
   md += "\n\n";
+  if (bug.seenOnTorch.size() > 1 || (bug.seenOnTorch.size() == 1 && bug.seenOnTorch[0] != t.version))
+    md += fmt::format("Its findings were made on torch {}.\n\n", fmt::join(bug.seenOnTorch, ", "));
   if (bug.collectEnv.empty())
     md += "collect_env not captured.\n\n";
   else
@@ -517,6 +536,25 @@ std::string readWholeFile(const std::string& path) {
   return text.str();
 }
 
+/// Copies tlparse's output `from` into `to` (replaced), every file masked with `secrets` (they quote
+/// the program and its paths); throws std::filesystem::filesystem_error when a file cannot be copied.
+void copyTraceFolder(const std::filesystem::path& from, const std::filesystem::path& to,
+                     const SecretRedactor& secrets) {
+  std::filesystem::remove_all(to);
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(from)) {
+    std::filesystem::path target = to / std::filesystem::relative(entry.path(), from);
+    if (entry.is_directory()) {
+      makeDirectories(target);
+    } else if (entry.is_regular_file()) {
+      makeDirectories(target.parent_path());
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      writeFileAtomically(target, secrets.mask(text.str()));
+    }
+  }
+}
+
 json timeJson(double unixSeconds) {
   std::string iso = isoTime(unixSeconds);
   return iso.empty() ? json() : json(iso);
@@ -528,6 +566,7 @@ std::string renderReportMarkdown(const BugReport& bug, const std::string& shortR
   std::string md = fmt::format("# {}\n\n", oneLine(bug.title.empty() ? bug.id : bug.title, 256));
   renderDescribe(md, bug, shortReproPy);
   renderErrorLogs(md, bug);
+  renderTrace(md, bug);
   renderAblation(md, bug);
   renderUpstream(md, bug);
   renderVersions(md, bug);
@@ -578,6 +617,7 @@ nlohmann::json reportMeta(const BugReport& bug) {
         {"verified", bug.reproVerified ? json(*bug.reproVerified) : json()},
         {"short_verified", bug.shortReproVerified ? json(*bug.shortReproVerified) : json()},
         {"short_lines", lineCount(shortReproText(bug))}}},
+      {"trace", {{"rendered", bug.trace.rendered}, {"script", bug.trace.script}, {"note", bug.trace.note}}},
       {"ablation", ablation},
       {"bisect",
        {{"ran", b.ran},
@@ -588,6 +628,7 @@ nlohmann::json reportMeta(const BugReport& bug) {
         {"note", b.note}}},
       {"upstream", upstreamJson(bug)},
       {"torch", bug.torch.toJson()},
+      {"seen_on_torch", bug.seenOnTorch},
       {"campaign", bug.campaign},
   };
 }
@@ -614,7 +655,15 @@ void writeReportFolder(const BugReport& bug, const std::string& reproPy, const s
     removeIfPresent(dir / kCollectEnvFile);
   else
     write(dir / kCollectEnvFile, bug.collectEnv);
-  write(dir / kReportFile, renderReportMarkdown(bug, shortRepro));
+  std::filesystem::remove_all(dir / kTraceFolder);  // an earlier triage's, if any
+  if (bug.trace.rendered && !std::filesystem::is_directory(bug.trace.dir)) {
+    BugReport shown = bug;  // the campaign's traces/ folder was removed since triage: say so, link nothing
+    shown.trace = {false, "", bug.trace.script, "the rendered trace " + bug.trace.dir + " no longer exists"};
+    write(dir / kReportFile, renderReportMarkdown(shown, shortRepro));
+  } else {
+    if (bug.trace.rendered) copyTraceFolder(bug.trace.dir, dir / kTraceFolder, secrets);
+    write(dir / kReportFile, renderReportMarkdown(bug, shortRepro));
+  }
   write(dir / kProgramFile, bug.repro.programIr.dump(2) + "\n");
   if (bug.originalProgramPy.empty())
     removeIfPresent(dir / kOriginalFile);  // stale from an earlier triage that had one

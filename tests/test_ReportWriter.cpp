@@ -288,9 +288,9 @@ TEST(ReportWriter, TracebacksKeepOnlyTheFramesInsideTorch) {
   std::string md = renderReportMarkdown(bug, kReproPy);
   EXPECT_NE(md.find("Traceback (the frames inside torch):\n\n```\nTraceback (most recent call last):\n"
                     "  ... (2 frames outside torch)\n"
-                    "  File \"/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py\", line 563, in __call__\n"
+                    "  File \"torch/_dynamo/eval_frame.py\", line 563, in __call__\n"  // named inside torch
                     "    return fn(*args)\n"  // its caret line goes
-                    "  File \"/venv/lib/python3.11/site-packages/torch/_inductor/cpp_builder.py\", line 99, in build\n"
+                    "  File \"torch/_inductor/cpp_builder.py\", line 99, in build\n"
                     "    run_compile_cmd(cmd)\n"
                     "torch._inductor.exc.InductorError: CppCompileError: C++ compile error\n```"),
             std::string::npos)
@@ -508,6 +508,47 @@ TEST(ReportWriter, FolderHoldsExactlyItsFilesAndRewritesIdempotently) {
   fs::remove_all(dir.parent_path().parent_path());
 }
 
+// tlparse's rendering of the failing compile is copied into tlparse/ (masked like every file) and linked;
+// a trace that was not rendered says why, and a rendering gone from the campaign is not linked.
+TEST(ReportWriter, TheRenderedTraceIsCopiedMaskedAndLinked) {
+  fs::path root = freshDir("trace");
+  fs::path rendered = root / "traces" / "abc" / "tlparse";
+  fs::create_directories(rendered / "-_0_0_0");
+  std::ofstream(rendered / "index.html") << "<html>compile [0/0] token sk-planted-0123456789</html>\n";
+  std::ofstream(rendered / "-_0_0_0" / "dynamo_output_graph_0.txt") << "graph\n";
+  BugReport bug = crashBug();
+  bug.trace = {true, rendered.string(), "short_repro.py", ""};
+  tcfuzz::SecretRedactor secrets;
+  secrets.add("TCFUZZ_LLM_API_KEY", "sk-planted-0123456789");
+  fs::path dir = root / "crashes" / "abc";
+  writeReportFolder(bug, kReproPy, dir, secrets);
+  EXPECT_EQ(slurp(dir / "tlparse" / "index.html"), "<html>compile [0/0] token [REDACTED:TCFUZZ_LLM_API_KEY]</html>\n");
+  EXPECT_EQ(slurp(dir / "tlparse" / "-_0_0_0" / "dynamo_output_graph_0.txt"), "graph\n");
+  std::string md = slurp(dir / "report.md");
+  EXPECT_NE(md.find("Structured trace of the failing compile (`TORCH_TRACE` of `short_repro.py`, rendered by tlparse): "
+                    "[tlparse/index.html](tlparse/index.html)."),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(json::parse(slurp(dir / "meta.json"))["trace"],
+            (json{{"rendered", true}, {"script", "short_repro.py"}, {"note", ""}}));
+
+  // The campaign's rendering removed since triage: the report says so and the stale copy goes.
+  fs::remove_all(root / "traces");
+  writeReportFolder(bug, kReproPy, dir, secrets);
+  EXPECT_FALSE(fs::exists(dir / "tlparse"));
+  md = slurp(dir / "report.md");
+  EXPECT_EQ(md.find("(tlparse/index.html)"), std::string::npos) << md;
+  EXPECT_NE(md.find("No structured trace: the rendered trace " + rendered.string() + " no longer exists."),
+            std::string::npos)
+      << md;
+
+  bug.trace = {false, "", "", "tlparse is not installed (scripts/setup installs it into .venv)"};
+  EXPECT_NE(renderReportMarkdown(bug, "").find("No structured trace: tlparse is not installed"), std::string::npos);
+  bug.trace = {};  // the step did not run (--no-tlparse): nothing said
+  EXPECT_EQ(renderReportMarkdown(bug, "").find("structured trace"), std::string::npos);
+  fs::remove_all(root);
+}
+
 TEST(ReportWriter, FolderWriteFailureNamesThePath) {
   fs::path root = freshDir("fail");
   fs::create_directories(root);
@@ -540,6 +581,7 @@ TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
   hang.id = "b0000000000000a1";
   hang.severity = "hang";
   hang.hits = 1;
+  hang.seenOnTorch = {"2.11.0+cu130", "2.15.0+cu132"};  // found on two releases, triaged on 2.11.0+cpu
   wrong.hits = 50;
   fs::path root = freshDir("index");
   writeIndex({wrong, crashFew, hang, crashMany}, {{"run_time", "3600"}, {"execs_done", "12000"}}, root, tcfuzz::SecretRedactor{});
@@ -564,6 +606,10 @@ TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
             std::string::npos)
       << md;
   EXPECT_NE(lineWith(md, "c0000000000000f2").find(" | new | crash | "), std::string::npos) << md;
+  EXPECT_NE(lineWith(md, "b0000000000000a1").find(" | 2.11.0+cu130, 2.15.0+cu132 | "), std::string::npos) << md;
+  EXPECT_NE(renderReportMarkdown(hang, "").find("Its findings were made on torch 2.11.0+cu130, 2.15.0+cu132.\n"),
+            std::string::npos);
+  EXPECT_EQ(renderReportMarkdown(crashMany, "").find("Its findings were made on"), std::string::npos);
 
   std::string html = slurp(root / "index.html");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);

@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "fuzzer/triage/StructuredTrace.h"
 #include "fuzzer/triage/Triage.h"
 #include "generators/Generator.h"
 #include "generators/PythonEmitter.h"
@@ -85,7 +86,9 @@ TEST_F(TriageTest, PlantedNumericBugInATwentyNodeProgramMinimizesToAtMostThreeNo
   policy.dtypeWeights = {{"float32", 1}};
   gen::Generator generator(catalog_, policy, 2024);
   FindingStore store(dir_->path() / "numeric.sqlite");
-  Triage triage(catalog_, settings(), dir_->path() / "numeric", store, tester_, nullptr);
+  TriageSettings traced = settings();
+  traced.tlparse = installedTlparse();
+  Triage triage(catalog_, traced, dir_->path() / "numeric", store, tester_, nullptr);
 
   std::optional<TriagedCase> t;
   gen::Graph start;
@@ -119,6 +122,10 @@ TEST_F(TriageTest, PlantedNumericBugInATwentyNodeProgramMinimizesToAtMostThreeNo
   EXPECT_NE(t->reproOutput.find("tcfuzz-verdict: numeric-divergence"), std::string::npos);
   EXPECT_EQ(t->severity, "wrong-result");
   EXPECT_NE(t->title.find("sigmoid"), std::string::npos) << t->title;
+  // The failing compile ran once more with TORCH_TRACE, and tlparse rendered it under the campaign.
+  EXPECT_TRUE(t->trace.rendered) << t->trace.note;
+  EXPECT_EQ(t->trace.script, "short_repro.py");
+  EXPECT_TRUE(fs::exists(dir_->path() / "numeric" / t->trace.dir / "index.html")) << t->trace.dir;
 }
 
 // The issue's check: three planted-bug backends hit by at least 50 findings deduplicate to exactly 3
@@ -191,6 +198,9 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
     EXPECT_NE(md.find("### 🐛 Describe the bug"), std::string::npos);
     EXPECT_NE(md.find("```python\n" + shortRepro + "```"), std::string::npos) << md;
     EXPECT_LT(std::count(md.begin(), md.end(), '\n'), 150) << md;
+    // tlparse's rendering of the failing compile's TORCH_TRACE, copied in and linked (PyTorch's pt2 template).
+    EXPECT_TRUE(fs::exists(r / "tlparse" / "index.html")) << r << "\n" << meta.at("trace").dump();
+    EXPECT_NE(md.find("[tlparse/index.html](tlparse/index.html)"), std::string::npos) << md;
   }
   EXPECT_EQ(hits, findings);
   EXPECT_EQ(severities, (std::set<std::string>{"crash", "wrong-result"}));
@@ -258,7 +268,7 @@ TEST_F(TriageTest, RegressWritesTheStatusOfKnownFindings) {
 TEST(TriageSteps, ThePipelineRunsItsNamedStepsInOrder) {
   std::vector<std::string> names;
   for (const TriageStep& step : triageSteps()) names.push_back(std::string(step.name));
-  EXPECT_EQ(names, (std::vector<std::string>{"replay", "minimize", "repro", "ablate", "bisect", "title", "verify"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"replay", "minimize", "repro", "ablate", "bisect", "title", "verify", "trace"}));
 }
 
 TEST(TriageConversions, ATriagedCaseSurvivesItsTriageRow) {
@@ -276,6 +286,7 @@ TEST(TriageConversions, ATriagedCaseSurvivesItsTriageRow) {
   t.repro.backward = true;
   t.reproVerified = true;
   t.title = "x";
+  t.trace = {true, "traces/abc/tlparse", "short_repro.py", ""};
   json j = toJson(t);
   EXPECT_EQ(j["repro"]["compile"].dump(),
             R"({"backend":"aot_eager","dynamic":true,"fullgraph":false,"inductor_config":{},"mode":null})");
@@ -285,7 +296,9 @@ TEST(TriageConversions, ATriagedCaseSurvivesItsTriageRow) {
   EXPECT_EQ(back.ablation.size(), 1u);
   EXPECT_EQ(back.reproVerified, std::optional<bool>(true));
   EXPECT_EQ(back.repro.compile, t.repro.compile);
+  EXPECT_EQ(back.trace.dir, "traces/abc/tlparse");
   EXPECT_EQ(toJson(back), j);
+  EXPECT_EQ(bugReportOf(back, "/campaign").trace.dir, "/campaign/traces/abc/tlparse");  // resolved for the report
 }
 
 }  // namespace tcfuzz

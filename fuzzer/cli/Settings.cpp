@@ -11,6 +11,7 @@
 
 #include <torch/headeronly/version.h>
 
+#include "fuzzer/triage/StructuredTrace.h"
 #include "fuzzer/worker/Sandbox.h"
 
 namespace tcfuzz {
@@ -131,6 +132,8 @@ TriageSettings triageSettingsFrom(const Options& o, int workers, const SecretRed
   t.ablate = !o.noAblation;
   t.bisect = !o.noBisect;
   t.verify = !o.noVerify;
+  t.trace = !o.noTlparse;
+  t.tlparse = installedTlparse();
   // The project's list of known upstream issues, then the user's own (--known), in that order of matching.
   std::vector<fs::path> knownFiles{fs::path(TCFUZZ_SOURCE_DIR) / "corpus" / "known-upstream.json"};
   for (const auto& file : o.known) knownFiles.emplace_back(file);

@@ -106,4 +106,23 @@ oracles::RunResult CaseTester::runScript(const std::string& fileName, const std:
   return r;
 }
 
+oracles::RunResult CaseTester::traceScript(const std::string& fileName, const std::string& text,
+                                           const TestSettings& base, const std::vector<fs::path>& companions,
+                                           const fs::path& traceInto) {
+  ProgramTester& programs = tester();
+  fs::path file = writeScratch(fileName, text);
+  TestSettings s = base;
+  s.limits.timeoutSeconds = std::max(s.limits.timeoutSeconds, 120.0);
+  oracles::RunResult r = programs.runScript(file, s, companions, /*trace=*/true);
+  std::error_code ec;
+  fs::remove_all(traceInto, ec);
+  fs::path log = r.jobDir / kTraceDirName;
+  if (!r.jobDir.empty() && fs::is_directory(log, ec)) {
+    fs::create_directories(traceInto.parent_path());
+    fs::rename(log, traceInto);  // the same file system: both live under the campaign's folder
+  }
+  removeQuietly(file, r.jobDir);
+  return r;
+}
+
 }  // namespace tcfuzz

@@ -167,7 +167,7 @@ Triage::Triage(const gen::OpCatalog& catalog, TriageSettings settings, fs::path 
 TriagedCase Triage::triageCase(const MinimizeCase& start, const TestSettings& settings,
                                const std::vector<std::vector<std::string>>& opHints) {
   CaseInTriage c{start, settings, opHints, start, {}, {}};
-  TriageTools tools{catalog_, settings_, cases_, log_};
+  TriageTools tools{catalog_, settings_, cases_, log_, root_};
   runTriageSteps(c, tools);
   return std::move(c.result);
 }
@@ -273,7 +273,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
       if (std::find(rawIds.begin(), rawIds.end(), rawSignatureOf[id]) == rawIds.end()) rawIds.push_back(rawSignatureOf[id]);
     const TriageRecord* best = representativeRow(rawIds, rows);
     if (!best) continue;  // not triaged yet: the campaign's first-witness folder stands in
-    oracles::BugReport b = bugReportOf(triagedCaseFromJson(json::parse(best->data)));
+    oracles::BugReport b = bugReportOf(triagedCaseFromJson(json::parse(best->data)), root_);
     b.id = g.id;
     b.hits = g.hits;
     b.firstSeen = g.firstSeen;
@@ -286,6 +286,14 @@ std::vector<oracles::BugReport> Triage::writeReports() {
       b.originalProgramPy = w->second->programPy;
     }
     b.torch = settings_.torch;
+    for (int64_t id : g.findingIds)
+      if (auto f = byId.find(id); f != byId.end() && !f->second->torch.empty() &&
+                                  std::find(b.seenOnTorch.begin(), b.seenOnTorch.end(), f->second->torch) ==
+                                      b.seenOnTorch.end())
+        b.seenOnTorch.push_back(f->second->torch);
+    std::sort(b.seenOnTorch.begin(), b.seenOnTorch.end(), [](const std::string& x, const std::string& y) {
+      return oracles::versionKey(x) < oracles::versionKey(y);
+    });
     b.collectEnv = env;
     b.campaign = fs::absolute(root_).string();
     if (const oracles::KnownIssue* known = oracles::matchKnownIssue(settings_.knownIssues, b)) b.knownUpstream = known->issue;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fuzzer/triage/StructuredTrace.h"
 #include "oracles/Ablation.h"
 #include "oracles/ReproWriter.h"
 #include "oracles/ShortReproWriter.h"
@@ -269,10 +270,47 @@ void verify(CaseInTriage& c, TriageTools& tools) {
   verifyShortRepro(c, tools);
 }
 
+bool tracing(const CaseInTriage& c, const TriageSettings& s) { return isDone(c, s) && s.trace; }
+
+/// The failing compile once more, with TORCH_TRACE: short_repro.py when it reproduced (the smallest
+/// script that compiles the bug), else repro.py; tlparse renders the log into traces/<id>/tlparse.
+void trace(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  oracles::TraceOutcome& out = t.trace;
+  out = {};
+  if (!tools.settings.structuredTrace) {
+    out.note = fmt::format("torch {} writes no structured trace logs", tools.settings.torch.version);
+    return;
+  }
+  if (tools.settings.tlparse.empty()) {
+    out.note = "tlparse is not installed (scripts/setup installs it into .venv)";
+    return;
+  }
+  std::string text;
+  std::vector<std::filesystem::path> companions;
+  if (t.shortReproVerified.value_or(false)) {
+    text = oracles::renderShortRepro(t.repro, t.title, oracles::ComparatorOptions{});
+    companions.assign(t.repro.plugins.begin(), t.repro.plugins.end());
+    out.script = "short_repro.py";
+  } else {
+    text = oracles::renderRepro(t.repro, t.title);
+    out.script = "repro.py";
+  }
+  std::filesystem::path relative = std::filesystem::path("traces") / t.signature.id();
+  std::filesystem::path folder = tools.campaignRoot / relative;
+  oracles::RunResult r =
+      tools.cases.traceScript(tools.cases.numberedFile("trace"), text, c.settings, companions, folder / "log");
+  out.note = renderTrace(tools.settings.tlparse, folder / "log", folder / "tlparse");
+  out.rendered = out.note.empty();
+  if (out.rendered) out.dir = (relative / "tlparse").string();
+  tools.log(out.rendered ? fmt::format("tlparse rendered the trace of {} into {}", out.script, out.dir)
+                         : fmt::format("no tlparse report: {} ({})", out.note, r.summary()));
+}
+
 constexpr TriageStep kSteps[] = {
     {"replay", always, replay},    {"minimize", canMinimize, minimize}, {"repro", always, recordRepro},
     {"ablate", isDone, ablate},    {"bisect", isDone, bisect},          {"title", isDone, title},
-    {"verify", verifying, verify},
+    {"verify", verifying, verify}, {"trace", tracing, trace},
 };
 
 }  // namespace

@@ -7,7 +7,9 @@
 //   bisect    torch._inductor.compiler_bisector narrows an Inductor bug to a subsystem
 //   title     severity and a GitHub-issue title
 //   verify    repro.py run as plain python in a fresh sandboxed process
+//   trace     short_repro.py (else repro.py) once more with TORCH_TRACE, rendered by tlparse into traces/
 // Each step says when it applies; ablate and the steps after it apply only to a case that is "done".
+#include <filesystem>
 #include <functional>
 #include <span>
 #include <string>
@@ -33,6 +35,11 @@ struct TriageSettings {
   bool ablate = true;
   bool bisect = true;   ///< when the bug is Inductor's and torch has compiler_bisector
   bool verify = true;   ///< run repro.py in a clean process inside the sandbox
+  /// Run the failing compile once more with TORCH_TRACE and render its log with `tlparse` (empty: the
+  /// step notes that tlparse is missing); `structuredTrace`: the workers' torch writes such logs.
+  bool trace = true;
+  std::filesystem::path tlparse;
+  bool structuredTrace = true;
   oracles::TorchInfo torch;  ///< the workers' torch (WorkerPool::hello); reports name it
   std::vector<oracles::KnownIssue> knownIssues;  ///< known upstream issues a report is matched against
   std::optional<UpstreamSearch> upstream;  ///< --check-upstream: the tracker search for possible duplicates
@@ -55,6 +62,7 @@ struct TriageTools {
   const TriageSettings& settings;
   CaseTester& cases;
   const std::function<void(const std::string&)>& log;
+  const std::filesystem::path& campaignRoot;  ///< traces/ lives here
 };
 
 /// One named step: `run` extends the case when `applies` holds for it as the steps before left it.
@@ -64,7 +72,7 @@ struct TriageStep {
   void (*run)(CaseInTriage& c, TriageTools& tools);
 };
 
-/// The pipeline, in the order it runs: replay, minimize, repro, ablate, bisect, title, verify.
+/// The pipeline, in the order it runs: replay, minimize, repro, ablate, bisect, title, verify, trace.
 std::span<const TriageStep> triageSteps();
 
 /// Runs the steps of triageSteps() that apply, in order; the outcome is c.result.

@@ -65,6 +65,8 @@ json toJson(const TriagedCase& t) {
           {"repro_verified", t.reproVerified ? json(*t.reproVerified) : json()},
           {"repro_output", t.reproOutput},
           {"short_repro_verified", t.shortReproVerified ? json(*t.shortReproVerified) : json()},
+          {"trace",
+           {{"rendered", t.trace.rendered}, {"dir", t.trace.dir}, {"script", t.trace.script}, {"note", t.trace.note}}},
           {"original_nodes", t.originalNodes}};
 }
 
@@ -97,11 +99,13 @@ TriagedCase triagedCaseFromJson(const json& j) {
   t.reproOutput = j.value("repro_output", "");
   if (j.contains("short_repro_verified") && j["short_repro_verified"].is_boolean())
     t.shortReproVerified = j["short_repro_verified"].get<bool>();
+  const json trace = j.value("trace", json::object());
+  t.trace = {trace.value("rendered", false), trace.value("dir", ""), trace.value("script", ""), trace.value("note", "")};
   t.originalNodes = j.value("original_nodes", 0);
   return t;
 }
 
-oracles::BugReport bugReportOf(const TriagedCase& t) {
+oracles::BugReport bugReportOf(const TriagedCase& t, const std::filesystem::path& campaignRoot) {
   oracles::BugReport b;
   b.id = t.signature.id();
   b.signature = t.signature;
@@ -117,6 +121,8 @@ oracles::BugReport bugReportOf(const TriagedCase& t) {
   b.reproVerified = t.reproVerified;
   b.reproOutput = t.reproOutput;
   b.shortReproVerified = t.shortReproVerified;
+  b.trace = t.trace;
+  if (!b.trace.dir.empty()) b.trace.dir = (campaignRoot / b.trace.dir).string();
   return b;
 }
 

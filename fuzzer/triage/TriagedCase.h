@@ -1,6 +1,7 @@
 #pragma once
 // The outcome of triaging one case, and its serialization as the data of a findings.sqlite triage
 // row (the on-disk form: keys as below, stable across versions).
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,11 +26,13 @@ struct TriagedCase {
   std::optional<bool> reproVerified;
   std::string reproOutput;
   std::optional<bool> shortReproVerified;  ///< short_repro.py reproduced the bug in a clean process
+  oracles::TraceOutcome trace;             ///< the failing compile's structured trace (dir relative to the campaign)
   int originalNodes = 0;
 };
 
-/// The BugReport of a triaged case (no group facts: hits and ids are filled by the caller).
-oracles::BugReport bugReportOf(const TriagedCase& t);
+/// The BugReport of a triaged case (no group facts: hits and ids are filled by the caller); the
+/// trace folder, relative in the row, is resolved against `campaignRoot`.
+oracles::BugReport bugReportOf(const TriagedCase& t, const std::filesystem::path& campaignRoot);
 /// Serialization of a triaged case for the triage row, and back (missing keys keep their defaults).
 nlohmann::json toJson(const TriagedCase& t);
 TriagedCase triagedCaseFromJson(const nlohmann::json& j);

@@ -45,10 +45,11 @@ ProgramTester::PendingRun ProgramTester::submitOne(const std::filesystem::path& 
 }
 
 oracles::RunResult ProgramTester::runScript(const std::filesystem::path& script, const TestSettings& settings,
-                                            const std::vector<std::filesystem::path>& companions) {
+                                            const std::vector<std::filesystem::path>& companions, bool trace) {
   Job job = makeJob(script, RunMode::Eager, settings);
   asKind(job, "script");
   job.plugins = companions;  // a script job's plugins are files it reads beside itself; nothing runs them
+  job.trace = trace;
   return pool_.submit(std::move(job)).get();
 }
 

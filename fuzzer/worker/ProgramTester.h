@@ -13,6 +13,9 @@
 
 namespace tcfuzz {
 
+/// The folder of a traced script job's structured trace log, inside its job directory (child.py's TRACE_DIR).
+inline constexpr const char* kTraceDirName = "torch_trace";
+
 /// Everything about how a program is tested, apart from the program itself.
 struct TestSettings {
   oracles::CompileConfig compile;
@@ -73,8 +76,9 @@ class ProgramTester {
   /// Runs a plain Python script (a repro.py) in a fresh interpreter inside a worker child, in its job
   /// directory, under settings.limits. The result's exitCode, stdoutTail and stderrTail say what it did
   /// (status Signal when the script was killed by a signal). `companions` are copied beside the script.
+  /// With `trace`, torch's structured trace log is written to <jobDir>/torch_trace (kTraceDirName).
   oracles::RunResult runScript(const std::filesystem::path& script, const TestSettings& settings,
-                               const std::vector<std::filesystem::path>& companions = {});
+                               const std::vector<std::filesystem::path>& companions = {}, bool trace = false);
 
   /// Runs torch._inductor.compiler_bisector on `program` under settings.compile with backend Inductor.
   /// spec: {"check": "crash" | "numeric", "leaves": [...]}; the job also carries the comparator's

@@ -36,6 +36,7 @@ std::string encodeJob(const Job& job) {
   for (const auto& p : job.plugins) plugins.push_back(p.string());
   j["plugins"] = plugins;
   if (job.persistent) j["persistent"] = true;
+  if (job.trace) j["trace"] = true;
   if (!job.cacheDir.empty()) j["cache_dir"] = job.cacheDir.string();
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

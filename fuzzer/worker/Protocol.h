@@ -50,6 +50,8 @@ struct Job {
   std::filesystem::path cacheDir;
   /// "bisect" jobs: {"check": "crash" | "numeric", "leaves": [int], "tolerances": ComparatorOptions::toleranceTable()}; else null.
   nlohmann::json bisect;
+  /// "script" jobs: write torch's structured trace log (TORCH_TRACE) to <jobDir>/torch_trace.
+  bool trace = false;
   /// "lift" jobs: {"table": liftTable(catalog), "dtypes": [supported dtype names], "max_rank": int,
   /// "max_elements": int}; else null.
   nlohmann::json lift;

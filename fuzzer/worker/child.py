@@ -31,6 +31,7 @@ STDERR_FILE = "stderr.txt"
 SCRIPT_STDOUT_FILE = "script_stdout.txt"
 SCRIPT_STDERR_FILE = "script_stderr.txt"
 SCRIPT_TAIL_CHARS = 8000
+TRACE_DIR = "torch_trace"  # a traced script job's TORCH_TRACE folder, inside its job directory
 OOM_MARKERS = ("can't allocate memory", "out of memory", "DefaultCPUAllocator", "std::bad_alloc")
 
 
@@ -247,15 +248,19 @@ class ChildRun:
     # -- "script" jobs: a plain Python script (a repro.py) in a fresh interpreter -----------------
     def run_script(self):
         """Runs job["program"] with this Python in the job directory, inside this child's process group
-        and under its address-space limit (inherited): the zygote's timeout kills it with the group."""
+        and under its address-space limit (inherited): the zygote's timeout kills it with the group.
+        With job["trace"], torch's structured trace log (TORCH_TRACE) goes to <job dir>/torch_trace."""
         import subprocess
         self.mark("run")
         t0 = time.monotonic()
         out_path = os.path.join(self.dir, SCRIPT_STDOUT_FILE)
         err_path = os.path.join(self.dir, SCRIPT_STDERR_FILE)
+        env = dict(os.environ)
+        if self.job.get("trace"):
+            env["TORCH_TRACE"] = os.path.join(self.dir, TRACE_DIR)
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.run([sys.executable, self.job["program"]], cwd=self.dir, stdin=subprocess.DEVNULL,
-                                  stdout=out, stderr=err)
+                                  stdout=out, stderr=err, env=env)
         self.times["run_s"] = time.monotonic() - t0
         tails = {"stdout_tail": tail(out_path, SCRIPT_TAIL_CHARS), "stderr_tail": tail(err_path, SCRIPT_TAIL_CHARS),
                  "times": self.times}

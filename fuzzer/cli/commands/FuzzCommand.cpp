@@ -267,6 +267,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     TriageSettings ts = triageSettingsFrom(o, workers, secrets);
     ts.test = settings.test;
     ts.torch = settings.torch;
+    ts.structuredTrace = pool.hello().has("structured_trace");
     ts.test.persistent = false;  // triage replays every finding in fresh processes
     ts.test.confirmFindings = false;
     triageStore.emplace(output.storePath(), secrets);

@@ -58,6 +58,7 @@ int minimizeCommand(const Options& o, const std::string& finding, const SecretRe
   FindingStore scratchStore(work.path() / "minimize.sqlite", secrets);
   WorkerPool pool(workerSpecFrom(o, work.path(), secrets), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;
+  settings.structuredTrace = pool.hello().has("structured_trace");
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   Triage triage(catalog, settings, work.path(), scratchStore, &tester, logLine);
@@ -66,7 +67,7 @@ int minimizeCommand(const Options& o, const std::string& finding, const SecretRe
     std::cout << fmt::format("{} does not reproduce a finding here: {}\n", finding, t.baseline.symptom);
     return 1;
   }
-  oracles::BugReport b = bugReportOf(t);
+  oracles::BugReport b = bugReportOf(t, work.path());
   b.hits = 1;
   b.originalProgramPy = gen::PythonEmitter(catalog).emit(start.graph);
   b.originalConfig = oracles::findingConfig(start.compile, start.backward);

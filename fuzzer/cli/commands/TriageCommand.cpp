@@ -38,6 +38,7 @@ int triageCommand(const Options& o, const std::string& campaignDir, const Secret
   InterruptCleanup interrupt({output.workDir() / "jobs"});  // job outputs; the caches and the store stay
   WorkerPool pool(workerSpecFrom(o, output.workDir(), secrets), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;  // the torch the cases are replayed on now
+  settings.structuredTrace = pool.hello().has("structured_trace");
   logLine("workers run " + settings.torch.summary());
   ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
   Triage triage(catalog, settings, root, store, &tester, logLine);
