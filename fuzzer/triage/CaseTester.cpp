@@ -119,7 +119,8 @@ oracles::RunResult CaseTester::traceScript(const std::string& fileName, const st
   fs::path log = r.jobDir / kTraceDirName;
   if (!r.jobDir.empty() && fs::is_directory(log, ec)) {
     fs::create_directories(traceInto.parent_path());
-    fs::rename(log, traceInto);  // the same file system: both live under the campaign's folder
+    fs::rename(log, traceInto, ec);  // both live under the campaign's folder: normally one file system
+    if (ec) fs::copy(log, traceInto, fs::copy_options::recursive);
   }
   removeQuietly(file, r.jobDir);
   return r;
