@@ -139,6 +139,9 @@ std::vector<const json*> divergingLeaves(const BugReport& bug) {
   return out;
 }
 
+/// "12.5x", or "eager exact" when eager matches fp64 exactly and compiled does not (an infinite ratio).
+std::string ratioText(double ratio) { return std::isinf(ratio) ? "eager exact" : number(ratio) + "x"; }
+
 /// rmse(compiled, fp64) / rmse(eager, fp64) of a leaf; nullopt when either is missing.
 std::optional<double> rmseRatio(const json& leaf) {
   auto eager = real(&leaf, "rmse_eager_fp64"), compiled = real(&leaf, "rmse_compiled_fp64");
@@ -156,9 +159,7 @@ std::string symptomSentence(const BugReport& bug) {
   std::string type = sig.exceptionType.empty() ? text(failing.exception, "type") : sig.exceptionType;
   std::string message = text(failing.exception, "message");
   if (message.empty()) message = sig.normalizedMessage;
-  std::string_view head = message;  // the first non-empty line: the full message is under "Error logs"
-  while (!head.empty() && (head.front() == '\n' || head.front() == ' ')) head.remove_prefix(1);
-  head = head.substr(0, head.find('\n'));
+  std::string head = messageHeadline(message);  // the full message is under "Error logs"
   std::string quoted = head.empty() ? "" : fmt::format(" ({})", code(head));
 
   if (verdict == "numeric-divergence") {
@@ -172,10 +173,10 @@ std::string symptomSentence(const BugReport& bug) {
         "results are (the criterion of `torch._dynamo.utils.same` with `fp64_ref`)";
     if (worst)
       s += fmt::format(": on {} diverging output leaf{}, the worst ({}) has rmse(compiled, fp64) = {} against "
-                       "rmse(eager, fp64) = {}, {}x",
+                       "rmse(eager, fp64) = {} ({})",
                        leaves.size(), leaves.size() == 1 ? "" : "s", code(text(worst, "name")),
                        number(*real(worst, "rmse_compiled_fp64")), number(*real(worst, "rmse_eager_fp64")),
-                       number(worstRatio));
+                       ratioText(worstRatio));
     return s + ".";
   }
   if (verdict == "status-mismatch") {
@@ -274,7 +275,7 @@ void renderNumericTable(std::string& md, const BugReport& bug) {
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(text(leaf, "leaf")),
                       cell(text(leaf, "name"), true), cell(text(leaf, "dtype")), cell(text(leaf, "shape")),
                       fmtReal("max_abs_diff"), fmtReal("rmse_eager_fp64"), fmtReal("rmse_compiled_fp64"),
-                      ratio ? number(*ratio) + "x" : std::string("n/a"));
+                      ratio ? ratioText(*ratio) : std::string("n/a"));
   }
   md += "\n";
   std::vector<std::string> notes;

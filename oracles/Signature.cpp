@@ -631,6 +631,17 @@ std::string normalizeMessage(std::string_view message) {
   return truncateUtf8(normalizeText(messageHead(message)), kMaxMessageBytes);
 }
 
+std::string messageHeadline(std::string_view message) {
+  std::string_view rest = message;
+  while (!rest.empty() && isSpace(rest.front())) rest.remove_prefix(1);
+  std::string_view first = trim(rest.substr(0, rest.find('\n')));
+  if (startsWith(first, "backend=") && endsWith(first, "raised:") && rest.find('\n') != std::string_view::npos) {
+    rest.remove_prefix(rest.find('\n') + 1);
+    while (!rest.empty() && isSpace(rest.front())) rest.remove_prefix(1);
+  }
+  return std::string(trim(rest.substr(0, rest.find('\n'))));
+}
+
 std::vector<std::string> torchFrames(std::string_view traceback, size_t limit) {
   return framesOf(parseTraceback(traceback), limit);
 }

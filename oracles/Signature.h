@@ -109,6 +109,11 @@ std::vector<std::string_view> splitLines(std::string_view text);
 /// The normalized head of an exception message (rules above).
 std::string normalizeMessage(std::string_view message);
 
+/// The first line of a message that says what went wrong, as raised (not normalized): Dynamo's
+/// "backend='X' raised:" introduction and blank lines are skipped, so "backend='inductor'
+/// raised:\nCppCompileError: C++ compile error" gives "CppCompileError: C++ compile error".
+std::string messageHeadline(std::string_view message);
+
 /// The innermost `limit` torch frames of the root cause of a Python traceback as printed by
 /// traceback.format_exception (rules above), innermost first.
 std::vector<std::string> torchFrames(std::string_view traceback, size_t limit = 3);

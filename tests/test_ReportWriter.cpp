@@ -386,6 +386,14 @@ TEST(ReportWriter, NumericReportTablesDivergingLeaves) {
   EXPECT_NE(md.find("compiler_bisector` was not run: not available in this torch"), std::string::npos);
   EXPECT_NE(md.find("repro.py was not checked in a clean process"), std::string::npos);
   EXPECT_NE(md.find("ops: `addmm`, `log_softmax`, `var_mean`"), std::string::npos);
+
+  // Eager exactly on fp64 and compiled off it: an infinite ratio reads "eager exact".
+  bug.repro.observed["outputs"][1] = leaf(1, "grad(param linear.weight)", 3.5e-3, 0, 4.9e-5, false);
+  md = renderReportMarkdown(bug, "print('repro')\n");
+  EXPECT_EQ(lineWith(md, "`grad(param linear.weight)` |"),
+            "| 1 | `grad(param linear.weight)` | float32 | [8,16] | 0.0035 | 0 | 4.9e-05 | eager exact |");
+  EXPECT_NE(md.find("rmse(compiled, fp64) = 4.9e-05 against rmse(eager, fp64) = 0 (eager exact)."), std::string::npos)
+      << md;
 }
 
 TEST(ReportWriter, StatusMismatchAndTimeoutAreDescribed) {

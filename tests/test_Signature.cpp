@@ -444,3 +444,14 @@ TEST(Signature, KeyIdAndJson) {
   EXPECT_EQ(j.at("frames").size(), 3u);
   EXPECT_TRUE(j.at("ops").empty());
 }
+
+namespace tcfuzz::oracles {
+TEST(Signature, TheHeadlineSkipsDynamosBackendRaisedIntroduction) {
+  EXPECT_EQ(messageHeadline("backend='inductor' raised:\nCppCompileError: C++ compile error\n\nSet TORCH_LOGS"),
+            "CppCompileError: C++ compile error");
+  EXPECT_EQ(messageHeadline("\n  mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\nmore"),
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+  EXPECT_EQ(messageHeadline("backend='eager' raised:"), "backend='eager' raised:");  // nothing follows: kept
+  EXPECT_EQ(messageHeadline(""), "");
+}
+}  // namespace tcfuzz::oracles

@@ -37,10 +37,10 @@ std::string firstLine(const std::string& text, size_t limit) {
   return line;
 }
 
-/// The failing run's exception message, as raised (not normalized).
+/// The failing run's exception message, as raised (not normalized), from its headline on.
 std::string rawMessage(const ProgramTestResult& r) {
   const oracles::RunResult& failing = r.runs.compiled.ok() ? r.runs.eager : r.runs.compiled;
-  if (failing.exception) return failing.exception->message;
+  if (failing.exception) return oracles::messageHeadline(failing.exception->message);
   return failing.summary();
 }
 
