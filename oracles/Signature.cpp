@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "oracles/CompilerError.h"
+
 namespace tcfuzz::oracles {
 namespace {
 
@@ -541,6 +543,11 @@ void fillException(Signature& sig, const ExceptionInfo& exc) {
   if (!unwrapped.innerType.empty()) rootType = unwrapped.innerType;
   sig.exceptionType = rootType.empty() || rootType == outer ? outer : fmt::format("{}({})", outer, rootType);
   sig.normalizedMessage = normalizeMessage(unwrapped.body);
+  // A compiler failure (Inductor's CppCompileError, a Triton or CUDA CompilationError) is keyed by the
+  // compiler's first error too: its head ("C++ compile error") is the same for every codegen bug.
+  if (sig.exceptionType.find("CompileError") != std::string::npos ||
+      sig.exceptionType.find("CompilationError") != std::string::npos)
+    if (auto error = firstCompilerError(rootMessage)) sig.normalizedMessage += "; " + *error;
   sig.frames = framesOf(blocks, 3);
 }
 

@@ -61,6 +61,9 @@
 //   long hex hashes                            -> <hash>
 // Identifiers that merely contain digits (float32, int64, conv2d, log1p, atan2) are kept: they
 // are words. Whitespace collapses to one space; the result keeps at most 300 bytes.
+// A compiler failure (an exception type with CompileError or CompilationError in it) appends
+// "; " and the compiler's first error, normalized (oracles/CompilerError.h): "C++ compile error;
+// error: 'tmp' was not declared in this scope".
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -455,3 +455,27 @@ TEST(Signature, TheHeadlineSkipsDynamosBackendRaisedIntroduction) {
   EXPECT_EQ(messageHeadline(""), "");
 }
 }  // namespace tcfuzz::oracles
+
+namespace tcfuzz::oracles {
+// Two different Inductor C++ codegen bugs used to share one signature ("C++ compile error"); the
+// compiler's first error now splits them, and keeps one bug in two programs together.
+TEST(Signature, CompilerFailuresAreKeyedByTheCompilersFirstError) {
+  auto cppError = [](const std::string& output) {
+    return crashOf(raised("backward", "InductorError",
+                          "CppCompileError: C++ compile error\n\nCommand:\ng++ /tmp/k.cpp\n\nOutput:\n" + output));
+  };
+  Signature undeclared = cppError("/tmp/a/k.cpp:132:199: error: \u2018tmp0\u2019 was not declared in this scope; did "
+                                  "you mean \u2018tmp5\u2019?\n");
+  Signature undeclaredElsewhere = cppError("/tmp/b/q.cpp:87:12: error: \u2018tmp3\u2019 was not declared in this "
+                                           "scope\n");
+  Signature decltypeFloat = cppError("/tmp/a/k.cpp:121:40: error: \u2018decltype\u2019 evaluates to \u2018float\u2019,"
+                                     " which is not a class or enumeration type\n");
+  EXPECT_EQ(undeclared.exceptionType, "InductorError(CppCompileError)");
+  EXPECT_EQ(undeclared.normalizedMessage, "C++ compile error; error: 'tmp' was not declared in this scope");
+  EXPECT_EQ(undeclared.id(), undeclaredElsewhere.id());
+  EXPECT_NE(undeclared.id(), decltypeFloat.id());
+  // Not a compiler failure: an "error:" in its message is left alone.
+  Signature other = crashOf(raised("run", "RuntimeError", "x.cpp:1:1: error: planted"));
+  EXPECT_EQ(other.normalizedMessage.find("; error:"), std::string::npos) << other.normalizedMessage;
+}
+}  // namespace tcfuzz::oracles

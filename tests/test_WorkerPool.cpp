@@ -112,7 +112,10 @@ TEST(WorkerPool, RunsATorchOtherThanTheLinkedOneWithoutARebuild) {
   if (extra.empty()) GTEST_SKIP() << "no .venv-torch-<version>/ here (TCFUZZ_EXTRA_TORCH=... scripts/setup makes one)";
   TempDir dir("tcfuzz-pool");
   WorkerSpec spec = test_support::testWorkerSpec(dir.path());
-  spec.python = extra.front();
+  // Relative, as a user types it (--python .venv-torch-2.11.0/bin/python): it means this directory's, in
+  // the sandbox too (it used to mean the sandbox's own directory: execvp failed and the start timed out).
+  spec.python = extra.front().lexically_relative(std::filesystem::current_path());
+  ASSERT_EQ(spec.python.string().front(), '.') << spec.python;
   WorkerPool pool(spec, 1);
   std::string folder = extra.front().parent_path().parent_path().filename().string();  // .venv-torch-<v>
   std::string expected = folder.substr(std::string(".venv-torch-").size());

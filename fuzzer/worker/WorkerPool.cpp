@@ -47,7 +47,10 @@ struct Worker::Process {
 };
 
 Worker::Worker(WorkerSpec spec, int index, const std::atomic<bool>* cancelled)
-    : spec_(std::move(spec)), index_(index), cancelled_(cancelled) {}
+    : spec_(std::move(spec)), index_(index), cancelled_(cancelled) {
+  // A relative interpreter path means the caller's directory; inside the sandbox it would mean another.
+  if (spec_.python.string().find('/') != std::string::npos) spec_.python = std::filesystem::absolute(spec_.python);
+}
 
 Worker::~Worker() { stop(); }
 

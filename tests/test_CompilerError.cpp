@@ -1,0 +1,52 @@
+// CompilerError: the first error of a compiler's output, normalized. The messages are excerpts of
+// real CppCompileErrors raised by torch 2.11.0's Inductor on CPU (corpus/regressions/inductor_cpp_*),
+// their paths shortened.
+#include <gtest/gtest.h>
+
+#include "oracles/CompilerError.h"
+
+namespace tcfuzz::oracles {
+namespace {
+
+constexpr const char* kUndeclaredTmp =
+    "CppCompileError: C++ compile error\n\nCommand:\ng++ /tmp/a/inductor-cache/l5/cl5k.main.cpp -O3 -o "
+    "/tmp/a/cl5k.main.so\n\nOutput:\n/tmp/a/inductor-cache/l5/cl5k.main.cpp: In function \u2018void kernel(const "
+    "float*, float*)\u2019:\n/tmp/a/inductor-cache/l5/cl5k.main.cpp:132:199: error: \u2018tmp0\u2019 was not "
+    "declared in this scope; did you mean \u2018tmp5\u2019?\n  132 |     transpose_mxn<float,4,3,true>(tmp5, 3L, "
+    "out_ptr3 + 72L*tmp0);\n      |  ^~~~\n/tmp/a/cl5k.main.cpp:140:3: error: \u2018tmp9\u2019 was not declared\n";
+
+constexpr const char* kDecltype =
+    "CppCompileError: C++ compile error\n\nCommand:\ng++ /tmp/b/c6oq.main.cpp\n\nOutput:\n/tmp/b/c6oq.main.cpp: In "
+    "lambda function:\n/tmp/b/c6oq.main.cpp:121:40: error: \u2018decltype\u2019 evaluates to \u2018float\u2019, "
+    "which is not a class or enumeration type\n  121 |  return decltype(tmp43)::blendv(tmp44, tmp43);\n";
+
+TEST(CompilerError, TheFirstErrorLineIsFoundAndNormalized) {
+  EXPECT_EQ(firstCompilerError(kUndeclaredTmp), "error: 'tmp' was not declared in this scope");
+  EXPECT_EQ(firstCompilerError(kDecltype),
+            "error: 'decltype' evaluates to 'float', which is not a class or enumeration type");
+  EXPECT_EQ(firstCompilerError("x.cpp:1:10: fatal error: foo.h: No such file or directory\ncompilation terminated."),
+            "error: foo.h: No such file or directory");
+  EXPECT_EQ(firstCompilerError("error: linker command failed with exit code 1"),
+            "error: linker command failed with exit code N");
+}
+
+TEST(CompilerError, NoErrorLineIsNone) {
+  EXPECT_EQ(firstCompilerError("CppCompileError: C++ compile error\n\nOutput:\nx.cpp:3:1: warning: unused\n"),
+            std::nullopt);
+  EXPECT_EQ(firstCompilerError(""), std::nullopt);
+}
+
+TEST(CompilerError, GeneratedNamesNumbersAndTemplateArgumentsAreMasked) {
+  EXPECT_EQ(normalizeCompilerError("no match for \u2018operator+\u2019 (operand types are "
+                                   "\u2018at::vec::Vectorized<float>\u2019 and \u2018VectorizedN<float, 2>\u2019)"),
+            "no match for 'operator+' (operand types are 'at::vec::Vectorized<T>' and 'VectorizedN<T>')");
+  EXPECT_EQ(normalizeCompilerError("cannot convert \u2018buf12\u2019 to \u2018int64_t\u2019 in in_ptr0[ks1 + 4L]"),
+            "cannot convert 'buf' to 'int64_t' in in_ptr[ks + N]");
+  // Words that merely end in digits are not generated names; a comparison's '<' is no template.
+  EXPECT_EQ(normalizeCompilerError("\u2018atan2\u2019 with float32 where x0 < 3"), "'atan2' with float32 where x < N");
+  EXPECT_EQ(normalizeCompilerError("a\n   b\t c  "), "a b c");
+  EXPECT_EQ(normalizeCompilerError(std::string(600, 'e')).size(), 240u);
+}
+
+}  // namespace
+}  // namespace tcfuzz::oracles
