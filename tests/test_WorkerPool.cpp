@@ -202,7 +202,7 @@ TEST(WorkerPool, AWorkerThatDiesBeforeItsHelloIsAClearStartErrorNotACrash) {
     WorkerPool pool(spec, 2);
     FAIL() << "expected WorkerStartError";
   } catch (const WorkerStartError& e) {
-    EXPECT_NE(std::string(e.what()).find("did not start"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exited before its hello"), std::string::npos) << e.what();  // not "within 300s"
     EXPECT_NE(std::string(e.what()).find("missing_harness.py"), std::string::npos) << e.what();  // the log tail
   }
 }

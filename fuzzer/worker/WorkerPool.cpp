@@ -49,7 +49,9 @@ struct Worker::Process {
 Worker::Worker(WorkerSpec spec, int index, const std::atomic<bool>* cancelled)
     : spec_(std::move(spec)), index_(index), cancelled_(cancelled) {
   // A relative interpreter path means the caller's directory; inside the sandbox it would mean another.
-  if (spec_.python.string().find('/') != std::string::npos) spec_.python = std::filesystem::absolute(spec_.python);
+  // Lexically normal too: a "../" through a folder the sandbox does not show would not resolve there.
+  if (spec_.python.string().find('/') != std::string::npos)
+    spec_.python = std::filesystem::absolute(spec_.python).lexically_normal();
 }
 
 Worker::~Worker() { stop(); }
@@ -144,10 +146,15 @@ const Hello& Worker::start() {
   }
   process_ = std::move(proc);
 
-  auto line = readLine(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(spec_.startTimeoutSeconds * 1000)));
+  auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(spec_.startTimeoutSeconds * 1000));
+  auto line = readLine(deadline);
   if (!line)
-    throw WorkerStartError(fmt::format("worker {} did not start within {:.0f}s. Its log ({}):\n{}", index_,
-                                       spec_.startTimeoutSeconds, process_->log.string(), logTail()));
+    throw WorkerStartError(fmt::format("worker {} {}. Its log ({}):\n{}", index_,
+                                       cancelled_ && cancelled_->load() ? std::string("was stopped before its hello")
+                                       : Clock::now() < deadline        ? std::string("exited before its hello")
+                                                                        : fmt::format("did not start within {:.0f}s",
+                                                                                      spec_.startTimeoutSeconds),
+                                       process_->log.string(), logTail()));
   WorkerMessage msg;
   try {
     msg = decodeMessage(*line);
