@@ -256,6 +256,22 @@ void FindingStore::saveTriage(const TriageRecord& row) {
   });
 }
 
+void FindingStore::updateSignature(int64_t findingId, const std::string& signatureId, const std::string& signature) {
+  write("re-sign a finding", [&] {
+    SQLite::Statement s(*db_, "UPDATE findings SET signature_id = ?, signature = ? WHERE id = ?");
+    bindMasked(s, secrets_, signatureId, signature, findingId);
+    s.exec();
+  });
+}
+
+void FindingStore::removeTriage(const std::string& signatureId) {
+  write("remove a triage result", [&] {
+    SQLite::Statement s(*db_, "DELETE FROM triage WHERE signature_id = ?");
+    bindMasked(s, secrets_, signatureId);
+    s.exec();
+  });
+}
+
 std::vector<TriageRecord> FindingStore::triageRecords() const {
   std::vector<TriageRecord> out;
   SQLite::Statement s(*db_,

@@ -123,6 +123,10 @@ class FindingStore {
   /// Inserts or replaces the triage row of record.signatureId (one transaction).
   void saveTriage(const TriageRecord& record);
   std::vector<TriageRecord> triageRecords() const;
+  /// Gives finding `findingId` the signature `signatureId` (`signature`: its JSON): tcfuzz triage --resign.
+  void updateSignature(int64_t findingId, const std::string& signatureId, const std::string& signature);
+  /// Removes the triage row of `signatureId`, if any (its findings are then triaged again).
+  void removeTriage(const std::string& signatureId);
   /// Signature ids seen so far.
   std::vector<std::string> signatureIds() const;
   const std::filesystem::path& file() const { return file_; }

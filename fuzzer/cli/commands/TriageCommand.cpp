@@ -8,6 +8,7 @@
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
 #include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/triage/Resign.h"
 #include "fuzzer/triage/Triage.h"
 
 namespace tcfuzz {
@@ -24,6 +25,7 @@ int triageCommand(const Options& o, const std::string& campaignDir, const Secret
   TriageSettings settings = triageSettingsFrom(o, workers, secrets);
   adoptCampaignIdentity(store, settings.test);
   settings.torch = campaignTorch(store);
+  if (o.resign) logLine(resignFindings(store).describe());
 
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   Triage reports(catalog, settings, root, store, nullptr, logLine);
