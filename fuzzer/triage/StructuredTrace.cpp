@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fuzzer/worker/ParentDeath.h"
+#include "oracles/AtomicFile.h"
 
 namespace tcfuzz {
 
@@ -77,6 +78,18 @@ std::string renderTrace(const fs::path& tlparse, const fs::path& log, const fs::
   }
   if (!fs::is_regular_file(out / "index.html", ec)) return "tlparse wrote no index.html";
   return "";
+}
+
+void maskTree(const fs::path& dir, const SecretRedactor& secrets) {
+  if (secrets.empty() || !fs::is_directory(dir)) return;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    std::string masked = secrets.mask(text);
+    if (masked != text) writeFileAtomically(entry.path(), masked);
+  }
 }
 
 }  // namespace tcfuzz

@@ -301,6 +301,7 @@ void trace(CaseInTriage& c, TriageTools& tools) {
   oracles::RunResult r =
       tools.cases.traceScript(tools.cases.numberedFile("trace"), text, c.settings, companions, folder / "log");
   out.note = renderTrace(tools.settings.tlparse, folder / "log", folder / "tlparse");
+  maskTree(folder, tools.settings.secrets);  // the log and its rendering quote the program's exceptions
   out.rendered = out.note.empty();
   if (out.rendered) out.dir = (relative / "tlparse").string();
   tools.log(out.rendered ? fmt::format("tlparse rendered the trace of {} into {}", out.script, out.dir)
