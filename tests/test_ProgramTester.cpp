@@ -325,6 +325,10 @@ TEST(Cli, JsonOutputCarriesTheFiguresBehindTheVerdict) {
   ASSERT_EQ(j["outputs"].size(), 3u);
   EXPECT_EQ(j["outputs"][1]["dtype"], "int64");
   EXPECT_TRUE(j["outputs"][0].contains("rmse_compiled_fp64"));
+  // Eager and eager agree exactly: fp64 was not consulted, so its figures are null, not 0.0.
+  EXPECT_EQ(j["outputs"][0]["fp64_used"], false);
+  EXPECT_TRUE(j["outputs"][0]["rmse_compiled_fp64"].is_null()) << j["outputs"][0].dump();
+  EXPECT_TRUE(j["outputs"][1]["mismatches_compiled_fp64"].is_null()) << j["outputs"][1].dump();
 }
 
 TEST(Cli, UsageErrorsExitTwo) {

@@ -219,7 +219,10 @@ nlohmann::json toJson(const ProgramTestResult& result) {
   if (result.compileSkipped) j["compile_skipped"] = true;
   if (v.comparison) {
     nlohmann::json leaves = nlohmann::json::array();
-    for (const auto& l : v.comparison->leaves)
+    for (const auto& l : v.comparison->leaves) {
+      // fp64 figures only where fp64 was consulted: null, not 0.0, when allclose or exact equality decided.
+      bool floating = l.eagerDtype.find("float") != std::string::npos || l.eagerDtype.find("complex") != std::string::npos;
+      bool rmseMeasured = l.fp64Used && floating, countsMeasured = l.fp64Used && !floating;
       leaves.push_back({{"leaf", l.leaf},
                         {"role", l.role},
                         {"name", l.name.empty() ? fmt::format("output {}", l.leaf) : l.name},
@@ -233,12 +236,16 @@ nlohmann::json toJson(const ProgramTestResult& result) {
                         {"fp64_stable", l.fp64Stable},
                         {"fp64_used", l.fp64Used},
                         {"max_abs_diff", number(l.maxAbsDiff)},
-                        {"rmse_eager_fp64", number(l.rmseEager)},
-                        {"rmse_compiled_fp64", number(l.rmseCompiled)},
+                        {"rmse_eager_fp64", rmseMeasured ? number(l.rmseEager) : nlohmann::json()},
+                        {"rmse_compiled_fp64", rmseMeasured ? number(l.rmseCompiled) : nlohmann::json()},
+                        {"mismatches_eager_fp64", countsMeasured ? nlohmann::json(l.mismatchesEager) : nlohmann::json()},
+                        {"mismatches_compiled_fp64",
+                         countsMeasured ? nlohmann::json(l.mismatchesCompiled) : nlohmann::json()},
                         {"tolerance", l.tolerance},
                         {"multiplier", l.multiplier},
                         {"passed", l.passed},
                         {"note", l.reason}});
+    }
     j["outputs"] = leaves;
   }
   return j;
