@@ -96,31 +96,22 @@ oracles::RunResult CaseTester::bisect(const oracles::MinimizeCase& c, const Test
 }
 
 oracles::RunResult CaseTester::runScript(const std::string& fileName, const std::string& text,
-                                         const TestSettings& base, const std::vector<fs::path>& companions) {
+                                         const TestSettings& base, const std::vector<fs::path>& companions,
+                                         const fs::path& traceInto) {
   ProgramTester& programs = tester();
   fs::path file = writeScratch(fileName, text);
   TestSettings s = base;
   s.limits.timeoutSeconds = std::max(s.limits.timeoutSeconds, 120.0);
-  oracles::RunResult r = programs.runScript(file, s, companions);
-  removeQuietly(file, r.jobDir);
-  return r;
-}
-
-oracles::RunResult CaseTester::traceScript(const std::string& fileName, const std::string& text,
-                                           const TestSettings& base, const std::vector<fs::path>& companions,
-                                           const fs::path& traceInto) {
-  ProgramTester& programs = tester();
-  fs::path file = writeScratch(fileName, text);
-  TestSettings s = base;
-  s.limits.timeoutSeconds = std::max(s.limits.timeoutSeconds, 120.0);
-  oracles::RunResult r = programs.runScript(file, s, companions, /*trace=*/true);
-  std::error_code ec;
-  fs::remove_all(traceInto, ec);
-  fs::path log = r.jobDir / kTraceDirName;
-  if (!r.jobDir.empty() && fs::is_directory(log, ec)) {
-    fs::create_directories(traceInto.parent_path());
-    fs::rename(log, traceInto, ec);  // both live under the campaign's folder: normally one file system
-    if (ec) fs::copy(log, traceInto, fs::copy_options::recursive);
+  oracles::RunResult r = programs.runScript(file, s, companions, /*trace=*/!traceInto.empty());
+  if (!traceInto.empty()) {
+    std::error_code ec;
+    fs::remove_all(traceInto, ec);
+    fs::path log = r.jobDir / kTraceDirName;
+    if (!r.jobDir.empty() && fs::is_directory(log, ec)) {
+      fs::create_directories(traceInto.parent_path());
+      fs::rename(log, traceInto, ec);  // both live under the campaign's folder: normally one file system
+      if (ec) fs::copy(log, traceInto, fs::copy_options::recursive);
+    }
   }
   removeQuietly(file, r.jobDir);
   return r;

@@ -38,13 +38,11 @@ class CaseTester {
   /// Runs `text` as a plain Python script named `fileName` in a fresh process (ProgramTester::runScript),
   /// with a timeout of at least 120 s (a cold import of torch and a compile).
   /// `companions` are files the script reads from its own folder (short_repro.py's plugin copies).
+  /// With `traceInto`, torch's structured trace log is on (TORCH_TRACE) and its folder is moved there
+  /// (replaced when present) before the job folder goes; no log written: `traceInto` is absent.
   oracles::RunResult runScript(const std::string& fileName, const std::string& text, const TestSettings& base,
-                               const std::vector<std::filesystem::path>& companions = {});
-  /// runScript() with torch's structured trace log on (TORCH_TRACE): the log folder is moved to
-  /// `traceInto` (replaced when present) before the job folder goes. No log written: `traceInto` is absent.
-  oracles::RunResult traceScript(const std::string& fileName, const std::string& text, const TestSettings& base,
-                                 const std::vector<std::filesystem::path>& companions,
-                                 const std::filesystem::path& traceInto);
+                               const std::vector<std::filesystem::path>& companions = {},
+                               const std::filesystem::path& traceInto = {});
   /// A fresh file name for the scratch folder: "<tag>-000042.py".
   std::string numberedFile(const std::string& tag);
 

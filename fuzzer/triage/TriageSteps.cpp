@@ -299,7 +299,7 @@ void trace(CaseInTriage& c, TriageTools& tools) {
   std::filesystem::path relative = std::filesystem::path("traces") / t.signature.id();
   std::filesystem::path folder = tools.campaignRoot / relative;
   oracles::RunResult r =
-      tools.cases.traceScript(tools.cases.numberedFile("trace"), text, c.settings, companions, folder / "log");
+      tools.cases.runScript(tools.cases.numberedFile("trace"), text, c.settings, companions, folder / "log");
   out.note = renderTrace(tools.settings.tlparse, folder / "log", folder / "tlparse");
   maskTree(folder, tools.settings.secrets);  // the log and its rendering quote the program's exceptions
   out.rendered = out.note.empty();
