@@ -92,12 +92,16 @@ oracles::BisectOutcome bisectOutcomeOf(const oracles::RunResult& r) {
     out.ran = true;
     out.note = "the bisector found no failing subsystem (the failure did not reproduce under it)";
   } else {
+    // The bisector names no subsystem (None) when the first failing backend is not split further.
+    auto text = [&](const char* key) {
+      return b.contains(key) && b[key].is_string() ? b[key].get<std::string>() : std::string();
+    };
     out.ran = true;
-    out.backend = b.value("backend", "");
-    out.subsystem = b.value("subsystem", "");
+    out.backend = text("backend");
+    out.subsystem = text("subsystem");
     out.bisectNumber =
         b.contains("bisect_number") && b["bisect_number"].is_number_integer() ? b["bisect_number"].get<int64_t>() : -1;
-    out.debugInfo = b.contains("debug_info") && b["debug_info"].is_string() ? b["debug_info"].get<std::string>() : "";
+    out.debugInfo = text("debug_info");
   }
   return out;
 }
