@@ -265,6 +265,21 @@ TEST_F(TriageTest, RegressWritesTheStatusOfKnownFindings) {
       << text;
 }
 
+// Seen on a real campaign (freezing, conv3d in float64): the bisector found the failing backend but named
+// no subsystem, and the None failed the whole triage.
+TEST(TriageSteps, ABisectorResultWithNoneFieldsIsReadAsEmpty) {
+  oracles::RunResult r;
+  r.status = oracles::RunStatus::Ok;
+  r.bisect = {{"available", true}, {"found", true}, {"backend", "inductor"}, {"subsystem", nullptr},
+              {"bisect_number", nullptr}, {"debug_info", nullptr}};
+  oracles::BisectOutcome b = bisectOutcomeOf(r);
+  EXPECT_TRUE(b.ran);
+  EXPECT_EQ(b.backend, "inductor");
+  EXPECT_EQ(b.subsystem, "");
+  EXPECT_EQ(b.bisectNumber, -1);
+  EXPECT_EQ(b.debugInfo, "");
+}
+
 TEST(TriageSteps, ThePipelineRunsItsNamedStepsInOrder) {
   std::vector<std::string> names;
   for (const TriageStep& step : triageSteps()) names.push_back(std::string(step.name));

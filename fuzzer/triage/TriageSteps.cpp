@@ -80,32 +80,6 @@ std::string severityOf(const Signature& s) {
   return "crash";
 }
 
-/// What torch._inductor.compiler_bisector said, from its run.
-oracles::BisectOutcome bisectOutcomeOf(const oracles::RunResult& r) {
-  oracles::BisectOutcome out;
-  const json& b = r.bisect;
-  if (!r.ok()) {
-    out.note = "the bisector failed: " + r.summary();
-  } else if (!b.is_object() || !b.value("available", false)) {
-    out.note = "torch._inductor.compiler_bisector is not available in this torch";
-  } else if (!b.value("found", false)) {
-    out.ran = true;
-    out.note = "the bisector found no failing subsystem (the failure did not reproduce under it)";
-  } else {
-    // The bisector names no subsystem (None) when the first failing backend is not split further.
-    auto text = [&](const char* key) {
-      return b.contains(key) && b[key].is_string() ? b[key].get<std::string>() : std::string();
-    };
-    out.ran = true;
-    out.backend = text("backend");
-    out.subsystem = text("subsystem");
-    out.bisectNumber =
-        b.contains("bisect_number") && b["bisect_number"].is_number_integer() ? b["bisect_number"].get<int64_t>() : -1;
-    out.debugInfo = text("debug_info");
-  }
-  return out;
-}
-
 // --- When a step applies --------------------------------------------------------------------------
 
 bool always(const CaseInTriage&, const TriageSettings&) { return true; }
@@ -319,6 +293,31 @@ constexpr TriageStep kSteps[] = {
 };
 
 }  // namespace
+
+oracles::BisectOutcome bisectOutcomeOf(const oracles::RunResult& r) {
+  oracles::BisectOutcome out;
+  const json& b = r.bisect;
+  if (!r.ok()) {
+    out.note = "the bisector failed: " + r.summary();
+  } else if (!b.is_object() || !b.value("available", false)) {
+    out.note = "torch._inductor.compiler_bisector is not available in this torch";
+  } else if (!b.value("found", false)) {
+    out.ran = true;
+    out.note = "the bisector found no failing subsystem (the failure did not reproduce under it)";
+  } else {
+    // The bisector names no subsystem (None) when the first failing backend is not split further.
+    auto text = [&](const char* key) {
+      return b.contains(key) && b[key].is_string() ? b[key].get<std::string>() : std::string();
+    };
+    out.ran = true;
+    out.backend = text("backend");
+    out.subsystem = text("subsystem");
+    out.bisectNumber =
+        b.contains("bisect_number") && b["bisect_number"].is_number_integer() ? b["bisect_number"].get<int64_t>() : -1;
+    out.debugInfo = text("debug_info");
+  }
+  return out;
+}
 
 std::span<const TriageStep> triageSteps() { return kSteps; }
 

@@ -72,6 +72,9 @@ struct TriageStep {
   void (*run)(CaseInTriage& c, TriageTools& tools);
 };
 
+/// What torch._inductor.compiler_bisector said, from its bisect job's result; fields it left None are "".
+oracles::BisectOutcome bisectOutcomeOf(const oracles::RunResult& r);
+
 /// The pipeline, in the order it runs: replay, minimize, repro, ablate, bisect, title, verify, trace.
 std::span<const TriageStep> triageSteps();
 
