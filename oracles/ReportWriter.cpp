@@ -542,18 +542,8 @@ std::string readWholeFile(const std::string& path) {
 void copyTraceFolder(const std::filesystem::path& from, const std::filesystem::path& to,
                      const SecretRedactor& secrets) {
   std::filesystem::remove_all(to);
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(from)) {
-    std::filesystem::path target = to / std::filesystem::relative(entry.path(), from);
-    if (entry.is_directory()) {
-      makeDirectories(target);
-    } else if (entry.is_regular_file()) {
-      makeDirectories(target.parent_path());
-      std::ifstream in(entry.path(), std::ios::binary);
-      std::ostringstream text;
-      text << in.rdbuf();
-      writeFileAtomically(target, secrets.mask(text.str()));
-    }
-  }
+  std::filesystem::copy(from, to, std::filesystem::copy_options::recursive);
+  secrets.maskFilesUnder(to);
 }
 
 json timeJson(double unixSeconds) {

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
+
+#include "oracles/AtomicFile.h"
 
 namespace tcfuzz {
 
@@ -160,6 +163,17 @@ StreamRedaction::StreamRedaction(std::ostream& stream, const SecretRedactor& red
 StreamRedaction::~StreamRedaction() {
   stream_.flush();
   stream_.rdbuf(original_);
+}
+
+void SecretRedactor::maskFilesUnder(const std::filesystem::path& dir) const {
+  if (empty() || !std::filesystem::is_directory(dir)) return;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    if (std::string masked = mask(text); masked != text) writeFileAtomically(entry.path(), masked);
+  }
 }
 
 }  // namespace tcfuzz

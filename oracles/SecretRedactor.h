@@ -3,6 +3,7 @@
 // text it is about to write: files, findings.sqlite, worker replies, stdout and stderr. Built once by
 // the CLI from the environment and handed to what writes; there is no global instance.
 #include <cstddef>
+#include <filesystem>
 #include <mutex>
 #include <ostream>
 #include <streambuf>
@@ -46,6 +47,11 @@ class SecretRedactor {
   /// secret: with `holdPartial`, a tail of `text` that could be the start of a secret is left out.
   /// Returns how many bytes of `text` were consumed (all of them without `holdPartial`).
   size_t maskInto(std::string_view text, std::string& out, bool holdPartial) const;
+
+  /// Rewrites every regular file under `dir` with its secrets masked (files holding none are left
+  /// untouched): a folder another program wrote, such as tlparse's rendering of a trace that quotes the
+  /// program's exceptions. Throws std::runtime_error naming a file it cannot write.
+  void maskFilesUnder(const std::filesystem::path& dir) const;
 
   /// The names of the variables whose values are masked, sorted, without repeats.
   std::vector<std::string> names() const;

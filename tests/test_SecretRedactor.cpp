@@ -72,6 +72,21 @@ TEST(SecretRedactor, MasksEveryOccurrenceLongestFirstAndLeavesOtherTextAlone) {
   EXPECT_TRUE(SecretRedactor{}.empty());
 }
 
+// A trace quotes the program's exceptions: the campaign's copy under traces/ is masked like every file
+// (tlparse wrote it, so it is masked in place).
+TEST(SecretRedactor, MaskFilesUnderMasksEveryFileThatHoldsASecret) {
+  TempDir dir("tcfuzz-trace-mask");
+  fs::create_directories(dir.path() / "tlparse" / "-_0_0_0");
+  std::ofstream(dir.path() / "tlparse" / "-_0_0_0" / "dynamo_error_2.txt") << "RuntimeError: sk-planted-0123456789\n";
+  std::ofstream(dir.path() / "tlparse" / "index.html") << "<html>clean</html>\n";
+  SecretRedactor secrets;
+  secrets.add("TCFUZZ_LLM_API_KEY", "sk-planted-0123456789");
+  secrets.maskFilesUnder(dir.path());
+  EXPECT_EQ(readText(dir.path() / "tlparse" / "-_0_0_0" / "dynamo_error_2.txt"),
+            "RuntimeError: [REDACTED:TCFUZZ_LLM_API_KEY]\n");
+  EXPECT_EQ(readText(dir.path() / "tlparse" / "index.html"), "<html>clean</html>\n");
+}
+
 TEST(SecretRedactor, MasksTheJsonSpellingsOfAValue) {
   SecretRedactor r;
   std::string value = "p\"ss\\w\xc3\xb6rd-42";  // a quote, a backslash and an o-umlaut

@@ -33,20 +33,6 @@ TEST(StructuredTrace, WhatCannotBeRenderedSaysWhy) {
   EXPECT_FALSE(fs::exists(out / "index.html"));
 }
 
-// A trace quotes the program's exceptions: the campaign's copy under traces/ is masked like every file.
-TEST(StructuredTrace, MaskTreeMasksEveryFileThatHoldsASecret) {
-  TempDir dir("tcfuzz-trace-mask");
-  fs::create_directories(dir.path() / "tlparse" / "-_0_0_0");
-  std::ofstream(dir.path() / "tlparse" / "-_0_0_0" / "dynamo_error_2.txt") << "RuntimeError: sk-planted-0123456789\n";
-  std::ofstream(dir.path() / "tlparse" / "index.html") << "<html>clean</html>\n";
-  SecretRedactor secrets;
-  secrets.add("TCFUZZ_LLM_API_KEY", "sk-planted-0123456789");
-  maskTree(dir.path(), secrets);
-  EXPECT_EQ(readText(dir.path() / "tlparse" / "-_0_0_0" / "dynamo_error_2.txt"),
-            "RuntimeError: [REDACTED:TCFUZZ_LLM_API_KEY]\n");
-  EXPECT_EQ(readText(dir.path() / "tlparse" / "index.html"), "<html>clean</html>\n");
-}
-
 // A traced script job in a real (sandboxed) worker child: the compile's log lands in <job>/torch_trace,
 // and tlparse turns it into an index that lists the compile of frame 0.
 TEST(StructuredTrace, ATracedScriptJobIsRenderedByTlparse) {

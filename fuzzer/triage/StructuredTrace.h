@@ -5,8 +5,6 @@
 #include <filesystem>
 #include <string>
 
-#include "oracles/SecretRedactor.h"
-
 namespace tcfuzz {
 
 /// The tlparse beside tcfuzz's own set-up Python (.venv/bin/tlparse); empty when it is not installed.
@@ -17,9 +15,5 @@ std::filesystem::path installedTlparse();
 /// after `timeoutSeconds`. Returns "" when out/index.html was written, else why not (one line).
 std::string renderTrace(const std::filesystem::path& tlparse, const std::filesystem::path& log,
                         const std::filesystem::path& out, double timeoutSeconds = 120);
-
-/// Rewrites every regular file under `dir` with the values of `secrets` masked (a trace quotes the
-/// program, its exceptions and paths); files holding none are left untouched. Throws on a write error.
-void maskTree(const std::filesystem::path& dir, const SecretRedactor& secrets);
 
 }  // namespace tcfuzz

@@ -279,7 +279,7 @@ void trace(CaseInTriage& c, TriageTools& tools) {
   oracles::RunResult r =
       tools.cases.runScript(tools.cases.numberedFile("trace"), text, c.settings, companions, folder / "log");
   out.note = renderTrace(tools.settings.tlparse, folder / "log", folder / "tlparse");
-  maskTree(folder, tools.settings.secrets);  // the log and its rendering quote the program's exceptions
+  tools.settings.secrets.maskFilesUnder(folder);  // the log and its rendering quote the program's exceptions
   out.rendered = out.note.empty();
   if (out.rendered) out.dir = (relative / "tlparse").string();
   tools.log(out.rendered ? fmt::format("tlparse rendered the trace of {} into {}", out.script, out.dir)
