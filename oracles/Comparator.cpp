@@ -48,6 +48,7 @@ Comparison Comparator::compare(const LoadedOutputs& eager, const LoadedOutputs& 
     result.passed = false;
     result.reason = fmt::format("output structure differs: eager has {} leaves, compiled {}", eager.leaves.size(),
                                 compiled.leaves.size());
+    result.failingRole = "output";
     return result;
   }
   if (fp64 && fp64->leaves.size() != eager.leaves.size()) fp64 = nullptr;  // cannot arbitrate
@@ -56,6 +57,7 @@ Comparison Comparator::compare(const LoadedOutputs& eager, const LoadedOutputs& 
     if (!leaf.fp64Stable) result.unstable = true;
     if (!leaf.passed && result.passed) {
       result.passed = false;
+      result.failingRole = leaf.role;
       result.reason = leaf.name.empty() ? fmt::format("output {}: {}", i, leaf.reason)
                                         : fmt::format("output {} {}: {}", i, leaf.name, leaf.reason);
     }
@@ -92,6 +94,11 @@ LeafComparison Comparator::compareLeaf(size_t index, const LoadedOutputs& eager,
   if (!out.shapeMatch)
     return fail(fmt::format("shape differs: eager [{}] vs compiled [{}]", fmt::join(e.sizes(), ", "),
                             fmt::join(c.sizes(), ", ")));
+  if (el.random) {
+    out.random = true;
+    out.reason = "depends on a random op: dtype and shape judged, values not";
+    return out;
+  }
   std::optional<at::Tensor> r;
   if (fp64) {
     const OutputLeaf& rl = fp64->leaves[index];

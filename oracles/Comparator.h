@@ -32,7 +32,7 @@ struct ComparatorOptions {
 /// The figures behind the verdict for one output leaf.
 struct LeafComparison {
   size_t leaf = 0;
-  std::string role = "output";  ///< the eager leaf's role: "output" or "grad"
+  std::string role = "output";  ///< the eager leaf's role (OutputLeaf::role): "output", "grad", "state", ...
   std::string name;             ///< the eager leaf's name, e.g. "grad(param linear.weight)"; may be empty
   std::string eagerDtype, compiledDtype;
   std::vector<int64_t> eagerShape, compiledShape;
@@ -40,6 +40,7 @@ struct LeafComparison {
   bool nonFiniteMatch = true;  ///< eager and compiled put NaN/+Inf/-Inf in the same places
   bool fp64Stable = true;      ///< eager and fp64 agree on NaN/Inf placement (else: not judged)
   bool fp64Used = false;
+  bool random = false;         ///< eager's value depends on a random op: dtype and shape judged, values not
   double tolerance = 0, multiplier = 0;
   double maxAbsDiff = 0;       ///< eager vs compiled over finite elements
   double rmseEager = 0, rmseCompiled = 0;  ///< vs the fp64 reference, when used
@@ -55,6 +56,7 @@ struct Comparison {
   bool unstable = false;  ///< some leaf had NaN/Inf in eager where fp64 did not (or the reverse)
   bool fp64Available = false;
   std::string reason;     ///< the first failing leaf's reason, or the structure problem
+  std::string failingRole;  ///< the first failing leaf's role ("output" for a structure problem); "" when passed
   std::vector<LeafComparison> leaves;
 };
 
@@ -66,6 +68,7 @@ class Comparator {
   /// same(ref=eager, res=compiled, fp64_ref=fp64): dtype, shape, NaN/Inf placement, then allclose,
   /// then the RMSE rule against fp64. fp64 may be null (fp64 run failed): then only a gross
   /// deviation fails. Integer and bool leaves must be equal unless compiled is no further from fp64.
+  /// A leaf that eager marks random is judged on kind, dtype and shape only.
   Comparison compare(const LoadedOutputs& eager, const LoadedOutputs& compiled, const LoadedOutputs* fp64) const;
 
   /// Bitwise equality with NaN equal to NaN: two eager runs of a deterministic program.

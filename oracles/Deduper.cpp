@@ -157,7 +157,7 @@ std::vector<BugGroup> Deduper::group(const std::vector<DedupInput>& findings) co
   //    the error without an amplifying op, for example). Several candidates: ambiguous, kept apart.
   std::vector<size_t> numeric;
   for (size_t i = 0; i < exact.size(); ++i)
-    if (exact[i].signature.symptom == "numeric-divergence" && !exact[i].signature.ops.empty()) numeric.push_back(i);
+    if (isWrongResultSymptom(exact[i].signature.symptom) && !exact[i].signature.ops.empty()) numeric.push_back(i);
   auto strictlyContains = [&](size_t big, size_t small) {
     std::multiset<std::string> b(exact[big].signature.ops.begin(), exact[big].signature.ops.end());
     const auto& sm = exact[small].signature.ops;

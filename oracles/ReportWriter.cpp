@@ -162,7 +162,7 @@ std::string symptomSentence(const BugReport& bug) {
   std::string head = messageHeadline(message);  // the full message is under "Error logs"
   std::string quoted = head.empty() ? "" : fmt::format(" ({})", code(head));
 
-  if (verdict == "numeric-divergence") {
+  if (isWrongResultSymptom(verdict)) {
     auto leaves = divergingLeaves(bug);
     const json* worst = nullptr;
     double worstRatio = -1;
@@ -347,7 +347,7 @@ void renderErrorLogs(std::string& md, const BugReport& bug) {
     md += "The observed runs were not recorded.\n\n";
   }
 
-  if (verdictOf(bug) == "numeric-divergence") {
+  if (isWrongResultSymptom(verdictOf(bug))) {
     renderNumericTable(md, bug);
   } else {
     FailingRun failing = failingRun(bug);

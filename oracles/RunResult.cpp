@@ -52,6 +52,7 @@ OutputSet outputSetFromJson(const nlohmann::json& j) {
     leaf.repr = stringField(leafJson, "repr");
     if (std::string role = stringField(leafJson, "role"); !role.empty()) leaf.role = std::move(role);
     leaf.name = stringField(leafJson, "name");
+    leaf.random = leafJson.value("random", false);
     set.leaves.push_back(std::move(leaf));
   }
   return set;
@@ -127,7 +128,7 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     const auto& t = *it;
     r.times = PhaseTimes{numberField(t, "fork_s"), numberField(t, "setup_s"), numberField(t, "compile_s"),
                          numberField(t, "run_s"),  numberField(t, "save_s"),  numberField(t, "child_wall_s"), 0.0,
-                         numberField(t, "backward_s"), {}};
+                         numberField(t, "backward_s"), numberField(t, "extra_calls_s"), {}};
   }
   numberMap(j, "compile_phases", r.times.compilePhases);
   if (auto it = j.find("child"); it != j.end() && it->is_object()) {
@@ -136,6 +137,9 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     r.child.stateLeak = stringField(*it, "state_leak");
   }
   if (auto it = j.find("outputs"); it != j.end() && !it->is_null()) r.outputs = outputSetFromJson(*it);
+  if (auto it = j.find("random_ops"); it != j.end() && it->is_array())
+    for (const auto& op : *it)
+      if (op.is_string()) r.randomOps.push_back(op.get<std::string>());
   if (auto it = j.find("repeat_outputs"); it != j.end() && it->is_array())
     for (const auto& o : *it) r.repeatOutputs.push_back(outputSetFromJson(o));
   if (auto it = j.find("compile_facts"); it != j.end() && it->is_object()) {
@@ -171,6 +175,8 @@ nlohmann::json toJson(const RunResult& r) {
                      {"child_wall_s", r.times.childWall},
                      {"round_trip_s", r.times.roundTrip}}}};
   if (r.times.backward > 0) j["times"]["backward_s"] = r.times.backward;
+  if (r.times.extraCalls > 0) j["times"]["extra_calls_s"] = r.times.extraCalls;
+  if (!r.randomOps.empty()) j["random_ops"] = r.randomOps;
   if (!r.times.compilePhases.empty()) j["compile_phases"] = r.times.compilePhases;
   j["child"] = {{"persistent", r.child.persistent}, {"jobs_before", r.child.jobsBefore}};
   if (!r.child.stateLeak.empty()) j["child"]["state_leak"] = r.child.stateLeak;

@@ -38,8 +38,12 @@ struct OutputLeaf {
   std::string dtype;             ///< torch dtype name without "torch.", or the Python scalar type
   std::vector<int64_t> shape;
   std::string repr;              ///< for Other leaves, compared as text
-  std::string role = "output";   ///< "output" (a forward result) or "grad" (a gradient, backward jobs)
-  std::string name;              ///< e.g. "grad(input 0)", "grad(param linear.weight)"; empty for outputs
+  /// "output" (call 1's results), "grad" (its gradients), "state" (an input, buffer or parameter after
+  /// call 1), "second-call" (call 2: the same inputs again), "fresh-inputs" (call 3: inputs of seed + 1);
+  /// see fuzzer/worker/forward_checks.py.
+  std::string role = "output";
+  std::string name;              ///< e.g. "grad(input 0)", "buffer bn.running_mean after forward"; empty for outputs
+  bool random = false;           ///< its value depends on a random op (eager's taint): values are not judged
 };
 
 /// The outputs of one forward call: a torch.save'd list of tensors in the job directory.
@@ -63,6 +67,7 @@ struct PhaseTimes {
   double fork = 0, setup = 0, compile = 0, run = 0, save = 0, childWall = 0;
   double roundTrip = 0;  ///< job written to result parsed, as the C++ side saw it
   double backward = 0;   ///< the part of `run` spent computing gradients (backward jobs)
+  double extraCalls = 0; ///< the part of `run` spent in the oracle's calls 2 and 3 (second call, fresh inputs)
   /// `compile` split into exclusive phases (compiled jobs): dynamo, aot_autograd, lowering, scheduling,
   /// cxx_compile, codegen_load (see fuzzer/worker/compile_stats.py); empty when torch reports none.
   std::map<std::string, double> compilePhases;
@@ -97,6 +102,7 @@ struct RunResult {
   std::optional<CompileFacts> compileFacts;
   ChildInfo child;
   std::vector<std::string> refusals;  ///< Refused: what the program tried, in order ("network: socket.connect ...")
+  std::vector<std::string> randomOps;  ///< eager jobs: the random ops the program drew from ("aten.bernoulli_")
   std::string backwardNote;  ///< backward jobs: "ok", or why it was skipped ("skipped: no differentiable output")
   std::filesystem::path jobDir;
 

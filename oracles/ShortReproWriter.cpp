@@ -128,7 +128,7 @@ std::vector<std::string> shortReproCompanions(const ReproCase& repro) {
 
 std::string renderShortRepro(const ReproCase& repro, const std::string& title, const ComparatorOptions& tolerances) {
   const std::string& verdict = repro.verdict;
-  bool numeric = verdict == "numeric-divergence";
+  bool numeric = verdict == "numeric-divergence";  // mutation and second-call checks need repro.py
   if (!numeric && verdict != "crash-mismatch" && verdict != "status-mismatch")
     throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
   bool random = drawsRandomNumbers(repro.programPy);
@@ -222,7 +222,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
 }
 
 bool shortReproReproduces(const ReproCase& repro, const Signature& signature, const RunResult& run) {
-  if (repro.verdict == "numeric-divergence")
+  if (isWrongResultSymptom(repro.verdict))
     return run.status == RunStatus::Ok && run.exitCode.value_or(0) != 0 &&
            run.stderrTail.find("AssertionError") != std::string::npos &&
            run.stderrTail.find(kNumericMessage) != std::string::npos;

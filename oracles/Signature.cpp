@@ -658,6 +658,8 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
   sig.symptom = std::string(toString(verdict.verdict));
   switch (verdict.verdict) {
     case Verdict::NumericDivergence:
+    case Verdict::MutationDivergence:
+    case Verdict::SecondCallDivergence:
       sig.kind = "numeric";
       sig.ops = programOps;
       std::sort(sig.ops.begin(), sig.ops.end());
@@ -680,6 +682,9 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
     case Verdict::InvalidProgram:
     case Verdict::StateLeakSuspect:
     case Verdict::SandboxRefusal:
+    case Verdict::RandomOnly:
+    case Verdict::NothingCompiled:
+    case Verdict::IllConditioned:
       break;
   }
   return sig;

@@ -1,6 +1,9 @@
 #include "oracles/Verdict.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace tcfuzz::oracles {
 namespace {
@@ -14,9 +17,25 @@ constexpr std::pair<Verdict, std::string_view> kVerdictNames[] = {
     {Verdict::InvalidProgram, "invalid-program"},
     {Verdict::StateLeakSuspect, "state-leak-suspect"},
     {Verdict::SandboxRefusal, "sandbox-refusal"},
+    {Verdict::MutationDivergence, "mutation-divergence"},
+    {Verdict::SecondCallDivergence, "second-call-divergence"},
+    {Verdict::RandomOnly, "random-only"},
+    {Verdict::NothingCompiled, "nothing-compiled"},
+    {Verdict::IllConditioned, "ill-conditioned"},
 };
 
 bool failedToLoad(const RunResult& r) { return !r.ok() && (r.phase == "load" || r.phase == "setup"); }
+
+/// Call 1 has at least one output, and each depends on a random op.
+bool everyOutputRandom(const Comparison& cmp) {
+  size_t outputs = 0;
+  for (const LeafComparison& leaf : cmp.leaves) {
+    if (leaf.role != "output") continue;
+    if (!leaf.random) return false;
+    ++outputs;
+  }
+  return outputs > 0;
+}
 
 }  // namespace
 
@@ -27,6 +46,12 @@ std::optional<VerdictReport> sandboxRefusal(const TripleRun& runs) {
                            fmt::format("the program tried to reach past its job in {} and was stopped: {}", mode,
                                        run->summary()),
                            {}};
+  return std::nullopt;
+}
+
+std::optional<Verdict> parseVerdict(std::string_view text) {
+  for (auto [v, name] : kVerdictNames)
+    if (name == text) return v;
   return std::nullopt;
 }
 
@@ -46,13 +71,33 @@ int exitCodeFor(Verdict verdict) {
     case Verdict::InvalidProgram: return 14;
     case Verdict::StateLeakSuspect: return 15;
     case Verdict::SandboxRefusal: return 16;
+    case Verdict::MutationDivergence: return 17;
+    case Verdict::SecondCallDivergence: return 18;
+    case Verdict::RandomOnly: return 19;
+    case Verdict::NothingCompiled: return 20;
+    case Verdict::IllConditioned: return 21;
   }
   return 3;
 }
 
+bool isWrongResult(Verdict verdict) {
+  return verdict == Verdict::NumericDivergence || verdict == Verdict::MutationDivergence ||
+         verdict == Verdict::SecondCallDivergence;
+}
+
+bool isWrongResultSymptom(std::string_view symptom) {
+  auto verdict = parseVerdict(symptom);
+  return verdict && isWrongResult(*verdict);
+}
+
+Verdict wrongResultOfRole(std::string_view role) {
+  if (role == "state") return Verdict::MutationDivergence;
+  if (role == "second-call" || role == "fresh-inputs") return Verdict::SecondCallDivergence;
+  return Verdict::NumericDivergence;
+}
+
 bool isFinding(Verdict verdict) {
-  return verdict == Verdict::CrashMismatch || verdict == Verdict::StatusMismatch ||
-         verdict == Verdict::NumericDivergence;
+  return verdict == Verdict::CrashMismatch || verdict == Verdict::StatusMismatch || isWrongResult(verdict);
 }
 
 VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
@@ -84,6 +129,15 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
     if (!comparator.identical(eagerOut, loadOutputs(again, eager.jobDir)))
       return {Verdict::Nondeterministic, "two eager runs with the same seed differ; numerics not judged", {}};
   }
+  if (compiled.compileFacts && compiled.compileFacts->graphCount == 0) {
+    const CompileFacts& facts = *compiled.compileFacts;
+    std::string breaks;
+    for (const auto& [why, n] : facts.breakReasons) breaks += fmt::format("{}{} ({}x)", breaks.empty() ? "" : "; ", why, n);
+    return {Verdict::NothingCompiled,
+            fmt::format("Dynamo captured no graph, so compiled ran eager code: {} graph breaks{}{}", facts.graphBreaks,
+                        breaks.empty() ? "" : ": ", breaks.substr(0, 300)),
+            {}};
+  }
   std::optional<LoadedOutputs> fp64Out;
   if (fp64.ok() && fp64.outputs) fp64Out = loadOutputs(*fp64.outputs, fp64.jobDir);
 
@@ -95,11 +149,18 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
     report.verdict = Verdict::InvalidProgram;
     report.reason = "eager output has NaN/Inf where fp64 does not (numerically unstable program)";
   } else if (!cmp.passed) {
-    report.verdict = Verdict::NumericDivergence;
+    report.verdict = wrongResultOfRole(cmp.failingRole);
     report.reason = cmp.reason + fp64Note;
+  } else if (everyOutputRandom(cmp)) {
+    report.verdict = Verdict::RandomOnly;
+    report.reason = fmt::format("every output depends on a random op ({}): dtypes and shapes agree, values not judged",
+                                eager.randomOps.empty() ? "a Python scalar" : fmt::format("{}", fmt::join(eager.randomOps, ", ")));
   } else {
     report.verdict = Verdict::Agree;
     report.reason = "compiled matches eager within the fp64-arbitrated tolerance" + fp64Note;
+    size_t random = std::count_if(cmp.leaves.begin(), cmp.leaves.end(), [](const LeafComparison& l) { return l.random; });
+    if (random > 0) report.reason += fmt::format(" ({} of {} leaves depend on a random op: values not judged)", random,
+                                                 cmp.leaves.size());
   }
   return report;
 }

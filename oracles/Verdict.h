@@ -13,18 +13,34 @@ namespace tcfuzz::oracles {
 /// StateLeakSuspect: a finding made in a warm persistent worker that a fresh process does not reproduce
 /// (state one program left for the next, a harness problem): recorded, never reported as a torch bug.
 /// SandboxRefusal: the program tried to reach past its job in some run (RunStatus::Refused): never judged.
+/// The wrong-result findings, by the first failing leaf's role (RunResult.h, OutputLeaf::role):
+/// NumericDivergence (call 1's outputs or gradients), MutationDivergence (an input, buffer or parameter
+/// as the forward left it), SecondCallDivergence (call 2 with the same inputs, or call 3 with fresh ones).
+/// Recorded, never reported: RandomOnly (every output depends on a random op, so only dtypes and shapes
+/// were judged), NothingCompiled (Dynamo captured no graph: compiled ran eager code),
+/// IllConditioned (eager's own spread on inputs perturbed by a few ulps covers compiled's deviation).
 enum class Verdict {
   Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram, StateLeakSuspect,
-  SandboxRefusal
+  SandboxRefusal, MutationDivergence, SecondCallDivergence, RandomOnly, NothingCompiled, IllConditioned
 };
 
 /// "agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic", "invalid-program",
-/// "state-leak-suspect", "sandbox-refusal".
+/// "state-leak-suspect", "sandbox-refusal", "mutation-divergence", "second-call-divergence", "random-only",
+/// "nothing-compiled", "ill-conditioned".
 std::string_view toString(Verdict verdict);
+/// The verdict a toString spelling names, or nullopt.
+std::optional<Verdict> parseVerdict(std::string_view text);
 /// The process exit code `tcfuzz run` uses for a verdict (README, "Exit codes").
 int exitCodeFor(Verdict verdict);
-/// True for the verdicts that are findings (crash, status and numeric mismatches).
+/// True for the verdicts that are findings (crash and status mismatches, and the wrong results).
 bool isFinding(Verdict verdict);
+/// True for the findings judged by comparing values: numeric, mutation and second-call divergences.
+bool isWrongResult(Verdict verdict);
+/// isWrongResult of the verdict a signature symptom spells (false for any other text).
+bool isWrongResultSymptom(std::string_view symptom);
+/// The wrong-result verdict of a leaf role: "state" -> MutationDivergence, "second-call" and
+/// "fresh-inputs" -> SecondCallDivergence, anything else -> NumericDivergence.
+Verdict wrongResultOfRole(std::string_view role);
 
 /// The compile configuration itself is wrong (unknown Inductor option, unknown backend): a usage
 /// error of the person running tcfuzz, not a property of the program.

@@ -134,16 +134,46 @@ def build(mode):
     seed_everything(CASE["seed"])
     model = make_model() if "make_model" in globals() else Model()  # noqa: F821 (defined above)
     model.eval()
-    inputs = make_inputs(CASE["seed"])  # noqa: F821 (defined above)
+    if mode == "fp64":
+        model = model.to(torch.float64)
+    if CASE["device"] != "cpu":
+        model = model.to(CASE["device"])
+    return model, build_inputs(mode, CASE["seed"])
+
+
+def build_inputs(mode, seed):
+    """make_inputs(seed) as a list, widened in fp64 mode, on the case's device."""
+    inputs = make_inputs(seed)  # noqa: F821 (defined above)
     if not isinstance(inputs, (list, tuple)):
         inputs = (inputs,)
     inputs = list(inputs)
     if mode == "fp64":
-        model, inputs = widen_model_and_inputs(model, inputs)
+        inputs = pytree.tree_map(widen_tensor, inputs)
     if CASE["device"] != "cpu":
-        model = model.to(CASE["device"])
         inputs = pytree.tree_map(lambda t: t.to(CASE["device"]) if isinstance(t, torch.Tensor) else t, inputs)
-    return model, inputs
+    return inputs
+
+
+def grad_leaves(inputs):
+    """Floating inputs as fresh leaves that require grad (backward cases)."""
+    return pytree.tree_map(
+        lambda t: t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+        else t,
+        inputs,
+    )
+
+
+def fresh_copies(inputs):
+    """Every call gets clones of the inputs: a program that mutates them is then compared as it is."""
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, list(inputs))
+
+
+def model_state(model):
+    """[(name, tensor)]: "buffer X" then "param X", each sorted by name."""
+    found = []
+    for kind, getter in (("buffer", "named_buffers"), ("param", "named_parameters")):
+        found += [(f"{kind} {name}", t) for name, t in sorted(getattr(model, getter)(), key=lambda item: item[0])]
+    return found
 
 
 def gradients(out, wrt):
@@ -161,7 +191,10 @@ def gradients(out, wrt):
 
 
 def run(mode):
-    """One run ("eager", "fp64" or "compiled"): the flattened outputs, then the gradients, and their names."""
+    """One run ("eager", "fp64" or "compiled"), as tcfuzz's worker made it: call 1's outputs (then its
+    gradients), each input, buffer and parameter as call 1 left it, call 2's outputs (the same inputs
+    again) and call 3's (the inputs of seed + 1); each call starts from the state as built.
+    Returns the leaves, their names and their roles."""
     model, inputs = build(mode)
     fn = model
     if mode == "compiled":
@@ -172,15 +205,22 @@ def run(mode):
         if cfg.get("dynamic") is not None:
             kwargs["dynamic"] = bool(cfg["dynamic"])
         fn = torch.compile(model, **kwargs)
+    state = model_state(model)
+    with torch.no_grad():
+        built = {name: t.detach().clone() for name, t in state}
+
+    def restore():
+        with torch.no_grad():
+            for name, t in state:
+                t.copy_(built[name])
+
+    def call(args):
+        seed_everything(CASE["seed"])
+        return call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
+
     wrt, wrt_names = [], []
     if CASE["backward"]:
-        # Floating inputs become leaves that require grad; the program gets clones of them.
-        inputs = pytree.tree_map(
-            lambda t: t.detach().requires_grad_(True)
-            if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
-            else t,
-            inputs,
-        )
+        inputs = grad_leaves(inputs)  # the program gets clones of these leaves
         for i, t in enumerate(pytree.tree_leaves(inputs)):
             if isinstance(t, torch.Tensor) and t.requires_grad:
                 wrt.append(t)
@@ -190,30 +230,48 @@ def run(mode):
                 wrt.append(p)
                 wrt_names.append(f"grad(param {name})")
     torch.set_grad_enabled(CASE["backward"])
-    seed_everything(CASE["seed"])
-    args = [t.clone() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs]
-    out = call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
+    args = fresh_copies(inputs)
+    out = call(args)
     leaves = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
     names = [f"output {i}" for i in range(len(leaves))]
+    roles = ["output"] * len(leaves)
     if CASE["backward"]:
         grads = gradients(out, wrt)
         leaves += grads
         names += wrt_names[: len(grads)]
+        roles += ["grad"] * len(grads)
+    after = [(f"input {i} after forward", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+    after += [(f"{name} after forward", t) for name, t in state]
+    leaves += [t.detach().clone() for _, t in after]
+    names += [name for name, _ in after]
+    roles += ["state"] * len(after)
+    for role, seed in (("second-call", None), ("fresh-inputs", CASE["seed"] + 1)):
+        restore()
+        if seed is None:
+            args = fresh_copies(inputs)
+        else:
+            args = build_inputs(mode, seed)
+            if CASE["backward"]:
+                args = grad_leaves(args)
+        more = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(call(args))]
+        leaves += more
+        names += [f"{role}: output {i}" for i in range(len(more))]
+        roles += [role] * len(more)
     leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
-    return leaves, names
+    return leaves, names, roles
 
 
 def run_and_report(mode):
     """((leaves, names), None) when the run succeeds, (None, the exception) when it raises."""
     try:
-        leaves, names = run(mode)
+        leaves, names, roles = run(mode)
     except Exception as exc:
         print(f"{mode}: raised {type(exc).__name__}")
         traceback.print_exc(file=sys.stdout)
         return None, exc
     print(f"{mode}: ok, {len(leaves)} leaves")
     save_leaves(mode, leaves)
-    return (leaves, names), None
+    return (leaves, names, roles), None
 
 
 def save_leaves(mode, leaves):
@@ -278,8 +336,9 @@ def compare_leaf(eager, compiled, fp64):
 
 
 def compare(eager, compiled, fp64):
-    """The numeric verdict for two runs that both succeeded: 'agree', 'numeric-divergence' or 'invalid-program'."""
-    (eager, names), (compiled, _) = eager, compiled
+    """The verdict for two runs that both succeeded: 'agree', 'invalid-program', or the wrong result of the
+    first failing leaf's role: 'numeric-divergence', 'mutation-divergence' or 'second-call-divergence'."""
+    (eager, names, roles), (compiled, _, _) = eager, compiled
     fp64 = fp64[0] if fp64 is not None else None
     if len(eager) != len(compiled):
         print(f"output structure differs: eager has {len(eager)} leaves, compiled {len(compiled)}")
@@ -289,7 +348,7 @@ def compare(eager, compiled, fp64):
     leaves = CASE["diverging_leaves"] or [
         i for i, t in enumerate(eager) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
     ]
-    outcomes = []
+    outcomes, first_role = [], None
     for i in leaves:
         if i >= len(eager):
             print(f"  leaf {i}: absent (the output has {len(eager)} leaves)")
@@ -297,9 +356,18 @@ def compare(eager, compiled, fp64):
         outcome, note = compare_leaf(eager[i], compiled[i], fp64[i] if fp64 is not None else None)
         print(f"  leaf {i} ({names[i]}): {outcome}; {note}")
         outcomes.append(outcome)
+        if outcome == "fail" and first_role is None:
+            first_role = roles[i]
     if "unstable" in outcomes:
         return "invalid-program"
-    return "numeric-divergence" if "fail" in outcomes else "agree"
+    if first_role is None:
+        return "agree"
+    return WRONG_RESULT_OF_ROLE.get(first_role, "numeric-divergence")
+
+
+# The verdict of a wrong result by the role of its first failing leaf (oracles::wrongResultOfRole).
+WRONG_RESULT_OF_ROLE = {"state": "mutation-divergence", "second-call": "second-call-divergence",
+                        "fresh-inputs": "second-call-divergence"}
 
 
 def main():

@@ -8,6 +8,7 @@
 
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
+#include "oracles/Signature.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::sourcePath;
@@ -59,16 +60,83 @@ TEST_F(ProgramTesterTest, CorrectProgramAgreesUnderInductor) {
   EXPECT_EQ(r.runs.compiled.compileFacts->graphCount, 1);
   EXPECT_EQ(r.runs.compiled.compileFacts->graphBreaks, 0);
   ASSERT_TRUE(r.verdict.comparison);
-  ASSERT_EQ(r.verdict.comparison->leaves.size(), 1u);
+  // Call 1's output, then the input and each parameter as it left them, then calls 2 and 3.
+  std::vector<std::string> roles;
+  for (const auto& l : r.verdict.comparison->leaves) roles.push_back(l.role);
+  EXPECT_EQ(roles, (std::vector<std::string>{"output", "state", "state", "state", "state", "state", "second-call",
+                                             "fresh-inputs"}));
   EXPECT_EQ(r.verdict.comparison->leaves[0].eagerDtype, "float32");
   ASSERT_TRUE(r.runs.fp64.outputs);
   EXPECT_EQ(r.runs.fp64.outputs->leaves[0].dtype, "float64");  // fp64 mode really ran in float64
   EXPECT_GT(r.runs.compiled.times.compile, 0.0);
 }
 
-TEST_F(ProgramTesterTest, RandomOpsAgreeUnderFallbackRandom) {
+TEST_F(ProgramTesterTest, AProgramWhoseEveryOutputIsRandomIsJudgedOnShapesOnly) {
   ProgramTestResult r = tester_->test(sourcePath("tests/programs/random_dropout.py"), settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::RandomOnly) << r.verdict.reason;
+  EXPECT_NE(r.verdict.reason.find("aten.bernoulli_"), std::string::npos) << r.verdict.reason;
+  EXPECT_NE(r.verdict.reason.find("aten.rand_like"), std::string::npos) << r.verdict.reason;
+  EXPECT_FALSE(oracles::isFinding(r.verdict.verdict));
+}
+
+TEST_F(ProgramTesterTest, OnlyTheOutputsThatDependOnARandomOpAreLeftUnjudged) {
+  // TEST FIXTURE backend tcfuzz_planted_numeric perturbs the first output: the random one. It is not
+  // judged on values, so the planted error there goes unseen, and the plain tanh output agrees.
+  for (const char* backend : {"inductor", "tcfuzz_planted_numeric"}) {
+    ProgramTestResult r = tester_->test(sourcePath("tests/programs/random_and_plain_outputs.py"), settings(backend));
+    EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << backend << ": " << r.verdict.reason;
+    ASSERT_TRUE(r.verdict.comparison);
+    const auto& leaves = r.verdict.comparison->leaves;
+    ASSERT_GE(leaves.size(), 2u);
+    EXPECT_TRUE(leaves[0].random);   // dropout
+    EXPECT_FALSE(leaves[1].random);  // tanh(x) * 3: judged
+    EXPECT_TRUE(leaves[1].passed);
+    EXPECT_NE(r.verdict.reason.find("depend on a random op"), std::string::npos) << r.verdict.reason;
+  }
+}
+
+TEST_F(ProgramTesterTest, AProgramThatMutatesItsInputAndABufferIsComparedNotCalledNondeterministic) {
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/mutates_input_and_buffer.py"), settings("inductor"));
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  std::vector<std::string> state;
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role == "state") state.push_back(l.name);
+  EXPECT_EQ(state, (std::vector<std::string>{"input 0 after forward", "buffer total after forward"}));
+}
+
+TEST_F(ProgramTesterTest, PlantedLostMutationIsAMutationDivergence) {
+  // TEST FIXTURE backend: runs the graph on clones of its inputs, so the writes to x and the buffer are lost.
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/mutates_input_and_buffer.py"),
+                                      settings("tcfuzz_planted_drop_mutation"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::MutationDivergence) << r.verdict.reason;
+  EXPECT_NE(r.verdict.reason.find("input 0 after forward"), std::string::npos) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  EXPECT_TRUE(r.verdict.comparison->leaves[0].passed);  // the returned value itself is right
+  EXPECT_EQ(r.verdict.comparison->failingRole, "state");
+  oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, {"add", "mul_"});
+  EXPECT_EQ(sig.symptom, "mutation-divergence");
+  EXPECT_EQ(sig.kind, "numeric");
+}
+
+TEST_F(ProgramTesterTest, PlantedStaleResultIsASecondCallDivergence) {
+  // TEST FIXTURE backend: returns call 1's results on every later call. Call 2 (same inputs) cannot
+  // tell; call 3 (the inputs of seed + 1) can.
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"),
+                                      settings("tcfuzz_planted_stale_result"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::SecondCallDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  EXPECT_EQ(r.verdict.comparison->failingRole, "fresh-inputs");
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role != "fresh-inputs") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
+}
+
+TEST_F(ProgramTesterTest, AProgramDynamoCapturesNoGraphOfIsNothingCompiled) {
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/no_tensor_ops.py"), settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NothingCompiled) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.compiled.compileFacts);
+  EXPECT_EQ(r.runs.compiled.compileFacts->graphCount, 0);
+  EXPECT_FALSE(oracles::isFinding(r.verdict.verdict));
 }
 
 TEST_F(ProgramTesterTest, PlantedNumericBugIsNumericDivergence) {
@@ -120,9 +188,15 @@ std::vector<std::string> leafNames(const oracles::OutputSet& set) {
   }
   return out;
 }
-const std::vector<std::string> kLinearLeaves = {"output:[3]", "grad:grad(input 0)[3,8]",
+const std::vector<std::string> kLinearLeaves = {"output:[3]",
+                                                "grad:grad(input 0)[3,8]",
                                                 "grad:grad(param linear.bias)[4]",
-                                                "grad:grad(param linear.weight)[4,8]"};
+                                                "grad:grad(param linear.weight)[4,8]",
+                                                "state:input 0 after forward[3,8]",
+                                                "state:param linear.bias after forward[4]",
+                                                "state:param linear.weight after forward[4,8]",
+                                                "second-call:second-call: output 0[3]",
+                                                "fresh-inputs:fresh-inputs: output 0[3]"};
 }  // namespace
 
 TEST_F(ProgramTesterTest, BackwardAgreesUnderAotEagerAndSavesNamedGradients) {
@@ -141,12 +215,12 @@ TEST_F(ProgramTesterTest, BackwardAgreesUnderAotEagerAndSavesNamedGradients) {
   EXPECT_EQ(r.runs.eager.outputs->leaves[3].dtype, "float32");
   EXPECT_EQ(r.runs.fp64.outputs->leaves[3].dtype, "float64");  // the fp64 reference for the gradients
   ASSERT_TRUE(r.verdict.comparison);
-  ASSERT_EQ(r.verdict.comparison->leaves.size(), 4u);
+  ASSERT_EQ(r.verdict.comparison->leaves.size(), kLinearLeaves.size());
   for (const auto& l : r.verdict.comparison->leaves) EXPECT_TRUE(l.passed) << l.name << ": " << l.reason;
   EXPECT_GT(r.runs.eager.times.backward, 0.0);
 
   nlohmann::json j = toJson(r);
-  ASSERT_EQ(j["outputs"].size(), 4u);
+  ASSERT_EQ(j["outputs"].size(), kLinearLeaves.size());
   EXPECT_EQ(j["outputs"][0]["name"], "output 0");
   EXPECT_EQ(j["outputs"][0]["role"], "output");
   EXPECT_EQ(j["outputs"][3]["name"], "grad(param linear.weight)");
@@ -160,14 +234,14 @@ TEST_F(ProgramTesterTest, PlantedGradientBugIsFoundOnlyByTheBackwardOracle) {
   ProgramTestResult forwardOnly = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
   EXPECT_EQ(forwardOnly.verdict.verdict, oracles::Verdict::Agree) << forwardOnly.verdict.reason;
   ASSERT_TRUE(forwardOnly.runs.compiled.outputs);
-  EXPECT_EQ(forwardOnly.runs.compiled.outputs->leaves.size(), 1u);
+  EXPECT_EQ(forwardOnly.runs.compiled.outputs->leaves.size(), 6u);  // output, 3 state, calls 2 and 3
   EXPECT_TRUE(forwardOnly.runs.compiled.backwardNote.empty());
 
   s.backward = true;
   ProgramTestResult r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NumericDivergence) << r.verdict.reason;
   ASSERT_TRUE(r.verdict.comparison);
-  ASSERT_EQ(r.verdict.comparison->leaves.size(), 4u);
+  ASSERT_EQ(r.verdict.comparison->leaves.size(), kLinearLeaves.size());
   EXPECT_TRUE(r.verdict.comparison->leaves[0].passed);  // the forward output is exact
   int failing = 0;
   for (const auto& l : r.verdict.comparison->leaves) {
@@ -203,7 +277,10 @@ TEST_F(ProgramTesterTest, BackwardWithNoDifferentiableOutputIsSkipped) {
     ASSERT_TRUE(run->ok()) << run->summary();
     EXPECT_EQ(run->backwardNote, "skipped: no differentiable output");
     ASSERT_TRUE(run->outputs);
-    EXPECT_EQ(leafNames(*run->outputs), (std::vector<std::string>{"output:[4]"}));
+    EXPECT_EQ(leafNames(*run->outputs),
+              (std::vector<std::string>{"output:[4]", "state:input 0 after forward[4,5]",
+                                        "second-call:second-call: output 0[4]",
+                                        "fresh-inputs:fresh-inputs: output 0[4]"}));
   }
 }
 
@@ -322,7 +399,9 @@ TEST(Cli, JsonOutputCarriesTheFiguresBehindTheVerdict) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "agree");
   EXPECT_EQ(j["config"]["backend"], "eager");
-  ASSERT_EQ(j["outputs"].size(), 3u);
+  ASSERT_GE(j["outputs"].size(), 3u);
+  EXPECT_EQ(j["outputs"][2]["role"], "output");
+  EXPECT_NE(j["outputs"][3]["role"], "output");  // call 1 returns three leaves; then the state and calls 2, 3
   EXPECT_EQ(j["outputs"][1]["dtype"], "int64");
   EXPECT_TRUE(j["outputs"][0].contains("rmse_compiled_fp64"));
   // Eager and eager agree exactly: fp64 was not consulted, so its figures are null, not 0.0.

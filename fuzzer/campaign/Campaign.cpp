@@ -391,7 +391,7 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
                             "state-leaks/: {}", c.index, r.verdict.reason.substr(0, 160)));
   }
   bool queueable = r.verdict.verdict == oracles::Verdict::Agree ||
-                   r.verdict.verdict == oracles::Verdict::NumericDivergence;
+                   oracles::isWrongResult(r.verdict.verdict);
   std::optional<QueueRecord> queued;
   std::vector<std::string> newSignatures;
   {
@@ -525,8 +525,9 @@ void Campaign::writeStats() {
                     firstProgramSeconds_ < 0 ? std::string("none yet") : fmt::format("{:.1f}", firstProgramSeconds_));
     kv.emplace_back("programs_abandoned", std::to_string(abandoned_));
   }
-  for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic",
-                        "invalid-program", "sandbox-refusal"}) {
+  for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "mutation-divergence",
+                        "second-call-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
+                        "random-only", "nothing-compiled", "ill-conditioned"}) {
     auto it = s.verdicts.find(v);
     kv.emplace_back(statsKey(v), std::to_string(it == s.verdicts.end() ? 0 : it->second));
   }

@@ -35,10 +35,12 @@ StatusView::StatusView(std::ostream& out, bool screen, std::chrono::seconds logI
 
 std::string StatusView::summaryLine(const CampaignSnapshot& s) const {
   return fmt::format(
-      "[{}] {} programs ({:.1f}/min) | agree {} crash {} status {} numeric {} nondet {} invalid {} | findings {} "
+      "[{}] {} programs ({:.1f}/min) | agree {} crash {} status {} wrong {} nondet {} invalid {} | findings {} "
       "unique {} (last new {}) | queue {} features {} | torch {:.1f}%",
       duration(s.runSeconds), s.programs, s.programsPerMinute, count(s, "agree"), count(s, "crash-mismatch"),
-      count(s, "status-mismatch"), count(s, "numeric-divergence"), count(s, "nondeterministic"),
+      count(s, "status-mismatch"),
+      count(s, "numeric-divergence") + count(s, "mutation-divergence") + count(s, "second-call-divergence"),
+      count(s, "nondeterministic"),
       count(s, "invalid-program"), s.findings, s.uniqueSignatures,
       s.sinceLastNewSignature < 0 ? "none yet" : duration(s.sinceLastNewSignature) + " ago", s.queue, s.features,
       100 * s.torchShare);
@@ -55,8 +57,9 @@ void StatusView::draw(const CampaignSnapshot& s) {
   text += fmt::format("  generated      {:<14} mutated       {}   duplicates skipped {}   errors {}\n\n", s.generated,
                       s.mutated, s.duplicates, s.errors);
   text += "  verdicts\n";
-  for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic",
-                        "invalid-program", "sandbox-refusal"})
+  for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "mutation-divergence",
+                        "second-call-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
+                        "random-only", "nothing-compiled", "ill-conditioned"})
     text += fmt::format("    {:<20} {}\n", v, count(s, v));
   text += fmt::format("\n  findings       {:<14} unique signatures {}   last new: {}\n", s.findings, s.uniqueSignatures,
                       s.sinceLastNewSignature < 0 ? "none yet" : duration(s.sinceLastNewSignature) + " ago");

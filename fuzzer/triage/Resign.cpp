@@ -31,11 +31,7 @@ oracles::RunResult recordedRun(const json& j) {
 }
 
 oracles::Verdict verdictNamed(const std::string& name) {
-  for (auto v : {oracles::Verdict::Agree, oracles::Verdict::CrashMismatch, oracles::Verdict::StatusMismatch,
-                 oracles::Verdict::NumericDivergence, oracles::Verdict::Nondeterministic,
-                 oracles::Verdict::InvalidProgram, oracles::Verdict::StateLeakSuspect,
-                 oracles::Verdict::SandboxRefusal})
-    if (oracles::toString(v) == name) return v;
+  if (auto v = oracles::parseVerdict(name)) return *v;
   throw std::invalid_argument("unknown verdict '" + name + "'");
 }
 

@@ -57,7 +57,7 @@ std::vector<std::vector<std::string>> knownNumericOps(const FindingStore& store)
   for (const auto& other : store.triageRecords()) {
     if (other.status != "done") continue;
     json sig = json::parse(other.finalSignature, nullptr, false);
-    if (!sig.is_object() || sig.value("symptom", "") != "numeric-divergence") continue;
+    if (!sig.is_object() || !oracles::isWrongResultSymptom(sig.value("symptom", ""))) continue;
     std::vector<std::string> ops = sig.value("ops", std::vector<std::string>{});
     if (std::find(hints.begin(), hints.end(), ops) == hints.end()) hints.push_back(ops);
   }
@@ -213,7 +213,7 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
   // Numeric bugs already minimized are tried first: a witness that reduces to one of them is that bug.
   std::vector<std::vector<std::string>> hints;
   Signature raw = oracles::signatureFromJson(json::parse(finding.signature));
-  if (raw.symptom == "numeric-divergence") hints = knownNumericOps(store_);
+  if (oracles::isWrongResultSymptom(raw.symptom)) hints = knownNumericOps(store_);
 
   try {
     TriagedCase t = triageCase(start, s, hints);

@@ -25,7 +25,7 @@ namespace {
 /// Whether a test of a candidate shows the bug of `baseline`: for numeric divergences the divergence
 /// from fp64 still reproduces (the accuracy minifier's rule); otherwise the signature is unchanged.
 bool showsBug(const Signature& baseline, const ProgramTestResult& r) {
-  if (baseline.symptom == "numeric-divergence") return r.verdict.verdict == oracles::Verdict::NumericDivergence;
+  if (oracles::isWrongResultSymptom(baseline.symptom)) return toString(r.verdict.verdict) == baseline.symptom;
   if (!oracles::isFinding(r.verdict.verdict)) return false;
   return oracles::signatureOf(r.runs, r.verdict, {}).key() == baseline.key();
 }
@@ -74,7 +74,7 @@ std::string componentTag(const std::string& component) {
 
 /// "wrong-result", "accepts-invalid", "hang" or "crash".
 std::string severityOf(const Signature& s) {
-  if (s.symptom == "numeric-divergence") return "wrong-result";
+  if (oracles::isWrongResultSymptom(s.symptom)) return "wrong-result";
   if (s.symptom == "status-mismatch") return "accepts-invalid";
   if (s.kind == "timeout") return "hang";
   return "crash";
@@ -185,7 +185,7 @@ void bisect(CaseInTriage& c, TriageTools& tools) {
   } else if (t.component.rfind("inductor", 0) != 0 || !c.best.compile.usesInductor()) {
     t.bisect.note = "not an Inductor bug: the bisector only splits Inductor";
   } else {
-    json spec{{"check", t.signature.symptom == "numeric-divergence" ? "numeric" : "crash"},
+    json spec{{"check", oracles::isWrongResultSymptom(t.signature.symptom) ? "numeric" : "crash"},
               {"leaves", t.repro.divergingLeaves}};
     t.bisect = bisectOutcomeOf(tools.cases.bisect(c.best, c.settings, spec));
   }
@@ -200,6 +200,12 @@ void title(CaseInTriage& c, TriageTools&) {
   if (t.signature.symptom == "numeric-divergence") {
     t.title = fmt::format("{} compiled result is further from float64 than eager: {} ({})", tag, uniqueOps(best.graph),
                           configText(best));
+  } else if (t.signature.symptom == "mutation-divergence") {
+    t.title = fmt::format("{} compiled forward leaves an input, buffer or parameter different from eager: {} ({})", tag,
+                          uniqueOps(best.graph), configText(best));
+  } else if (t.signature.symptom == "second-call-divergence") {
+    t.title = fmt::format("{} compiled module is wrong on a later call (first call agrees): {} ({})", tag,
+                          uniqueOps(best.graph), configText(best));
   } else if (t.signature.symptom == "status-mismatch") {
     t.title = fmt::format("{} compiled accepts what eager rejects ({}): {} ({})", tag,
                           firstLine(rawMessage(c.bestRun), 80), uniqueOps(best.graph), configText(best));

@@ -20,7 +20,9 @@ import torch._dynamo
 import torch._inductor.config
 import torch.utils._pytree as pytree
 
+from bisect_check import JobError, bisect_tolerances, leaves_agree  # noqa: F401  (JobError: raised by the bisect job)
 from compile_stats import compile_facts, compile_phases
+from forward_checks import FRESH_INPUT_SEED_OFFSET, ModuleState, NoTaint, RandomTaint, fresh_copies
 from lift import run_lift_job
 from program_guard import GUARD
 
@@ -46,6 +48,7 @@ class ChildRun:
         self.times = {}
         self.compile_seconds = 0.0
         self._compile_started = None
+        self.random_ops = []
 
     def mark(self, phase):
         """Records the phase on disk first, so a death in this phase is attributed to it."""
@@ -148,15 +151,24 @@ class ChildRun:
         self.seed_everything()
         model = ns["make_model"]() if "make_model" in ns else ns["Model"]()
         model.eval()
-        inputs = ns["make_inputs"](int(self.job["seed"]))
-        if not isinstance(inputs, (list, tuple)):
-            inputs = (inputs,)
         if mode == "fp64":
-            model, inputs = widen_model_and_inputs(model, inputs)
+            model = model.to(torch.float64)
         if device != "cpu":
             model = model.to(device)
-            inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, list(inputs))
-        return model, inputs
+        return model, self.make_inputs(ns, mode, int(self.job["seed"]))
+
+    def make_inputs(self, ns, mode, seed):
+        """The program's inputs for `seed` as a list, widened in fp64 mode, on the job's device."""
+        device = self.job.get("device", "cpu")
+        inputs = ns["make_inputs"](seed)
+        if not isinstance(inputs, (list, tuple)):
+            inputs = (inputs,)
+        inputs = list(inputs)
+        if mode == "fp64":
+            inputs = pytree.tree_map(widen_tensor, inputs)
+        if device != "cpu":
+            inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, inputs)
+        return inputs
 
     @staticmethod
     def grad_targets(model, inputs):
@@ -176,14 +188,11 @@ class ChildRun:
                 wrt_names.append(f"grad(param {name})")
         return inputs, wrt, wrt_names
 
-    def call(self, fn, inputs, mode, wrt, wrt_names):
-        """One seeded forward call (and backward, for backward jobs): (cloned outputs, grads or None)."""
-        backward = bool(self.job.get("backward", False))
+    def call(self, fn, args, mode, wrt, wrt_names, backward):
+        """One seeded call of fn on `args` (fresh copies: ModuleState and fresh_copies), with backward
+        when asked: (cloned outputs, grads or None)."""
         self.mark("run")
         self.seed_everything()
-        # The program gets a clone of each grad leaf: an in-place op on an input is then legal
-        # (as it is without backward), and the gradient still flows back to the leaf.
-        args = [_clone_if_grad(t) for t in inputs] if backward else inputs
         out = call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
         # Under CUDA graphs the output buffers are reused by the next replay: clone at once.
         outputs = pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, out)
@@ -195,6 +204,36 @@ class ChildRun:
             grads = self.gradients(out, wrt, wrt_names)
             self.times["backward_s"] = self.times.get("backward_s", 0.0) + time.monotonic() - t_bw
         return outputs, grads
+
+    def checked_calls(self, ns, fn, inputs, mode, wrt, wrt_names, state):
+        """The three calls of one run (forward_checks.py): [(leaf, role, name, random)] in saved order."""
+        backward = bool(self.job.get("backward", False))
+        taint = RandomTaint() if mode == "eager" else NoTaint()
+        entries = []
+        with taint:
+            state.restore()
+            args = fresh_copies(inputs)
+            out, grads = self.call(fn, args, mode, wrt, wrt_names, backward)
+            leaves = pytree.tree_leaves(out)
+            entries += [(leaf, "output", "", leaf) for leaf in leaves]
+            entries += [(g, "grad", name, g) for name, g in grads or []]
+            entries += [(t.detach().clone(), "state", name, t) for name, t in state.after_forward(args)]
+            t_extra = time.monotonic()
+            for role, seed in (("second-call", None), ("fresh-inputs", int(self.job["seed"]) + FRESH_INPUT_SEED_OFFSET)):
+                state.restore()
+                if seed is None:
+                    args = fresh_copies(inputs)
+                else:
+                    args = self.make_inputs(ns, mode, seed)
+                    if backward:
+                        args = pytree.tree_map(_grad_leaf, args)
+                out, _ = self.call(fn, args, mode, wrt, wrt_names, False)
+                entries += [(leaf, role, f"{role}: output {i}", leaf) for i, leaf in enumerate(pytree.tree_leaves(out))]
+            self.times["extra_calls_s"] = self.times.get("extra_calls_s", 0.0) + time.monotonic() - t_extra
+            flags = taint.leaf_flags([source for *_, source in entries])
+        if taint.random_ops:
+            self.random_ops = sorted(set(self.random_ops) | taint.random_ops)
+        return [(leaf, role, name, random) for (leaf, role, name, _), random in zip(entries, flags)]
 
     def run(self):
         job = self.job
@@ -209,6 +248,7 @@ class ChildRun:
         self.mark("setup")
         model, inputs = self.build(ns, mode)
         fn = self.compiled(model) if mode == "compiled" else model
+        state = ModuleState(model)
         self.times["setup_s"] = time.monotonic() - t0
 
         repeat = int(job.get("repeat", 1))
@@ -216,28 +256,28 @@ class ChildRun:
         wrt, wrt_names = [], []
         if backward:
             inputs, wrt, wrt_names = self.grad_targets(model, inputs)
-        outputs, grads = [], []
+        runs = []
         self.times["backward_s"] = 0.0
         t_run = time.monotonic()
         torch.set_grad_enabled(backward)
         for _ in range(repeat):
-            out, g = self.call(fn, inputs, mode, wrt, wrt_names)
-            outputs.append(out)
-            if backward:
-                grads.append(g)
+            runs.append(self.checked_calls(ns, fn, inputs, mode, wrt, wrt_names, state))
         if device.startswith("cuda"):
             torch.cuda.synchronize()
-        self.times["run_s"] = time.monotonic() - t_run
+        # run_s is the calls' own time: a compiled job's compile time is compile_s, never folded in.
+        self.times["run_s"] = time.monotonic() - t_run - self.compile_seconds
         if mode == "compiled":
             self.times["compile_s"] = self.compile_seconds
 
         self.mark("save")
         t_save = time.monotonic()
-        saved = [self.save_outputs(out, i, grads[i] if grads else None) for i, out in enumerate(outputs)]
+        saved = [self.save_outputs(entries, i) for i, entries in enumerate(runs)]
         self.times["save_s"] = time.monotonic() - t_save
         result = {"status": "ok", "phase": "done", "outputs": saved[0], "times": self.times}
         if len(saved) > 1:
             result["repeat_outputs"] = saved[1:]
+        if self.random_ops:
+            result["random_ops"] = self.random_ops
         if backward:
             result["backward"] = self.backward_note
         if mode == "compiled":
@@ -272,16 +312,14 @@ class ChildRun:
 
     # -- "bisect" jobs: torch._inductor.compiler_bisector on the program ------------------------
     def leaves(self, ns, mode):
-        """One run in `mode`: the flattened outputs, then the gradients (as the saved outputs are ordered)."""
+        """One run in `mode`: every leaf in the order the saved outputs have them (checked_calls)."""
         model, inputs = self.build(ns, mode)
         fn = self.compiled(model) if mode == "compiled" else model
         wrt, wrt_names = [], []
-        backward = bool(self.job.get("backward", False))
-        if backward:
+        if bool(self.job.get("backward", False)):
             inputs, wrt, wrt_names = self.grad_targets(model, inputs)
-        torch.set_grad_enabled(backward)
-        out, grads = self.call(fn, inputs, mode, wrt, wrt_names)
-        return pytree.tree_leaves(out) + [g for _, g in grads or []]
+        torch.set_grad_enabled(bool(self.job.get("backward", False)))
+        return [leaf for leaf, *_ in self.checked_calls(ns, fn, inputs, mode, wrt, wrt_names, ModuleState(model))]
 
     def bisect(self):
         """CompilerBisector.do_bisect over Inductor: which backend, subsystem and application first fails
@@ -354,14 +392,16 @@ class ChildRun:
         # Cloned at once, like the forward outputs (CUDA graphs reuse their buffers).
         return [(name, None if g is None else g.detach().clone()) for name, g in zip(wrt_names, computed)]
 
-    def save_outputs(self, out, index, grads=None):
-        """Saves the flattened outputs, then the gradients, as one tensor file; describes every leaf."""
-        leaves, _ = pytree.tree_flatten(out)
+    def save_outputs(self, entries, index):
+        """Saves the leaves of one run (checked_calls' entries) as one tensor file; describes every leaf."""
         tensors, described = [], []
-        for leaf in leaves:
-            described.append(dict(self.describe_leaf(leaf, tensors), role="output"))
-        for name, grad in grads or []:
-            described.append(dict(self.describe_leaf(grad, tensors), role="grad", name=name))
+        for leaf, role, name, random in entries:
+            d = dict(self.describe_leaf(leaf, tensors), role=role)
+            if name:
+                d["name"] = name
+            if random:
+                d["random"] = True
+            described.append(d)
         name = "outputs.safetensors" if index == 0 else f"outputs_{index}.safetensors"
         write_tensor_file(os.path.join(self.dir, name), tensors)
         return {"file": name, "leaves": described}
@@ -393,17 +433,6 @@ class ContractError(Exception):
 
 class CompileConfigError(Exception):
     """The job's compile configuration names something torch does not have."""
-
-
-class JobError(Exception):
-    """The job message itself is malformed: a tcfuzz bug, not the program's."""
-
-
-def _clone_if_grad(t):
-    """Top-level tensor arguments that require grad are passed as clones (see ChildRun.run)."""
-    if isinstance(t, torch.Tensor) and t.requires_grad:
-        return t.clone()
-    return t
 
 
 def _grad_leaf(t):
@@ -507,67 +536,6 @@ def write_tensor_file(path, tensors):
         for chunk in chunks:
             f.write(chunk)
 # <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
-
-
-# The keys of the oracle's tolerance table (ComparatorOptions::toleranceTable in oracles/Comparator.h).
-TOLERANCE_TABLE_KEYS = ("float32", "float64", "float16", "bfloat16", "unarbitrated_factor")
-
-
-def bisect_tolerances(spec):
-    """The tolerance table of a bisect job's spec (job["bisect"]["tolerances"], which tcfuzz fills from
-    ComparatorOptions::toleranceTable); raises JobError naming what is missing. There is no default."""
-    table = spec.get("tolerances")
-    if not isinstance(table, dict):
-        raise JobError('bisect job has no tolerance table: job["bisect"]["tolerances"] must be the oracle\'s '
-                       "ComparatorOptions::toleranceTable() (ProgramTester::bisect sends it)")
-    missing = [key for key in TOLERANCE_TABLE_KEYS
-               if isinstance(table.get(key), bool) or not isinstance(table.get(key), (int, float))]
-    if missing:
-        raise JobError(f'bisect job\'s tolerance table (job["bisect"]["tolerances"]) lacks a number for '
-                       f"{', '.join(missing)}")
-    return table
-
-
-def leaves_agree(eager, compiled, fp64, leaves, tolerances):
-    """The numeric check of a bisect job, as the oracle makes it (oracles/Comparator.cpp): per leaf
-    (all floating ones when `leaves` is empty), torch._dynamo.utils.same(eager, compiled, fp64) on
-    the elements where eager is finite, after NaN/Inf placement, dtype and shape checks. Without an
-    fp64 reference, allclose at the dtype's tolerance times the table's "unarbitrated_factor".
-    `tolerances` is the job's table (bisect_tolerances), never a default."""
-    from torch._dynamo.utils import same
-    if len(eager) != len(compiled):
-        return False
-    if fp64 is not None and len(fp64) != len(eager):
-        fp64 = None
-    indices = leaves or [i for i, t in enumerate(eager) if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    for i in indices:
-        if i >= len(eager):
-            continue
-        e, c, r = eager[i], compiled[i], fp64[i] if fp64 is not None else None
-        if not isinstance(e, torch.Tensor) or not isinstance(c, torch.Tensor):
-            if repr(e) != repr(c):
-                return False
-            continue
-        e, c = e.detach().cpu(), c.detach().cpu()
-        if e.dtype != c.dtype or e.shape != c.shape:
-            return False
-        if not e.is_floating_point():
-            if not torch.equal(e, c):
-                return False
-            continue
-        r = r.detach().cpu().double() if isinstance(r, torch.Tensor) and r.shape == e.shape else None
-        if not all(torch.equal(f(e), f(c)) for f in (torch.isnan, torch.isposinf, torch.isneginf)):
-            return False
-        finite = torch.isfinite(e)
-        tol = tolerances.get(str(e.dtype).replace("torch.", ""), tolerances["float32"])
-        if r is None:
-            loose = tol * tolerances["unarbitrated_factor"]
-            if not torch.allclose(e[finite].double(), c[finite].double(), atol=loose, rtol=loose):
-                return False
-        elif not same(e[finite], c[finite], fp64_ref=r[finite], tol=tol, equal_nan=True):
-            print(f"bisect: leaf {i} diverges")
-            return False
-    return True
 
 
 def exception_record(exc):

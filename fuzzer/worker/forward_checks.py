@@ -1,0 +1,140 @@
+"""What a program job checks beyond its first call's outputs (issue 16): random-op taint, the state a
+forward leaves behind (inputs, buffers, parameters), and the calls after the first.
+
+The leaves of one run, in the order every mode saves them (child.py) and repro.py rebuilds them
+(oracles/repro_driver.py):
+  role "output"        call 1's flattened outputs
+  role "grad"          call 1's gradients (backward jobs)
+  role "state"         each top-level input tensor, buffer and parameter after call 1, named
+                       "input 0 after forward", "buffer bn.running_mean after forward", ...
+  role "second-call"   call 2 (fresh copies of the same inputs, state restored): its outputs
+  role "fresh-inputs"  call 3 (make_inputs(seed + 1), state restored): its outputs
+Every call gets fresh copies of the inputs and starts from the model state as built, so a program
+that mutates its inputs or buffers is compared, not written off as nondeterministic.
+
+Random-op taint (RandomTaint) runs in the eager job only: a leaf whose value depends on an op that
+draws from torch's global generator (an op tagged nondeterministic_seeded, called without an explicit
+generator) is marked "random" and the oracle judges its dtype and shape, never its values: Inductor's
+decompositions draw different numbers even under fallback_random. It is dynamic taint at the aten
+level, so it covers the IR's programs and the LLM's Python alike, and sees through decompositions.
+
+Imported by zygote.py (through child.py) before any fork: nothing here runs a torch op at import time.
+"""
+
+import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+FRESH_INPUT_SEED_OFFSET = 1  # call 3 uses make_inputs(seed + this)
+
+
+def fresh_copies(inputs):
+    """Clones of every tensor in `inputs` (strides kept; a grad leaf's clone stays in its graph)."""
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, list(inputs))
+
+
+class ModuleState:
+    """The buffers and parameters of a model as built, restored before each call after the first."""
+
+    def __init__(self, model):
+        self.model = model
+        self.named = self._named(model)
+        with torch.no_grad():
+            self.snapshot = {name: t.detach().clone() for name, t in self.named}
+
+    @staticmethod
+    def _named(model):
+        """[(name, tensor)]: "buffer X" and "param X" entries, sorted by name (a module without them: [])."""
+        found = []
+        for kind, getter in (("buffer", "named_buffers"), ("param", "named_parameters")):
+            method = getattr(model, getter, None)
+            for name, t in sorted(method() if method else [], key=lambda item: item[0]):
+                if isinstance(t, torch.Tensor):
+                    found.append((f"{kind} {name}", t))
+        return found
+
+    def restore(self):
+        """Copies the built values back in place (identity kept, so no compiled guard sees a new tensor)."""
+        with torch.no_grad():
+            for name, t in self.named:
+                saved = self.snapshot[name]
+                if t.shape == saved.shape and t.dtype == saved.dtype:
+                    t.copy_(saved)
+
+    def after_forward(self, args):
+        """[(name, tensor)]: each top-level input tensor, then each buffer and parameter, as the call left them."""
+        found = [(f"input {i} after forward", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+        return found + [(f"{name} after forward", t) for name, t in self.named]
+
+
+def _is_random(func, kwargs):
+    tags = getattr(func, "tags", ()) or ()
+    return torch.Tag.nondeterministic_seeded in tags and kwargs.get("generator") is None
+
+
+class RandomTaint(TorchDispatchMode):
+    """Marks every tensor storage whose values depend on a draw from torch's global generator.
+
+    A storage is tainted when a random op writes it or when any op writes it from a tainted input
+    (views share their base's storage; an in-place op taints what it writes). Strong references keep
+    the tainted storages alive for the mode's lifetime, so a storage key is never reused."""
+
+    def __init__(self):
+        super().__init__()
+        self._tainted = {}
+        self.random_ops = set()
+
+    @staticmethod
+    def _key(t):
+        try:
+            return t.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError, AttributeError):  # sparse, meta or storage-less tensors
+            return None
+
+    def is_tainted(self, t):
+        return isinstance(t, torch.Tensor) and self._key(t) in self._tainted
+
+    def _taint(self, t):
+        key = self._key(t)
+        if key is not None:
+            self._tainted[key] = t
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        random = _is_random(func, kwargs)
+        if random:
+            self.random_ops.add(str(func.overloadpacket))
+        if random or any(self.is_tainted(t) for t in pytree.tree_leaves((args, kwargs))):
+            for t in pytree.tree_leaves(out):
+                if isinstance(t, torch.Tensor):
+                    self._taint(t)
+            schema = getattr(func, "_schema", None)
+            for i, arg in enumerate(schema.arguments if schema else []):  # in-place and out= writes
+                if arg.alias_info is not None and arg.alias_info.is_write:
+                    target = args[i] if i < len(args) else kwargs.get(arg.name)
+                    for t in pytree.tree_leaves(target):
+                        if isinstance(t, torch.Tensor):
+                            self._taint(t)
+        return out
+
+    def leaf_flags(self, leaves):
+        """One bool per leaf: its value depends on a random op. A Python scalar cannot be traced, so it
+        counts as random whenever any random op ran."""
+        return [self.is_tainted(leaf) if isinstance(leaf, torch.Tensor)
+                else bool(self.random_ops) and not isinstance(leaf, str) for leaf in leaves]
+
+
+class NoTaint:
+    """The stand-in for RandomTaint where taint is not tracked (compiled and fp64 jobs): marks nothing."""
+
+    random_ops = frozenset()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def leaf_flags(self, leaves):
+        return [False] * len(leaves)
