@@ -131,6 +131,31 @@ TEST_F(ProgramTesterTest, PlantedStaleResultIsASecondCallDivergence) {
     if (l.role != "fresh-inputs") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
 }
 
+TEST_F(ProgramTesterTest, AnIllConditionedDivergenceIsFilteredAndAWellConditionedOneIsNot) {
+  // TEST FIXTURE backend: runs the graph on inputs moved by one ulp. On reciprocal(x - 1) with x a few
+  // ulps above 1 that is a large deviation from fp64 (eager is exact there), but eager's own spread on
+  // inputs moved by up to 4 ulps covers it.
+  TestSettings s = settings("tcfuzz_planted_ulp_noise");
+  s.conditioningRuns = 0;
+  ProgramTestResult raw = tester_->test(sourcePath("tests/programs/reciprocal_near_zero.py"), s);
+  EXPECT_EQ(raw.verdict.verdict, oracles::Verdict::NumericDivergence) << raw.verdict.reason;
+  EXPECT_FALSE(raw.conditioning);
+
+  s.conditioningRuns = 3;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/reciprocal_near_zero.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::IllConditioned) << r.verdict.reason;
+  EXPECT_FALSE(oracles::isFinding(r.verdict.verdict));
+  ASSERT_TRUE(r.conditioning);
+  ASSERT_EQ(r.conditioning->leaves.size(), 1u);
+  EXPECT_TRUE(r.conditioning->leaves[0].covered);
+  EXPECT_GT(r.conditioning->leaves[0].deviation, 0.0);
+  EXPECT_GT(r.conditioningSeconds, 0.0);
+
+  // The same one-ulp noise on a well-conditioned program is no divergence at all.
+  ProgramTestResult calm = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(calm.verdict.verdict, oracles::Verdict::Agree) << calm.verdict.reason;
+}
+
 TEST_F(ProgramTesterTest, AProgramDynamoCapturesNoGraphOfIsNothingCompiled) {
   ProgramTestResult r = tester_->test(sourcePath("tests/programs/no_tensor_ops.py"), settings("inductor"));
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NothingCompiled) << r.verdict.reason;
@@ -149,6 +174,11 @@ TEST_F(ProgramTesterTest, PlantedNumericBugIsNumericDivergence) {
   EXPECT_TRUE(first.fp64Used);
   EXPECT_GT(first.rmseCompiled, 100 * first.rmseEager);
   EXPECT_TRUE(r.verdict.comparison->leaves.at(1).passed);  // the untouched second output
+  // The ill-conditioning filter ran, and eager's spread on perturbed inputs is far below a 1% error.
+  ASSERT_TRUE(r.conditioning);
+  EXPECT_FALSE(r.conditioning->illConditioned);
+  ASSERT_FALSE(r.conditioning->leaves.empty());
+  EXPECT_LT(r.conditioning->leaves[0].spread, r.conditioning->leaves[0].deviation / 100);
 }
 
 TEST_F(ProgramTesterTest, PlantedCompilerFailureIsCrashMismatch) {

@@ -38,15 +38,6 @@ int64_t indexFromName(const std::string& name) {
   }
 }
 
-/// Under fullgraph=True a graph break is the documented outcome (Dynamo raises Unsupported), not a bug.
-bool expectedFullgraphBreak(const SampledCompile& sc, const ProgramTestResult& r) {
-  const auto& c = r.runs.compiled;
-  return sc.config.fullgraph && r.verdict.verdict == oracles::Verdict::CrashMismatch &&
-         c.status == oracles::RunStatus::Exception && c.exception &&
-         c.exception->qualifiedType.starts_with("torch._dynamo.exc.") &&
-         (c.exception->type == "Unsupported" || c.exception->message.find("graph break") != std::string::npos);
-}
-
 void removeQuietly(const fs::path& p) {
   std::error_code ec;
   fs::remove_all(p, ec);
@@ -333,10 +324,6 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     errors_++;
     view_.event(fmt::format("program {:06d}: outputs unreadable, skipped: {}", c.index, e.what()));
     return;
-  }
-  if (expectedFullgraphBreak(sc, r)) {
-    r.verdict.verdict = oracles::Verdict::Agree;
-    r.verdict.reason = "graph break under fullgraph=True (the documented outcome, not a bug)";
   }
   std::vector<std::string> features = runFeatures(c.graph, sc, r);
   ProgramYield yield;  // for the scheduler's credit below

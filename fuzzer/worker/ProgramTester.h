@@ -2,6 +2,7 @@
 // Runs one program in eager (twice), compiled and fp64 through the pool, and judges it.
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 
 #include "fuzzer/worker/WorkerPool.h"
 #include "oracles/Comparator.h"
+#include "oracles/Conditioning.h"
 #include "oracles/Verdict.h"
 
 namespace tcfuzz {
@@ -32,6 +34,10 @@ struct TestSettings {
   /// A finding is tested again in fresh processes with a cold Inductor cache before it counts (see
   /// ProgramTestResult::confirmation).
   bool confirmFindings = false;
+  /// A wrong result (oracles::isWrongResult) is checked for ill-conditioning before it counts: eager runs
+  /// this many times more on inputs moved by up to conditioningUlps ulps (oracles/Conditioning.h). 0: off.
+  int conditioningRuns = 3;
+  int conditioningUlps = 4;
 };
 
 /// How a finding held up when tested again (ProgramTester::test with confirmFindings).
@@ -53,6 +59,10 @@ struct ProgramTestResult {
   bool compileSkipped = false;  ///< cheap checks first: eager failed, so no compiled job ran
   Confirmation confirmation = Confirmation::NotChecked;
   double confirmSeconds = 0;    ///< the part of wallSeconds spent confirming
+  /// The ill-conditioning check, when a wrong result was found: its figures, and the part of
+  /// wallSeconds it took (nullopt: not run).
+  std::optional<oracles::ConditioningVerdict> conditioning;
+  double conditioningSeconds = 0;
 };
 
 /// Tests programs through a shared pool. Thread-safe: test() may run concurrently.
@@ -103,6 +113,9 @@ class ProgramTester {
   /// Re-tests the finding in `result` in fresh processes, first with a cold cache, then with the shared
   /// one, and rewrites `result` with what held up (ProgramTestResult::confirmation).
   void confirm(const std::filesystem::path& program, const TestSettings& settings, ProgramTestResult& result);
+  /// Runs eager on perturbed inputs (TestSettings::conditioningRuns) and turns the wrong result in
+  /// `result` into Verdict::IllConditioned when eager's own spread covers compiled's deviation.
+  void checkConditioning(const std::filesystem::path& program, const TestSettings& settings, ProgramTestResult& result);
   /// Turns a program job into a single run of another kind ("script", "bisect", "lift"): its id, directory, repeat.
   void asKind(Job& job, const std::string& kind) const;
 

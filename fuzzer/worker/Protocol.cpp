@@ -37,6 +37,7 @@ std::string encodeJob(const Job& job) {
   j["plugins"] = plugins;
   if (job.persistent) j["persistent"] = true;
   if (job.trace) j["trace"] = true;
+  if (job.perturbUlps > 0) j["perturb"] = {{"ulps", job.perturbUlps}, {"seed", job.perturbSeed}};
   if (!job.cacheDir.empty()) j["cache_dir"] = job.cacheDir.string();
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

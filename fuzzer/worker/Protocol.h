@@ -52,6 +52,10 @@ struct Job {
   nlohmann::json bisect;
   /// "script" jobs: write torch's structured trace log (TORCH_TRACE) to <jobDir>/torch_trace.
   bool trace = false;
+  /// Program jobs: every floating input make_inputs returns moves by up to this many ulps, each element
+  /// by its own seeded draw (perturbSeed): the ill-conditioning check's eager runs. 0: inputs as made.
+  int perturbUlps = 0;
+  uint64_t perturbSeed = 0;
   /// "lift" jobs: {"table": liftTable(catalog), "dtypes": [supported dtype names], "max_rank": int,
   /// "max_elements": int}; else null.
   nlohmann::json lift;

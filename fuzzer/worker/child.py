@@ -22,7 +22,7 @@ import torch.utils._pytree as pytree
 
 from bisect_check import JobError, bisect_tolerances, leaves_agree  # noqa: F401  (JobError: raised by the bisect job)
 from compile_stats import compile_facts, compile_phases
-from forward_checks import FRESH_INPUT_SEED_OFFSET, ModuleState, NoTaint, RandomTaint, fresh_copies
+from forward_checks import FRESH_INPUT_SEED_OFFSET, ModuleState, NoTaint, RandomTaint, fresh_copies, perturbed_inputs
 from lift import run_lift_job
 from program_guard import GUARD
 
@@ -164,6 +164,8 @@ class ChildRun:
         if not isinstance(inputs, (list, tuple)):
             inputs = (inputs,)
         inputs = list(inputs)
+        if self.job.get("perturb"):
+            inputs = perturbed_inputs(inputs, self.job["perturb"])
         if mode == "fp64":
             inputs = pytree.tree_map(widen_tensor, inputs)
         if device != "cpu":

@@ -33,6 +33,26 @@ def fresh_copies(inputs):
     return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, list(inputs))
 
 
+def perturbed_inputs(inputs, perturb):
+    """`inputs` with each floating tensor element moved by a uniform draw of up to perturb["ulps"] ulps
+    (of its own magnitude), seeded by perturb["seed"]: the ill-conditioning check's eager runs.
+    Zeros, NaN and Inf stay as they are; other tensors and values are unchanged."""
+    generator = torch.Generator().manual_seed(int(perturb["seed"]))
+    ulps = float(perturb["ulps"])
+
+    def move(t):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0:
+            return t
+        with torch.no_grad():
+            ulp = torch.nextafter(t.abs(), torch.full_like(t, float("inf"))) - t.abs()
+            draw = (torch.rand(t.shape, generator=generator, dtype=torch.float64) * 2 - 1) * ulps
+            moved = (t.double() + draw.to(t.device) * ulp.double()).to(t.dtype)
+            keep = (t == 0) | ~torch.isfinite(t) | ~torch.isfinite(moved)
+            return torch.where(keep, t, moved).requires_grad_(t.requires_grad)
+
+    return pytree.tree_map(move, list(inputs))
+
+
 class ModuleState:
     """The buffers and parameters of a model as built, restored before each call after the first."""
 
