@@ -111,4 +111,22 @@ std::optional<std::string> firstCompilerError(std::string_view message) {
   return std::nullopt;
 }
 
+std::optional<LoweringFailure> loweringFailure(std::string_view message) {
+  size_t at = 0;
+  while (at < message.size()) {
+    size_t end = message.find('\n', at);
+    if (end == std::string_view::npos) end = message.size();
+    std::string_view line = message.substr(at, end - at);
+    size_t first = line.find_first_not_of(" \t");
+    if (first != std::string_view::npos && line.substr(first).rfind("target: ", 0) == 0) {
+      std::string_view target = line.substr(first + 8);
+      target = target.substr(0, target.find_first_of(" \t\r"));
+      if (target.empty()) return std::nullopt;
+      return LoweringFailure{std::string(message.substr(0, at)), std::string(target)};
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace tcfuzz::oracles

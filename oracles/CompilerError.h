@@ -24,4 +24,15 @@ std::optional<std::string> firstCompilerError(std::string_view message);
 /// The normalization above, of the text after "error: ".
 std::string normalizeCompilerError(std::string_view text);
 
+/// An Inductor lowering failure (LoweringException) names the aten op it was lowering on a line
+/// "  target: aten.max_pool2d_with_indices_backward.default", followed by the op's arguments, which
+/// differ between programs. Returns the message up to that line and the target, or nullopt when the
+/// message names no target. The signature keys such a failure by the target (and, through its torch
+/// frames, the failing lowering or pass), never by the arguments.
+struct LoweringFailure {
+  std::string head;    ///< the message before the target line (often empty: a bare AssertionError)
+  std::string target;  ///< "aten.max_pool2d_with_indices_backward.default"
+};
+std::optional<LoweringFailure> loweringFailure(std::string_view message);
+
 }  // namespace tcfuzz::oracles

@@ -543,6 +543,10 @@ void fillException(Signature& sig, const ExceptionInfo& exc) {
   if (!unwrapped.innerType.empty()) rootType = unwrapped.innerType;
   sig.exceptionType = rootType.empty() || rootType == outer ? outer : fmt::format("{}({})", outer, rootType);
   sig.normalizedMessage = normalizeMessage(unwrapped.body);
+  if (auto lowering = loweringFailure(unwrapped.body)) {
+    std::string head = normalizeMessage(lowering->head);
+    sig.normalizedMessage = (head.empty() ? "" : head + "; ") + "lowering of " + lowering->target;
+  }
   // A compiler failure (Inductor's CppCompileError, a Triton or CUDA CompilationError) is keyed by the
   // compiler's first error too: its head ("C++ compile error") is the same for every codegen bug.
   if (sig.exceptionType.find("CompileError") != std::string::npos ||

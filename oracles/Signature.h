@@ -64,6 +64,9 @@
 // A compiler failure (an exception type with CompileError or CompilationError in it) appends
 // "; " and the compiler's first error, normalized (oracles/CompilerError.h): "C++ compile error;
 // error: 'tmp' was not declared in this scope".
+// An Inductor lowering failure (a "target: aten.X" line, then the op's arguments) keys by its target
+// instead of the arguments: the message before that line, normalized, then "lowering of aten.X"
+// (oracles/CompilerError.h, loweringFailure); the torch frames name the lowering or pass.
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "oracles/CompilerError.h"
+#include "oracles/Signature.h"
 
 namespace tcfuzz::oracles {
 namespace {
@@ -50,3 +51,42 @@ TEST(CompilerError, GeneratedNamesNumbersAndTemplateArgumentsAreMasked) {
 
 }  // namespace
 }  // namespace tcfuzz::oracles
+
+using namespace tcfuzz::oracles;
+
+TEST(CompilerError, ALoweringFailureIsKeyedByItsTargetNotItsArguments) {
+  auto bare = loweringFailure(
+      "\n  target: aten.max_pool2d_with_indices_backward.default\n  args[0]: TensorBox(StorageBox(\n    buf3\n");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->head, "\n");
+  EXPECT_EQ(bare->target, "aten.max_pool2d_with_indices_backward.default");
+  auto headed = loweringFailure("planted: bad sigmoid lowering\n  target: aten.sigmoid.default\n  args[0]: x\n");
+  ASSERT_TRUE(headed);
+  EXPECT_EQ(headed->head, "planted: bad sigmoid lowering\n");
+  EXPECT_EQ(headed->target, "aten.sigmoid.default");
+  EXPECT_FALSE(loweringFailure("RuntimeError: shapes do not match"));
+  EXPECT_FALSE(loweringFailure("the target: of this sentence is not a line start"));
+}
+
+TEST(CompilerError, TwoProgramsHittingOneLoweringBugShareASignature) {
+  auto signatureOfMessage = [](const std::string& message) {
+    ExceptionInfo exc{"InductorError", "torch._inductor.exc.InductorError", message, ""};
+    RunResult compiled;
+    compiled.status = RunStatus::Exception;
+    compiled.phase = "backward";
+    compiled.exception = exc;
+    TripleRun runs{RunResult{}, compiled, RunResult{}};
+    return signatureOf(runs, VerdictReport{Verdict::CrashMismatch, "", {}}, {});
+  };
+  Signature a = signatureOfMessage(
+      "LoweringException: AssertionError: \n  target: aten.max_pool2d_with_indices_backward.default\n"
+      "  args[0]: TensorBox(StorageBox(\n    ComputedBuffer(name='buf3', layout=FixedLayout('cpu', torch.float32, size=[2, 3]");
+  Signature b = signatureOfMessage(
+      "LoweringException: AssertionError: \n  target: aten.max_pool2d_with_indices_backward.default\n"
+      "  args[0]: TensorBox(\n    ReinterpretView(\n      StorageBox(\n        InputBuffer(name='tangents_1'");
+  Signature other = signatureOfMessage(
+      "LoweringException: AssertionError: \n  target: aten.avg_pool2d_backward.default\n  args[0]: TensorBox(x)");
+  EXPECT_EQ(a.normalizedMessage, "lowering of aten.max_pool2d_with_indices_backward.default");
+  EXPECT_EQ(a.id(), b.id());
+  EXPECT_NE(a.id(), other.id());
+}

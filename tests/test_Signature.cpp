@@ -273,7 +273,7 @@ TEST(Signature, FlatInductorErrorNamesRootType) {
   EXPECT_EQ(s.failingMode, "compiled");
   EXPECT_EQ(s.phase, "compile");
   EXPECT_EQ(s.exceptionType, "InductorError(AssertionError)");
-  EXPECT_EQ(s.normalizedMessage, "planted: bad sigmoid lowering for <name> of size <shape> target: aten.sigmoid.default");
+  EXPECT_EQ(s.normalizedMessage, "planted: bad sigmoid lowering for <name> of size <shape>; lowering of aten.sigmoid.default");
   EXPECT_EQ(s.frames.size(), 3u);
 }
 
@@ -419,7 +419,7 @@ TEST(Signature, KeyIdAndJson) {
   Signature s = crashOf(raised("compile", "InductorError", kFlatInductorMessage, kFlatInductorTraceback));
   EXPECT_EQ(s.key(),
             "crash-mismatch | kind=exception | mode=compiled | phase=compile | type=InductorError(AssertionError) | "
-            "message=planted: bad sigmoid lowering for <name> of size <shape> target: aten.sigmoid.default | "
+            "message=planted: bad sigmoid lowering for <name> of size <shape>; lowering of aten.sigmoid.default | "
             "frames=torch/_inductor/graph.py:call_function < torch/fx/interpreter.py:run_node < "
             "torch/_inductor/graph.py:run_node");
   std::string id = s.id();
