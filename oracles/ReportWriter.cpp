@@ -257,6 +257,26 @@ void renderDescribe(std::string& md, const BugReport& bug, const std::string& sh
   md += full;
 }
 
+/// A sentence when some output leaves depend on a random op (their values were not compared), naming
+/// the random ops eager drew from; nothing when randomness played no part.
+void renderRandomness(std::string& md, const BugReport& bug) {
+  const json* outputs = child(bug.repro.observed, "outputs");
+  if (!outputs || !outputs->is_array()) return;
+  std::vector<std::string> random;
+  for (const auto& leaf : *outputs)
+    if (const json* r = child(leaf, "random"); r && r->is_boolean() && r->get<bool>())
+      random.push_back(text(&leaf, "leaf"));
+  if (random.empty()) return;
+  std::vector<std::string> ops;
+  if (const json* eager = child(bug.repro.observed, "eager"))
+    if (const json* named = child(*eager, "random_ops"); named && named->is_array())
+      for (const auto& op : *named)
+        if (op.is_string()) ops.push_back(code(op.get<std::string>()));
+  md += fmt::format("Randomness: leaves {} depend on a random op{}; their values were not compared (only dtype and "
+                    "shape), and the divergence above does not depend on them.\n\n",
+                    fmt::join(random, ", "), ops.empty() ? "" : fmt::format(" ({})", fmt::join(ops, ", ")));
+}
+
 void renderNumericTable(std::string& md, const BugReport& bug) {
   auto leaves = divergingLeaves(bug);
   if (leaves.empty()) {
@@ -283,6 +303,7 @@ void renderNumericTable(std::string& md, const BugReport& bug) {
     if (std::string note = text(leaf, "note"); !note.empty())
       notes.push_back(fmt::format("- leaf {}: {}", text(leaf, "leaf"), oneLine(note, kCellLimit)));
   if (!notes.empty()) md += fmt::format("{}\n\n", fmt::join(notes, "\n"));
+  renderRandomness(md, bug);
 }
 
 /// A Python traceback (or faulthandler dump) with only the frames inside torch (a file under a torch/

@@ -396,6 +396,19 @@ TEST(ReportWriter, NumericReportTablesDivergingLeaves) {
       << md;
 }
 
+TEST(ReportWriter, ANumericReportSaysWhenRandomnessWasInvolved) {
+  BugReport bug = numericBug();
+  std::string md = renderReportMarkdown(bug, "print('repro')\n");
+  EXPECT_EQ(md.find("Randomness:"), std::string::npos) << "no random leaf, no sentence";
+
+  bug.repro.observed["outputs"][0]["random"] = true;
+  bug.repro.observed["eager"]["random_ops"] = {"aten.bernoulli_"};
+  md = renderReportMarkdown(bug, "print('repro')\n");
+  EXPECT_NE(md.find("Randomness: leaves 0 depend on a random op (`aten.bernoulli_`); their values were not compared"),
+            std::string::npos)
+      << md;
+}
+
 TEST(ReportWriter, StatusMismatchAndTimeoutAreDescribed) {
   BugReport accepts = crashBug();
   accepts.severity = "accepts-invalid";

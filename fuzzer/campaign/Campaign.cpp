@@ -54,7 +54,11 @@ json phaseRecord(const ProgramTestResult& r) {
          {"backward_s", c.times.backward},
          {"compile_phases", c.times.compilePhases},
          {"persistent", c.child.persistent},
-         {"jobs_before", c.child.jobsBefore}};
+         {"jobs_before", c.child.jobsBefore},
+         // The oracle's checks beyond call 1 (calls 2 and 3 in every job) and the ill-conditioning reruns.
+         {"extra_calls_s", r.runs.eager.times.extraCalls + c.times.extraCalls + r.runs.fp64.times.extraCalls},
+         {"wall_s", r.wallSeconds}};
+  if (r.conditioning) j["conditioning_s"] = r.conditioningSeconds;
   if (r.compileSkipped) j["compile_skipped"] = true;
   if (r.confirmation != Confirmation::NotChecked) {
     j["confirmation"] = toString(r.confirmation);

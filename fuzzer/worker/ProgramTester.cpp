@@ -303,6 +303,7 @@ nlohmann::json toJson(const ProgramTestResult& result) {
                         {"tolerance", l.tolerance},
                         {"multiplier", l.multiplier},
                         {"passed", l.passed},
+                        {"random", l.random},
                         {"note", l.reason}});
     }
     j["outputs"] = leaves;
