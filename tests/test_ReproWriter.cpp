@@ -211,6 +211,26 @@ TEST_F(ReproEndToEnd, PlantedNumericBugReproduces) {
   EXPECT_NE(r.stdoutTail.find("leaf 0 (output 0): fail; max abs diff"), std::string::npos) << describe(r);
 }
 
+TEST_F(ReproEndToEnd, PlantedLostMutationAndStaleResultReproduceWithTheirOwnVerdicts) {
+  // TEST FIXTURE backends: one loses the writes to the input and the buffer, the other returns call 1's
+  // results on every later call. repro.py rebuilds the worker's leaves (state after forward, calls 2
+  // and 3) and names the check that failed.
+  ReproCase lost = makeCase("tests/programs/mutates_input_and_buffer.py", "tcfuzz_planted_drop_mutation",
+                            "mutation-divergence");
+  oracles::RunResult r = runRepro(lost, "planted_drop_mutation");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.exitCode.value_or(-1), 1) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "mutation-divergence") << describe(r);
+  EXPECT_NE(r.stdoutTail.find("(input 0 after forward): fail"), std::string::npos) << describe(r);
+
+  ReproCase stale = makeCase("tests/programs/linear_tanh_sum.py", "tcfuzz_planted_stale_result",
+                             "second-call-divergence");
+  r = runRepro(stale, "planted_stale_result");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.exitCode.value_or(-1), 1) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "second-call-divergence") << describe(r);
+}
+
 TEST_F(ReproEndToEnd, PlantedCompilerFailureReproducesAsCrashMismatch) {
   // TEST FIXTURE backend: raises on every compilation.
   ReproCase c = makeCase("corpus/conv1d_mean_linear.py", "tcfuzz_planted_raise", "crash-mismatch");
