@@ -11,13 +11,13 @@
 
 namespace tcfuzz::oracles {
 
-/// One failing leaf, measured against eager: floating leaves by rmse over eager's finite elements,
-/// integer and bool leaves by the count of differing elements.
+/// One failing leaf, measured against eager: floating leaves by rmse over eager's finite elements (inf
+/// when NaN/Inf placement differs), integer and bool leaves by the count of differing elements.
 struct LeafSpread {
   size_t leaf = 0;
   double spread = 0;     ///< the largest distance from eager of a perturbed eager run (inf: NaN/Inf moved)
   double deviation = 0;  ///< compiled's distance from eager
-  bool covered = false;  ///< deviation <= spread
+  bool covered = false;  ///< deviation <= spread (so moved NaN/Inf placement is covered only by moved placement)
 };
 
 struct ConditioningVerdict {
