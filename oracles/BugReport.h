@@ -70,7 +70,8 @@ struct BugReport {
   std::string id;             ///< the folder name: the representative signature's id
   Signature signature;        ///< of the minimized program (numeric: the minimized op multiset)
   std::string title;          ///< one line, GitHub-issue style
-  std::string severity;       ///< "crash", "hang", "wrong-result", "accepts-invalid" (status-mismatch)
+  std::string severity;       ///< "crash", "hang", "wrong-result", "accepts-invalid" (status-mismatch), "low"
+                              ///< (signed-zero, denormal-flush)
   std::string component;      ///< what the ablation blames: "dynamo", "aot_autograd", "inductor", "backend X", ...
   int64_t hits = 0;           ///< raw findings in the group
   double firstSeen = 0, lastSeen = 0;  ///< unix time

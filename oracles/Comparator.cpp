@@ -17,6 +17,28 @@ bool sameNonFinite(const at::Tensor& a, const at::Tensor& b) {
          at::equal(at::isneginf(a), at::isneginf(b));
 }
 
+/// The smallest normal value of a floating dtype (below it, nonzero values are subnormal).
+double smallestNormal(at::ScalarType type) {
+  switch (type) {
+    case at::kHalf: return 6.103515625e-05;
+    case at::kDouble: return 2.2250738585072014e-308;
+    default: return 1.1754943508222875e-38;  // float32 and bfloat16 share the exponent range
+  }
+}
+
+/// Fills leaf.signedZeros and leaf.flushedDenormals (LeafComparison) from eager, compiled and fp64 in double.
+void countZeroSlips(LeafComparison& leaf, const at::Tensor& e, const at::Tensor& c, const at::Tensor& r,
+                    at::ScalarType type) {
+  at::Tensor zeros = at::logical_and(at::logical_and(e == 0, c == 0), r == 0);
+  at::Tensor agreed = at::eq(at::signbit(e), at::signbit(r));
+  leaf.signedZeros =
+      at::logical_and(at::logical_and(zeros, agreed), at::ne(at::signbit(e), at::signbit(c))).sum().item<int64_t>();
+  double normal = smallestNormal(type);
+  at::Tensor subnormal = at::logical_and(e != 0, e.abs() < normal);
+  at::Tensor keptByFp64 = at::logical_and(r != 0, r.abs() < normal);
+  leaf.flushedDenormals = at::logical_and(at::logical_and(subnormal, keptByFp64), c == 0).sum().item<int64_t>();
+}
+
 double rmse(const at::Tensor& ref, const at::Tensor& res) {
   if (ref.numel() == 0) return 0.0;
   return at::sqrt(at::mean(at::square(ref - res))).item<double>();
@@ -132,6 +154,7 @@ LeafComparison Comparator::compareLeaf(size_t index, const LoadedOutputs& eager,
   }
   out.nonFiniteMatch = sameNonFinite(ed, cd);
   if (!out.nonFiniteMatch) return fail("NaN/Inf placement differs between eager and compiled");
+  if (rd && !e.is_complex()) countZeroSlips(out, ed, cd, *rd, e.scalar_type());
   at::Tensor finite = at::isfinite(ed);
   at::Tensor ef = ed.masked_select(finite), cf = cd.masked_select(finite);
   out.maxAbsDiff = ef.numel() ? (ef - cf).abs().max().item<double>() : 0.0;

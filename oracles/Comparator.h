@@ -41,6 +41,10 @@ struct LeafComparison {
   bool fp64Stable = true;      ///< eager and fp64 agree on NaN/Inf placement (else: not judged)
   bool fp64Used = false;
   bool random = false;         ///< eager's value depends on a random op: dtype and shape judged, values not
+  /// Invisible to allclose, counted where fp64 was available: zeros whose sign compiled flips where eager
+  /// and fp64 agree on it, and eager's subnormals (fp64's value subnormal in eager's dtype too) that
+  /// compiled flushes to zero.
+  int64_t signedZeros = 0, flushedDenormals = 0;
   double tolerance = 0, multiplier = 0;
   double maxAbsDiff = 0;       ///< eager vs compiled over finite elements
   double rmseEager = 0, rmseCompiled = 0;  ///< vs the fp64 reference, when used

@@ -60,7 +60,8 @@ int severityRank(const std::string& severity) {
   if (severity == "hang") return 1;
   if (severity == "wrong-result") return 2;
   if (severity == "accepts-invalid") return 3;
-  return 4;
+  if (severity == "low") return 4;  // signed zeros, flushed subnormals
+  return 5;
 }
 
 void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,

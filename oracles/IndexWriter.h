@@ -13,7 +13,7 @@ namespace tcfuzz::oracles {
 
 /// index.md and index.html (static, self-contained, no scripts fetched from anywhere) in `root`:
 /// one row per bug, new bugs before those known upstream, then by severity rank (crash, hang,
-/// wrong-result, accepts-invalid), then hits; each links to crashes/<id>/report.md and shows the
+/// wrong-result, accepts-invalid, low), then hits; each links to crashes/<id>/report.md and shows the
 /// upstream state, the torch version, and the short repro's length. `campaignStats` (fuzzer_stats keys) heads the page. Both
 /// files are masked with `secrets`.
 void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,

@@ -664,6 +664,8 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
     case Verdict::NumericDivergence:
     case Verdict::MutationDivergence:
     case Verdict::SecondCallDivergence:
+    case Verdict::SignedZero:
+    case Verdict::DenormalFlush:
       sig.kind = "numeric";
       sig.ops = programOps;
       std::sort(sig.ops.begin(), sig.ops.end());

@@ -22,9 +22,28 @@ constexpr std::pair<Verdict, std::string_view> kVerdictNames[] = {
     {Verdict::RandomOnly, "random-only"},
     {Verdict::NothingCompiled, "nothing-compiled"},
     {Verdict::IllConditioned, "ill-conditioned"},
+    {Verdict::SignedZero, "signed-zero"},
+    {Verdict::DenormalFlush, "denormal-flush"},
 };
 
 bool failedToLoad(const RunResult& r) { return !r.ok() && (r.phase == "load" || r.phase == "setup"); }
+
+/// SignedZero or DenormalFlush (in that order) of the first leaf that shows one, else nullopt.
+std::optional<VerdictReport> zeroSlip(const Comparison& cmp) {
+  for (bool sign : {true, false})
+    for (const LeafComparison& l : cmp.leaves) {
+      int64_t n = sign ? l.signedZeros : l.flushedDenormals;
+      if (n == 0) continue;
+      std::string where = l.name.empty() ? fmt::format("output {}", l.leaf) : fmt::format("output {} {}", l.leaf, l.name);
+      return VerdictReport{sign ? Verdict::SignedZero : Verdict::DenormalFlush,
+                           sign ? fmt::format("{}: compiled flips the sign of {} zero(s) on which eager and fp64 agree",
+                                              where, n)
+                                : fmt::format("{}: compiled flushes {} subnormal(s) to zero that eager and fp64 keep",
+                                              where, n),
+                           {}};
+    }
+  return std::nullopt;
+}
 
 /// Call 1 has at least one output, and each depends on a random op.
 bool everyOutputRandom(const Comparison& cmp) {
@@ -76,13 +95,16 @@ int exitCodeFor(Verdict verdict) {
     case Verdict::RandomOnly: return 19;
     case Verdict::NothingCompiled: return 20;
     case Verdict::IllConditioned: return 21;
+    case Verdict::SignedZero: return 22;
+    case Verdict::DenormalFlush: return 23;
   }
   return 3;
 }
 
 bool isWrongResult(Verdict verdict) {
   return verdict == Verdict::NumericDivergence || verdict == Verdict::MutationDivergence ||
-         verdict == Verdict::SecondCallDivergence;
+         verdict == Verdict::SecondCallDivergence || verdict == Verdict::SignedZero ||
+         verdict == Verdict::DenormalFlush;
 }
 
 bool isWrongResultSymptom(std::string_view symptom) {
@@ -155,6 +177,9 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
     report.verdict = Verdict::RandomOnly;
     report.reason = fmt::format("every output depends on a random op ({}): dtypes and shapes agree, values not judged",
                                 eager.randomOps.empty() ? "a Python scalar" : fmt::format("{}", fmt::join(eager.randomOps, ", ")));
+  } else if (auto slip = zeroSlip(cmp)) {
+    report.verdict = slip->verdict;
+    report.reason = slip->reason + fp64Note;
   } else {
     report.verdict = Verdict::Agree;
     report.reason = "compiled matches eager within the fp64-arbitrated tolerance" + fp64Note;

@@ -19,14 +19,18 @@ namespace tcfuzz::oracles {
 /// Recorded, never reported: RandomOnly (every output depends on a random op, so only dtypes and shapes
 /// were judged), NothingCompiled (Dynamo captured no graph: compiled ran eager code),
 /// IllConditioned (eager's own spread on inputs perturbed by a few ulps covers compiled's deviation).
+/// Low-severity wrong results, judged only when everything else agrees (and eager is deterministic):
+/// SignedZero (compiled flips the sign of a zero on which eager and fp64 agree), DenormalFlush
+/// (compiled flushes to zero a subnormal that eager and fp64 both keep).
 enum class Verdict {
   Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram, StateLeakSuspect,
-  SandboxRefusal, MutationDivergence, SecondCallDivergence, RandomOnly, NothingCompiled, IllConditioned
+  SandboxRefusal, MutationDivergence, SecondCallDivergence, RandomOnly, NothingCompiled, IllConditioned,
+  SignedZero, DenormalFlush
 };
 
 /// "agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic", "invalid-program",
 /// "state-leak-suspect", "sandbox-refusal", "mutation-divergence", "second-call-divergence", "random-only",
-/// "nothing-compiled", "ill-conditioned".
+/// "nothing-compiled", "ill-conditioned", "signed-zero", "denormal-flush".
 std::string_view toString(Verdict verdict);
 /// The verdict a toString spelling names, or nullopt.
 std::optional<Verdict> parseVerdict(std::string_view text);
@@ -34,7 +38,8 @@ std::optional<Verdict> parseVerdict(std::string_view text);
 int exitCodeFor(Verdict verdict);
 /// True for the verdicts that are findings (crash and status mismatches, and the wrong results).
 bool isFinding(Verdict verdict);
-/// True for the findings judged by comparing values: numeric, mutation and second-call divergences.
+/// True for the findings judged by comparing values: numeric, mutation and second-call divergences,
+/// signed zeros and flushed denormals.
 bool isWrongResult(Verdict verdict);
 /// isWrongResult of the verdict a signature symptom spells (false for any other text).
 bool isWrongResultSymptom(std::string_view symptom);

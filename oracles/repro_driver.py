@@ -327,12 +327,31 @@ def compare_leaf(eager, compiled, fp64):
         loose = tol * CASE["tolerances"]["unarbitrated_factor"]  # no arbiter: fail only far beyond tol
         ok = torch.allclose(e.double(), c.double(), atol=loose, rtol=loose)
         return ("pass" if ok else "fail"), f"max abs diff {max_abs:.6g}, no fp64 reference (tol {loose:g})"
+    slip = zero_slip(eager, compiled, fp64)
     r = fp64[finite].double()
     rmse_eager = torch._dynamo.utils.rmse(r, e.double()).item() if e.numel() else 0.0
     rmse_compiled = torch._dynamo.utils.rmse(r, c.double()).item() if e.numel() else 0.0
     ok = torch._dynamo.utils.same(e, c, fp64_ref=r, tol=tol, equal_nan=True)
     note = f"max abs diff {max_abs:.6g}, rmse(eager, fp64) {rmse_eager:.6g}, rmse(compiled, fp64) {rmse_compiled:.6g}"
+    if ok and slip:
+        return slip
     return ("pass" if ok else "fail"), note
+
+
+def zero_slip(eager, compiled, fp64):
+    """('signed-zero', note) when compiled flips the sign of zeros on which eager and fp64 agree,
+    ('denormal-flush', note) when it flushes subnormals that eager and fp64 both keep, else None
+    (oracles/Comparator.cpp, countZeroSlips)."""
+    e, c, r = eager.double(), compiled.double(), fp64.double()
+    zeros = (e == 0) & (c == 0) & (r == 0) & (torch.signbit(e) == torch.signbit(r))
+    flipped = int((zeros & (torch.signbit(e) != torch.signbit(c))).sum())
+    if flipped:
+        return "signed-zero", f"compiled flips the sign of {flipped} zero(s) on which eager and fp64 agree"
+    normal = torch.finfo(eager.dtype).tiny
+    flushed = int(((e != 0) & (e.abs() < normal) & (r != 0) & (r.abs() < normal) & (c == 0)).sum())
+    if flushed:
+        return "denormal-flush", f"compiled flushes {flushed} subnormal(s) to zero that eager and fp64 keep"
+    return None
 
 
 def compare(eager, compiled, fp64):
@@ -361,6 +380,9 @@ def compare(eager, compiled, fp64):
     if "unstable" in outcomes:
         return "invalid-program"
     if first_role is None:
+        for slip in ("signed-zero", "denormal-flush"):
+            if slip in outcomes:
+                return slip
         return "agree"
     return WRONG_RESULT_OF_ROLE.get(first_role, "numeric-divergence")
 

@@ -194,3 +194,28 @@ TEST_F(ComparatorTest, IdenticalTreatsNanAsEqualAndCatchesOneUlp) {
   y[0] = std::nextafter(y[0].item<float>(), 1e9f);
   EXPECT_FALSE(comparator.identical(outputs({x}), outputs({y})));
 }
+
+TEST_F(ComparatorTest, SignedZerosAreCountedOnlyWhereEagerAndFp64AgreeOnTheSign) {
+  // Element 0: eager +0, fp64 +0, compiled -0 (counted). Element 1: eager -0, fp64 +0, compiled +0 (eager
+  // and fp64 disagree: not counted). Element 2: a plain value.
+  auto e = outputs({at::tensor({0.0f, -0.0f, 1.5f})});
+  auto c = outputs({at::tensor({-0.0f, 0.0f, 1.5f})});
+  auto r = outputs({at::tensor({0.0, 0.0, 1.5}, at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_TRUE(cmp.passed);  // allclose cannot see it; the verdict (judge) makes it a low-severity finding
+  EXPECT_EQ(cmp.leaves[0].signedZeros, 1);
+  EXPECT_EQ(cmp.leaves[0].flushedDenormals, 0);
+  Comparison noReference = comparator.compare(e, c, nullptr);
+  EXPECT_EQ(noReference.leaves[0].signedZeros, 0);  // judged only against fp64
+}
+
+TEST_F(ComparatorTest, FlushedSubnormalsAreCountedOnlyWhereFp64KeepsOneToo) {
+  // 1e-39 is subnormal in float32. Element 1: fp64 has 0 there, so eager's subnormal is not confirmed.
+  auto e = outputs({at::tensor({1e-39f, 2e-39f, 1.0f})});
+  auto c = outputs({at::tensor({0.0f, 0.0f, 1.0f})});
+  auto r = outputs({at::tensor({1e-39, 0.0, 1.0}, at::kDouble)});
+  Comparison cmp = comparator.compare(e, c, &r);
+  EXPECT_TRUE(cmp.passed);
+  EXPECT_EQ(cmp.leaves[0].flushedDenormals, 1);
+  EXPECT_EQ(cmp.leaves[0].signedZeros, 0);
+}

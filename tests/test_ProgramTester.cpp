@@ -158,6 +158,27 @@ TEST_F(ProgramTesterTest, AnIllConditionedDivergenceIsFilteredAndAWellConditione
   EXPECT_EQ(calm.verdict.verdict, oracles::Verdict::Agree) << calm.verdict.reason;
 }
 
+TEST_F(ProgramTesterTest, PlantedSignedZerosAndFlushedSubnormalsAreLowSeverityFindings) {
+  // Real Inductor keeps relu's +0.0 and x * 1e-39's subnormals as eager does.
+  ProgramTestResult real = tester_->test(sourcePath("tests/programs/relu_and_subnormals.py"), settings("inductor"));
+  EXPECT_EQ(real.verdict.verdict, oracles::Verdict::Agree) << real.verdict.reason;
+
+  // TEST FIXTURE backends: one turns +0.0 into -0.0, the other flushes subnormals: allclose sees neither.
+  ProgramTestResult sign =
+      tester_->test(sourcePath("tests/programs/relu_and_subnormals.py"), settings("tcfuzz_planted_negative_zero"));
+  EXPECT_EQ(sign.verdict.verdict, oracles::Verdict::SignedZero) << sign.verdict.reason;
+  ASSERT_TRUE(sign.verdict.comparison);
+  EXPECT_TRUE(sign.verdict.comparison->leaves[0].passed);
+  EXPECT_GT(sign.verdict.comparison->leaves[0].signedZeros, 0);
+
+  ProgramTestResult flush =
+      tester_->test(sourcePath("tests/programs/relu_and_subnormals.py"), settings("tcfuzz_planted_flush_denormals"));
+  EXPECT_EQ(flush.verdict.verdict, oracles::Verdict::DenormalFlush) << flush.verdict.reason;
+  ASSERT_TRUE(flush.verdict.comparison);
+  EXPECT_EQ(flush.verdict.comparison->leaves[1].flushedDenormals, 16);  // every element of x * 1e-39
+  EXPECT_TRUE(oracles::isFinding(flush.verdict.verdict));
+}
+
 TEST_F(ProgramTesterTest, AProgramDynamoCapturesNoGraphOfIsNothingCompiled) {
   ProgramTestResult r = tester_->test(sourcePath("tests/programs/no_tensor_ops.py"), settings("inductor"));
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NothingCompiled) << r.verdict.reason;

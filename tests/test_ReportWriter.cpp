@@ -588,8 +588,9 @@ TEST(ReportWriter, SeverityRanks) {
   EXPECT_EQ(severityRank("hang"), 1);
   EXPECT_EQ(severityRank("wrong-result"), 2);
   EXPECT_EQ(severityRank("accepts-invalid"), 3);
-  EXPECT_EQ(severityRank("other"), 4);
-  EXPECT_EQ(severityRank(""), 4);
+  EXPECT_EQ(severityRank("low"), 4);
+  EXPECT_EQ(severityRank("other"), 5);
+  EXPECT_EQ(severityRank(""), 5);
 }
 
 TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {

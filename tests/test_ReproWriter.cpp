@@ -231,6 +231,15 @@ TEST_F(ReproEndToEnd, PlantedLostMutationAndStaleResultReproduceWithTheirOwnVerd
   EXPECT_EQ(reproVerdict(r.stdoutTail), "second-call-divergence") << describe(r);
 }
 
+TEST_F(ReproEndToEnd, PlantedSignedZerosReproduceAsSignedZero) {
+  // TEST FIXTURE backend: turns every +0.0 of the outputs into -0.0.
+  ReproCase c = makeCase("tests/programs/relu_and_subnormals.py", "tcfuzz_planted_negative_zero", "signed-zero");
+  oracles::RunResult r = runRepro(c, "planted_negative_zero");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.exitCode.value_or(-1), 1) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "signed-zero") << describe(r);
+}
+
 TEST_F(ReproEndToEnd, PlantedCompilerFailureReproducesAsCrashMismatch) {
   // TEST FIXTURE backend: raises on every compilation.
   ReproCase c = makeCase("corpus/conv1d_mean_linear.py", "tcfuzz_planted_raise", "crash-mismatch");

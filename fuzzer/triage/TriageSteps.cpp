@@ -74,6 +74,7 @@ std::string componentTag(const std::string& component) {
 
 /// "wrong-result", "accepts-invalid", "hang" or "crash".
 std::string severityOf(const Signature& s) {
+  if (s.symptom == "signed-zero" || s.symptom == "denormal-flush") return "low";
   if (oracles::isWrongResultSymptom(s.symptom)) return "wrong-result";
   if (s.symptom == "status-mismatch") return "accepts-invalid";
   if (s.kind == "timeout") return "hang";
@@ -202,6 +203,12 @@ void title(CaseInTriage& c, TriageTools&) {
                           configText(best));
   } else if (t.signature.symptom == "mutation-divergence") {
     t.title = fmt::format("{} compiled forward leaves an input, buffer or parameter different from eager: {} ({})", tag,
+                          uniqueOps(best.graph), configText(best));
+  } else if (t.signature.symptom == "signed-zero") {
+    t.title = fmt::format("{} compiled result has zeros of the wrong sign (eager and fp64 agree): {} ({})", tag,
+                          uniqueOps(best.graph), configText(best));
+  } else if (t.signature.symptom == "denormal-flush") {
+    t.title = fmt::format("{} compiled result flushes subnormals to zero (eager and fp64 keep them): {} ({})", tag,
                           uniqueOps(best.graph), configText(best));
   } else if (t.signature.symptom == "second-call-divergence") {
     t.title = fmt::format("{} compiled module is wrong on a later call (first call agrees): {} ({})", tag,
