@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include <optional>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -192,27 +194,28 @@ void bisect(CaseInTriage& c, TriageTools& tools) {
   }
 }
 
+/// What a wrong result's title says happened, by its symptom; nullopt for other symptoms.
+std::optional<std::string_view> wrongResultTitle(std::string_view symptom) {
+  static constexpr std::pair<std::string_view, std::string_view> kTitles[] = {
+      {"numeric-divergence", "compiled result is further from float64 than eager"},
+      {"mutation-divergence", "compiled forward leaves an input, buffer or parameter different from eager"},
+      {"second-call-divergence", "compiled module is wrong on a later call (first call agrees)"},
+      {"signed-zero", "compiled result has zeros of the wrong sign (eager and fp64 agree)"},
+      {"denormal-flush", "compiled result flushes subnormals to zero (eager and fp64 keep them)"},
+  };
+  for (auto [name, what] : kTitles)
+    if (name == symptom) return what;
+  return std::nullopt;
+}
+
 void title(CaseInTriage& c, TriageTools&) {
   TriagedCase& t = c.result;
   const MinimizeCase& best = c.best;
   t.severity = severityOf(t.signature);
   std::string tag = componentTag(t.component);
   std::string where = t.signature.phase.empty() ? "" : " in " + t.signature.phase;
-  if (t.signature.symptom == "numeric-divergence") {
-    t.title = fmt::format("{} compiled result is further from float64 than eager: {} ({})", tag, uniqueOps(best.graph),
-                          configText(best));
-  } else if (t.signature.symptom == "mutation-divergence") {
-    t.title = fmt::format("{} compiled forward leaves an input, buffer or parameter different from eager: {} ({})", tag,
-                          uniqueOps(best.graph), configText(best));
-  } else if (t.signature.symptom == "signed-zero") {
-    t.title = fmt::format("{} compiled result has zeros of the wrong sign (eager and fp64 agree): {} ({})", tag,
-                          uniqueOps(best.graph), configText(best));
-  } else if (t.signature.symptom == "denormal-flush") {
-    t.title = fmt::format("{} compiled result flushes subnormals to zero (eager and fp64 keep them): {} ({})", tag,
-                          uniqueOps(best.graph), configText(best));
-  } else if (t.signature.symptom == "second-call-divergence") {
-    t.title = fmt::format("{} compiled module is wrong on a later call (first call agrees): {} ({})", tag,
-                          uniqueOps(best.graph), configText(best));
+  if (auto what = wrongResultTitle(t.signature.symptom)) {
+    t.title = fmt::format("{} {}: {} ({})", tag, *what, uniqueOps(best.graph), configText(best));
   } else if (t.signature.symptom == "status-mismatch") {
     t.title = fmt::format("{} compiled accepts what eager rejects ({}): {} ({})", tag,
                           firstLine(rawMessage(c.bestRun), 80), uniqueOps(best.graph), configText(best));
