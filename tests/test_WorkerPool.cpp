@@ -66,7 +66,10 @@ TEST(WorkerPool, EachFailureModeHasItsOwnStatusAndThePoolKeepsRunning) {
   r = pool.submit(ok).get();
   EXPECT_EQ(r.status, oracles::RunStatus::Ok) << r.summary();
   ASSERT_TRUE(r.outputs);
-  ASSERT_EQ(r.outputs->leaves.size(), 1u);
+  // Call 1's output, the input and four parameters after forward, then calls 2 and 3 (forward_checks.py).
+  ASSERT_EQ(r.outputs->leaves.size(), 8u);
+  EXPECT_EQ(r.outputs->leaves[0].role, "output");
+  EXPECT_EQ(r.outputs->leaves[7].role, "fresh-inputs");
   EXPECT_EQ(r.outputs->leaves[0].dtype, "float32");
   EXPECT_EQ(r.outputs->leaves[0].shape, (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(r.repeatOutputs.size(), 1u);
