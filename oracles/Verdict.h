@@ -19,7 +19,8 @@ namespace tcfuzz::oracles {
 /// Recorded, never reported: RandomOnly (every output depends on a random op, so only dtypes and shapes
 /// were judged), NothingCompiled (Dynamo captured no graph: compiled ran eager code),
 /// IllConditioned (eager's own spread on inputs perturbed by a few ulps covers compiled's deviation).
-/// Low-severity wrong results, judged only when everything else agrees (and eager is deterministic):
+/// Low-severity wrong results in call 1's forward outputs (never gradients), judged only when everything
+/// else agrees (and eager is deterministic):
 /// SignedZero (compiled flips the sign of a zero on which eager and fp64 agree), DenormalFlush
 /// (compiled flushes to zero a subnormal that eager and fp64 both keep).
 enum class Verdict {

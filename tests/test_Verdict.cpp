@@ -152,3 +152,23 @@ TEST_F(VerdictTest, UnreadableOutputsAreReportedByName) {
     EXPECT_NE(std::string(e.what()).find("e.safetensors"), std::string::npos) << e.what();
   }
 }
+
+TEST_F(VerdictTest, SignedZerosCountInForwardOutputsOnlyNeverInGradients) {
+  at::Tensor eager = at::tensor({0.0f, 1.0f, 2.0f});
+  at::Tensor flipped = at::tensor({-0.0f, 1.0f, 2.0f});
+  at::Tensor truth = eager.to(at::kDouble);
+  TripleRun runs{okWith(dir.path(), "e", eager, &eager), okWith(dir.path(), "c", flipped),
+                 okWith(dir.path(), "r", truth)};
+  VerdictReport v = judge(runs, comparator);
+  EXPECT_EQ(v.verdict, Verdict::SignedZero) << v.reason;
+  EXPECT_EQ(exitCodeFor(v.verdict), 22);
+  EXPECT_TRUE(isFinding(v.verdict));
+
+  // The same leaf as a gradient: the sign of a zero in an accumulated gradient means nothing.
+  for (RunResult* r : {&runs.eager, &runs.compiled, &runs.fp64}) {
+    r->outputs->leaves[0].role = "grad";
+    for (auto& again : r->repeatOutputs) again.leaves[0].role = "grad";
+  }
+  v = judge(runs, comparator);
+  EXPECT_EQ(v.verdict, Verdict::Agree) << v.reason;
+}
