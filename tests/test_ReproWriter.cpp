@@ -215,20 +215,20 @@ TEST_F(ReproEndToEnd, PlantedLostMutationAndStaleResultReproduceWithTheirOwnVerd
   // TEST FIXTURE backends: one loses the writes to the input and the buffer, the other returns call 1's
   // results on every later call. repro.py rebuilds the worker's leaves (state after forward, calls 2
   // and 3) and names the check that failed.
-  ReproCase lost = makeCase("tests/programs/mutates_input_and_buffer.py", "tcfuzz_planted_drop_mutation",
-                            "mutation-divergence");
-  oracles::RunResult r = runRepro(lost, "planted_drop_mutation");
-  ASSERT_TRUE(r.ok()) << describe(r);
-  EXPECT_EQ(r.exitCode.value_or(-1), 1) << describe(r);
-  EXPECT_EQ(reproVerdict(r.stdoutTail), "mutation-divergence") << describe(r);
-  EXPECT_NE(r.stdoutTail.find("(input 0 after forward): fail"), std::string::npos) << describe(r);
-
-  ReproCase stale = makeCase("tests/programs/linear_tanh_sum.py", "tcfuzz_planted_stale_result",
-                             "second-call-divergence");
-  r = runRepro(stale, "planted_stale_result");
-  ASSERT_TRUE(r.ok()) << describe(r);
-  EXPECT_EQ(r.exitCode.value_or(-1), 1) << describe(r);
-  EXPECT_EQ(reproVerdict(r.stdoutTail), "second-call-divergence") << describe(r);
+  struct Planted {
+    const char *program, *backend, *verdict, *failingLeaf;
+  };
+  for (const Planted& p : {Planted{"tests/programs/mutates_input_and_buffer.py", "tcfuzz_planted_drop_mutation",
+                                   "mutation-divergence", "(input 0 after forward): fail"},
+                           Planted{"tests/programs/linear_tanh_sum.py", "tcfuzz_planted_stale_result",
+                                   "second-call-divergence", "(fresh-inputs: output 0): fail"}}) {
+    SCOPED_TRACE(p.backend);
+    oracles::RunResult r = runRepro(makeCase(p.program, p.backend, p.verdict), p.backend);
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_EQ(r.exitCode.value_or(-1), 1) << describe(r);
+    EXPECT_EQ(reproVerdict(r.stdoutTail), p.verdict) << describe(r);
+    EXPECT_NE(r.stdoutTail.find(p.failingLeaf), std::string::npos) << describe(r);
+  }
 }
 
 TEST_F(ReproEndToEnd, PlantedSignedZerosReproduceAsSignedZero) {
