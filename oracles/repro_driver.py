@@ -134,23 +134,24 @@ def build(mode):
     seed_everything(CASE["seed"])
     model = make_model() if "make_model" in globals() else Model()  # noqa: F821 (defined above)
     model.eval()
+    inputs = build_inputs(CASE["seed"], widen=False)
     if mode == "fp64":
-        model = model.to(torch.float64)
+        model, inputs = widen_model_and_inputs(model, inputs)
     if CASE["device"] != "cpu":
         model = model.to(CASE["device"])
-    return model, build_inputs(mode, CASE["seed"])
+    return model, inputs
 
 
-def build_inputs(mode, seed):
-    """make_inputs(seed) as a list, widened in fp64 mode, on the case's device."""
+def build_inputs(seed, widen):
+    """make_inputs(seed) as a list on the case's device, floating ones widened to float64 when `widen`."""
     inputs = make_inputs(seed)  # noqa: F821 (defined above)
     if not isinstance(inputs, (list, tuple)):
         inputs = (inputs,)
     inputs = list(inputs)
-    if mode == "fp64":
-        inputs = pytree.tree_map(widen_tensor, inputs)
     if CASE["device"] != "cpu":
         inputs = pytree.tree_map(lambda t: t.to(CASE["device"]) if isinstance(t, torch.Tensor) else t, inputs)
+    if widen:
+        inputs = pytree.tree_map(widen_tensor, inputs)
     return inputs
 
 
@@ -250,7 +251,7 @@ def run(mode):
         if seed is None:
             args = fresh_copies(inputs)
         else:
-            args = build_inputs(mode, seed)
+            args = build_inputs(seed, widen=mode == "fp64")
             if CASE["backward"]:
                 args = grad_leaves(args)
         more = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(call(args))]

@@ -151,14 +151,16 @@ class ChildRun:
         self.seed_everything()
         model = ns["make_model"]() if "make_model" in ns else ns["Model"]()
         model.eval()
+        inputs = self.make_inputs(ns, int(self.job["seed"]), widen=False)
         if mode == "fp64":
-            model = model.to(torch.float64)
+            model, inputs = widen_model_and_inputs(model, inputs)
         if device != "cpu":
             model = model.to(device)
-        return model, self.make_inputs(ns, mode, int(self.job["seed"]))
+        return model, inputs
 
-    def make_inputs(self, ns, mode, seed):
-        """The program's inputs for `seed` as a list, widened in fp64 mode, on the job's device."""
+    def make_inputs(self, ns, seed, widen):
+        """The program's inputs for `seed` as a list (perturbed for the ill-conditioning check), on the
+        job's device, floating ones widened to float64 when `widen`."""
         device = self.job.get("device", "cpu")
         inputs = ns["make_inputs"](seed)
         if not isinstance(inputs, (list, tuple)):
@@ -166,10 +168,10 @@ class ChildRun:
         inputs = list(inputs)
         if self.job.get("perturb"):
             inputs = perturbed_inputs(inputs, self.job["perturb"])
-        if mode == "fp64":
-            inputs = pytree.tree_map(widen_tensor, inputs)
         if device != "cpu":
             inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, inputs)
+        if widen:
+            inputs = pytree.tree_map(widen_tensor, inputs)
         return inputs
 
     @staticmethod
@@ -226,7 +228,7 @@ class ChildRun:
                 if seed is None:
                     args = fresh_copies(inputs)
                 else:
-                    args = self.make_inputs(ns, mode, seed)
+                    args = self.make_inputs(ns, seed, widen=mode == "fp64")
                     if backward:
                         args = pytree.tree_map(_grad_leaf, args)
                 out, _ = self.call(fn, args, mode, wrt, wrt_names, False)
