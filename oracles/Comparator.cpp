@@ -39,6 +39,33 @@ void countZeroSlips(LeafComparison& leaf, const at::Tensor& e, const at::Tensor&
   leaf.flushedDenormals = at::logical_and(at::logical_and(subnormal, keptByFp64), c == 0).sum().item<int64_t>();
 }
 
+/// The values of `source` at `indices` (an index output as TieSource describes it), or nullopt when the
+/// indices do not fit the source (out of range, or another shape): then they cannot be ties.
+std::optional<at::Tensor> valuesAt(const at::Tensor& source, const at::Tensor& indices, const TieSource& tie) {
+  try {
+    if (!tie.dim || source.dim() == 0) {
+      if (indices.numel() && (indices.min().item<int64_t>() < 0 || indices.max().item<int64_t>() >= source.numel()))
+        return std::nullopt;
+      return at::take(source, indices);
+    }
+    int64_t dim = *tie.dim < 0 ? *tie.dim + source.dim() : *tie.dim;
+    at::Tensor index = tie.sameRank ? indices : indices.unsqueeze(dim);
+    if (index.dim() != source.dim()) return std::nullopt;
+    if (index.numel() && (index.min().item<int64_t>() < 0 || index.max().item<int64_t>() >= source.size(dim)))
+      return std::nullopt;
+    return at::gather(source, dim, index);
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+}
+
+/// Equal values, NaN equal to NaN.
+bool sameValues(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.is_floating_point()) return at::equal(a, b);
+  at::Tensor nan = at::isnan(a);
+  return at::equal(nan, at::isnan(b)) && at::equal(a.masked_select(nan.logical_not()), b.masked_select(nan.logical_not()));
+}
+
 double rmse(const at::Tensor& ref, const at::Tensor& res) {
   if (ref.numel() == 0) return 0.0;
   return at::sqrt(at::mean(at::square(ref - res))).item<double>();
@@ -106,8 +133,12 @@ LeafComparison Comparator::compareLeaf(size_t index, const LoadedOutputs& eager,
     return out;
   };
   if (el.kind != cl.kind) return fail("one output is a tensor, the other is not");
-  if (el.kind == OutputLeaf::Kind::Other)
-    return el.repr == cl.repr ? out : fail(fmt::format("values differ: {} vs {}", el.repr, cl.repr));
+  if (el.kind == OutputLeaf::Kind::Other) {
+    if (el.repr == cl.repr) return out;
+    if (el.role == "alias")
+      return fail(fmt::format("shares storage with {} in eager but with {} in compiled", el.repr, cl.repr));
+    return fail(fmt::format("values differ: {} vs {}", el.repr, cl.repr));
+  }
   out.dtypeMatch = el.dtype == cl.dtype;
   if (!out.dtypeMatch) return fail(fmt::format("dtype differs: eager {} vs compiled {}", el.dtype, cl.dtype));
   const at::Tensor& e = eager.tensors[el.index];
@@ -132,6 +163,15 @@ LeafComparison Comparator::compareLeaf(size_t index, const LoadedOutputs& eager,
   if (!isFloating(e)) {  // integer and bool: exact, unless compiled is no further from fp64 than eager
     if (at::equal(e, c)) return out;
     out.maxAbsDiff = (e.to(at::kDouble) - c.to(at::kDouble)).abs().max().item<double>();
+    if (el.tieSource && el.tieSource->index < static_cast<int>(eager.tensors.size())) {
+      const at::Tensor& source = eager.tensors[el.tieSource->index];
+      auto atEager = valuesAt(source, e, *el.tieSource), atCompiled = valuesAt(source, c, *el.tieSource);
+      if (atEager && atCompiled && sameValues(*atEager, *atCompiled)) {
+        out.tiedIndices = true;
+        out.reason = "indices differ only where the values they point to are ties";
+        return out;
+      }
+    }
     if (r && !isFloating(*r)) {
       out.fp64Used = true;
       out.mismatchesEager = at::ne(e, *r).sum().item<int64_t>();

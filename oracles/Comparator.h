@@ -49,6 +49,7 @@ struct LeafComparison {
   double maxAbsDiff = 0;       ///< eager vs compiled over finite elements
   double rmseEager = 0, rmseCompiled = 0;  ///< vs the fp64 reference, when used
   int64_t mismatchesEager = 0, mismatchesCompiled = 0;  ///< integer/bool leaves vs fp64
+  bool tiedIndices = false;  ///< an index output whose differing indices all point to tied values (passed)
   bool allclose = false;
   bool passed = true;
   std::string reason;          ///< why it failed or was not judged; empty when it simply passed

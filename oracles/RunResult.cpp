@@ -53,6 +53,13 @@ OutputSet outputSetFromJson(const nlohmann::json& j) {
     if (std::string role = stringField(leafJson, "role"); !role.empty()) leaf.role = std::move(role);
     leaf.name = stringField(leafJson, "name");
     leaf.random = leafJson.value("random", false);
+    if (const auto it = leafJson.find("tie_source"); it != leafJson.end() && it->is_object()) {
+      TieSource tie;
+      tie.index = it->value("index", -1);
+      if (it->contains("dim") && it->at("dim").is_number_integer()) tie.dim = it->at("dim").get<int64_t>();
+      tie.sameRank = it->value("same_rank", false);
+      if (tie.index >= 0) leaf.tieSource = tie;
+    }
     set.leaves.push_back(std::move(leaf));
   }
   return set;

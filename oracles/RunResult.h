@@ -30,6 +30,14 @@ struct ExceptionInfo {
   std::string traceback;
 };
 
+/// The values an index output points into (argmax, max.dim, sort, topk...), saved by the eager job
+/// (fuzzer/worker/forward_checks.py, IndexSources) so that indices of tied values can count as agreeing.
+struct TieSource {
+  int index = -1;              ///< position of the source values in the saved tensor list
+  std::optional<int64_t> dim;  ///< the dim indexed; absent: a flat index into the flattened source
+  bool sameRank = false;       ///< the indices have the source's rank (sort, topk, keepdim) rather than one less
+};
+
 /// One leaf of the flattened program output.
 struct OutputLeaf {
   enum class Kind { Tensor, Scalar, Other };
@@ -38,12 +46,14 @@ struct OutputLeaf {
   std::string dtype;             ///< torch dtype name without "torch.", or the Python scalar type
   std::vector<int64_t> shape;
   std::string repr;              ///< for Other leaves, compared as text
-  /// "output" (call 1's results), "grad" (its gradients), "state" (an input, buffer or parameter after
+  /// "output" (call 1's results), "grad" (its gradients), "alias" (an Other leaf per output of call 1: what
+  /// its storage is shared with, "input 0", "param w", "output 1" or "nothing"), "state" (an input, buffer or parameter after
   /// call 1), "second-call" (call 2: the same inputs again), "fresh-inputs" (call 3: inputs of seed + 1);
   /// see fuzzer/worker/forward_checks.py.
   std::string role = "output";
   std::string name;              ///< e.g. "grad(input 0)", "buffer bn.running_mean after forward"; empty for outputs
   bool random = false;           ///< its value depends on a random op (eager's taint): values are not judged
+  std::optional<TieSource> tieSource;  ///< eager's index outputs only: the values they index
 };
 
 /// The outputs of one forward call: a torch.save'd list of tensors in the job directory.

@@ -664,6 +664,7 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
     case Verdict::NumericDivergence:
     case Verdict::MutationDivergence:
     case Verdict::SecondCallDivergence:
+    case Verdict::AliasingDivergence:
     case Verdict::SignedZero:
     case Verdict::DenormalFlush:
       sig.kind = "numeric";

@@ -24,6 +24,7 @@ constexpr std::pair<Verdict, std::string_view> kVerdictNames[] = {
     {Verdict::IllConditioned, "ill-conditioned"},
     {Verdict::SignedZero, "signed-zero"},
     {Verdict::DenormalFlush, "denormal-flush"},
+    {Verdict::AliasingDivergence, "aliasing-divergence"},
 };
 
 bool failedToLoad(const RunResult& r) { return !r.ok() && (r.phase == "load" || r.phase == "setup"); }
@@ -100,6 +101,7 @@ int exitCodeFor(Verdict verdict) {
     case Verdict::IllConditioned: return 21;
     case Verdict::SignedZero: return 22;
     case Verdict::DenormalFlush: return 23;
+    case Verdict::AliasingDivergence: return 24;
   }
   return 3;
 }
@@ -107,7 +109,7 @@ int exitCodeFor(Verdict verdict) {
 bool isWrongResult(Verdict verdict) {
   return verdict == Verdict::NumericDivergence || verdict == Verdict::MutationDivergence ||
          verdict == Verdict::SecondCallDivergence || verdict == Verdict::SignedZero ||
-         verdict == Verdict::DenormalFlush;
+         verdict == Verdict::DenormalFlush || verdict == Verdict::AliasingDivergence;
 }
 
 bool isWrongResultSymptom(std::string_view symptom) {
@@ -118,6 +120,7 @@ bool isWrongResultSymptom(std::string_view symptom) {
 Verdict wrongResultOfRole(std::string_view role) {
   if (role == "state") return Verdict::MutationDivergence;
   if (role == "second-call" || role == "fresh-inputs") return Verdict::SecondCallDivergence;
+  if (role == "alias") return Verdict::AliasingDivergence;
   return Verdict::NumericDivergence;
 }
 

@@ -15,7 +15,9 @@ namespace tcfuzz::oracles {
 /// SandboxRefusal: the program tried to reach past its job in some run (RunStatus::Refused): never judged.
 /// The wrong-result findings, by the first failing leaf's role (RunResult.h, OutputLeaf::role):
 /// NumericDivergence (call 1's outputs or gradients), MutationDivergence (an input, buffer or parameter
-/// as the forward left it), SecondCallDivergence (call 2 with the same inputs, or call 3 with fresh ones).
+/// as the forward left it), SecondCallDivergence (call 2 with the same inputs, or call 3 with fresh ones),
+/// AliasingDivergence (an output shares storage with an input, buffer, parameter or other output in one
+/// mode and not in the other).
 /// Recorded, never reported: RandomOnly (every output depends on a random op, so only dtypes and shapes
 /// were judged), NothingCompiled (Dynamo captured no graph: compiled ran eager code),
 /// IllConditioned (eager's own spread on inputs perturbed by a few ulps covers compiled's deviation).
@@ -26,12 +28,12 @@ namespace tcfuzz::oracles {
 enum class Verdict {
   Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram, StateLeakSuspect,
   SandboxRefusal, MutationDivergence, SecondCallDivergence, RandomOnly, NothingCompiled, IllConditioned,
-  SignedZero, DenormalFlush
+  SignedZero, DenormalFlush, AliasingDivergence
 };
 
 /// "agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic", "invalid-program",
 /// "state-leak-suspect", "sandbox-refusal", "mutation-divergence", "second-call-divergence", "random-only",
-/// "nothing-compiled", "ill-conditioned", "signed-zero", "denormal-flush".
+/// "nothing-compiled", "ill-conditioned", "signed-zero", "denormal-flush", "aliasing-divergence".
 std::string_view toString(Verdict verdict);
 /// The verdict a toString spelling names, or nullopt.
 std::optional<Verdict> parseVerdict(std::string_view text);
@@ -39,13 +41,13 @@ std::optional<Verdict> parseVerdict(std::string_view text);
 int exitCodeFor(Verdict verdict);
 /// True for the verdicts that are findings (crash and status mismatches, and the wrong results).
 bool isFinding(Verdict verdict);
-/// True for the findings judged by comparing values: numeric, mutation and second-call divergences,
-/// signed zeros and flushed denormals.
+/// True for the findings judged by comparing values: numeric, mutation, second-call and aliasing
+/// divergences, signed zeros and flushed denormals.
 bool isWrongResult(Verdict verdict);
 /// isWrongResult of the verdict a signature symptom spells (false for any other text).
 bool isWrongResultSymptom(std::string_view symptom);
 /// The wrong-result verdict of a leaf role: "state" -> MutationDivergence, "second-call" and
-/// "fresh-inputs" -> SecondCallDivergence, anything else -> NumericDivergence.
+/// "fresh-inputs" -> SecondCallDivergence, "alias" -> AliasingDivergence, anything else -> NumericDivergence.
 Verdict wrongResultOfRole(std::string_view role);
 
 /// The compile configuration itself is wrong (unknown Inductor option, unknown backend): a usage

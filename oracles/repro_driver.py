@@ -43,10 +43,33 @@ def widen_dtype(dtype):
     return dtype
 
 
+def layout_copy(t, dtype=None):
+    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset: its whole
+    storage is copied, so a slice, a transposed or expanded view or an input with a storage offset reaches
+    the model as make_inputs made it (clone() and to() would make it dense, at offset 0). A tensor that
+    requires grad keeps clone() (its copy must stay in its graph); so do non-strided tensors."""
+    dtype = dtype or t.dtype
+    if t.requires_grad or t.layout != torch.strided:
+        return t.to(dtype) if dtype != t.dtype else t.clone()
+    storage, width = t.untyped_storage(), t.element_size()
+    if storage.nbytes() % width:  # a dtype view of another dtype's storage
+        return t.to(dtype) if dtype != t.dtype else t.clone()
+    with torch.no_grad():
+        whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (storage.nbytes() // width,), (1,))
+        return whole.to(dtype, copy=True).as_strided(t.size(), t.stride(), t.storage_offset())
+
+
+def fresh_copies(inputs):
+    """Copies of every tensor in `inputs` with their layout kept (layout_copy): each call gets its own, so a
+    program that mutates its inputs is compared as it is; a grad leaf's copy stays in its graph."""
+    return pytree.tree_map(lambda t: layout_copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
+
+
 def widen_tensor(t):
-    """A floating or complex tensor converted to its widened dtype; anything else unchanged."""
+    """A floating or complex tensor converted to its widened dtype, its layout kept (layout_copy);
+    anything else unchanged."""
     if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
-        return t.to(widen_dtype(t.dtype))
+        return layout_copy(t, widen_dtype(t.dtype))
     return t
 
 
@@ -164,17 +187,37 @@ def grad_leaves(inputs):
     )
 
 
-def fresh_copies(inputs):
-    """Every call gets clones of the inputs: a program that mutates them is then compared as it is."""
-    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, list(inputs))
-
-
 def model_state(model):
     """[(name, tensor)]: "buffer X" then "param X", each sorted by name."""
     found = []
     for kind, getter in (("buffer", "named_buffers"), ("param", "named_parameters")):
         found += [(f"{kind} {name}", t) for name, t in sorted(getattr(model, getter)(), key=lambda item: item[0])]
     return found
+
+
+def storage_key(t):
+    """The address of a tensor's storage, or None (not a tensor, no storage, or an empty one)."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    try:
+        storage = t.untyped_storage()
+        return storage.data_ptr() if storage.nbytes() > 0 else None
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return None
+
+
+def alias_notes(out_leaves, sources):
+    """Per output leaf, what its storage is shared with: the first of `sources` ([(name, tensor)]: inputs,
+    then buffers and parameters), else the first earlier output, else "nothing" (tcfuzz's alias leaves)."""
+    owners, seen, notes = {}, {}, []
+    for name, t in sources:
+        owners.setdefault(storage_key(t), name)
+    for i, leaf in enumerate(out_leaves):
+        key = storage_key(leaf)
+        notes.append((owners.get(key) or seen.get(key) or "nothing") if key is not None else "nothing")
+        if key is not None:
+            seen.setdefault(key, f"output {i}")
+    return notes
 
 
 def gradients(out, wrt):
@@ -193,8 +236,9 @@ def gradients(out, wrt):
 
 def run(mode):
     """One run ("eager", "fp64" or "compiled"), as tcfuzz's worker made it: call 1's outputs (then its
-    gradients), each input, buffer and parameter as call 1 left it, call 2's outputs (the same inputs
-    again) and call 3's (the inputs of seed + 1); each call starts from the state as built.
+    gradients, then what each output's storage is shared with), each input, buffer and parameter as
+    call 1 left it, call 2's outputs (the same inputs again) and call 3's (the inputs of seed + 1); each
+    call starts from the state as built.
     Returns the leaves, their names and their roles."""
     model, inputs = build(mode)
     fn = model
@@ -241,6 +285,11 @@ def run(mode):
         leaves += grads
         names += wrt_names[: len(grads)]
         roles += ["grad"] * len(grads)
+    inputs_now = [(f"input {i}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+    notes = alias_notes(pytree.tree_leaves(out), inputs_now + state)
+    leaves += notes
+    names += [f"output {i} storage" for i in range(len(notes))]
+    roles += ["alias"] * len(notes)
     after = [(f"input {i} after forward", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
     after += [(f"{name} after forward", t) for name, t in state]
     leaves += [t.detach().clone() for _, t in after]
@@ -305,7 +354,9 @@ def compare_leaf(eager, compiled, fp64):
     """'pass', 'fail' or 'unstable' (eager has NaN/Inf where fp64 does not: not judged), and a note."""
     eager, compiled, fp64 = as_real_tensor(eager), as_real_tensor(compiled), as_real_tensor(fp64)
     if not isinstance(eager, torch.Tensor) or not isinstance(compiled, torch.Tensor):
-        return ("pass", "") if repr(eager) == repr(compiled) else ("fail", f"{eager!r} != {compiled!r}")
+        if repr(eager) == repr(compiled):
+            return "pass", ""
+        return "fail", f"{eager} != {compiled}" if isinstance(eager, str) else f"{eager!r} != {compiled!r}"
     if eager.dtype != compiled.dtype or eager.shape != compiled.shape:
         return "fail", f"eager {eager.dtype}{list(eager.shape)} vs compiled {compiled.dtype}{list(compiled.shape)}"
     if not isinstance(fp64, torch.Tensor) or fp64.shape != eager.shape:
@@ -357,7 +408,8 @@ def zero_slip(eager, compiled, fp64):
 
 def compare(eager, compiled, fp64):
     """The verdict for two runs that both succeeded: 'agree', 'invalid-program', or the wrong result of the
-    first failing leaf's role: 'numeric-divergence', 'mutation-divergence' or 'second-call-divergence'."""
+    first failing leaf's role: 'numeric-divergence', 'mutation-divergence', 'second-call-divergence' or
+    'aliasing-divergence'."""
     (eager, names, roles), (compiled, _, _) = eager, compiled
     fp64 = fp64[0] if fp64 is not None else None
     if len(eager) != len(compiled):
@@ -366,7 +418,8 @@ def compare(eager, compiled, fp64):
     if fp64 is not None and len(fp64) != len(eager):
         fp64 = None
     leaves = CASE["diverging_leaves"] or [
-        i for i, t in enumerate(eager) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+        i for i, t in enumerate(eager)
+        if roles[i] == "alias" or isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
     ]
     outcomes, first_role = [], None
     for i in leaves:
@@ -392,7 +445,7 @@ def compare(eager, compiled, fp64):
 
 # The verdict of a wrong result by the role of its first failing leaf (oracles::wrongResultOfRole).
 WRONG_RESULT_OF_ROLE = {"state": "mutation-divergence", "second-call": "second-call-divergence",
-                        "fresh-inputs": "second-call-divergence"}
+                        "fresh-inputs": "second-call-divergence", "alias": "aliasing-divergence"}
 
 
 def main():

@@ -219,3 +219,49 @@ TEST_F(ComparatorTest, FlushedSubnormalsAreCountedOnlyWhereFp64KeepsOneToo) {
   EXPECT_EQ(cmp.leaves[0].flushedDenormals, 1);
   EXPECT_EQ(cmp.leaves[0].signedZeros, 0);
 }
+
+namespace {
+
+/// Eager's outputs: the index leaf at 0 with its tie source (the values it indexes) saved after it.
+LoadedOutputs indicesWithSource(const at::Tensor& indices, const at::Tensor& source, std::optional<int64_t> dim,
+                                bool sameRank) {
+  LoadedOutputs o = outputs({indices, source});
+  o.leaves.pop_back();  // the source is saved, but it is no leaf of its own
+  o.leaves[0].tieSource = TieSource{1, dim, sameRank};
+  return o;
+}
+
+}  // namespace
+
+TEST_F(ComparatorTest, IndicesThatPointToTiedValuesAgreeAndOthersFail) {
+  // argmax(dim=1): row 0 has its maximum 5 twice, row 1 once.
+  at::Tensor source = at::tensor({5.0f, 5.0f, 1.0f, 0.0f, 1.0f, 9.0f}).view({2, 3});
+  LoadedOutputs e = indicesWithSource(at::tensor({0L, 2L}), source, 1, false);
+  LoadedOutputs tied = outputs({at::tensor({1L, 2L})});
+  Comparison cmp = comparator.compare(e, tied, nullptr);
+  EXPECT_TRUE(cmp.passed) << cmp.reason;
+  EXPECT_TRUE(cmp.leaves[0].tiedIndices);
+  EXPECT_EQ(cmp.leaves[0].reason, "indices differ only where the values they point to are ties");
+
+  LoadedOutputs wrong = outputs({at::tensor({0L, 1L})});  // row 1: 1.0 is not the maximum 9.0
+  cmp = comparator.compare(e, wrong, nullptr);
+  EXPECT_FALSE(cmp.passed);
+  EXPECT_FALSE(cmp.leaves[0].tiedIndices);
+
+  LoadedOutputs outOfRange = outputs({at::tensor({3L, 2L})});
+  EXPECT_FALSE(comparator.compare(e, outOfRange, nullptr).passed);
+}
+
+TEST_F(ComparatorTest, FlatAndSameRankIndicesAreResolvedLikeTheirOps) {
+  at::Tensor source = at::tensor({2.0f, 7.0f, 7.0f, -1.0f}).view({2, 2});
+  // argmax() with no dim: a flat index; 1 and 2 both hold 7.
+  LoadedOutputs flat = indicesWithSource(at::tensor(1L), source, std::nullopt, false);
+  EXPECT_TRUE(comparator.compare(flat, outputs({at::tensor(2L)}), nullptr).passed);
+  EXPECT_FALSE(comparator.compare(flat, outputs({at::tensor(0L)}), nullptr).passed);
+  // sort(dim=0), indices of the source's rank: column 0 sorts [2, 7], column 1 [7, -1]; no ties.
+  LoadedOutputs sorted = indicesWithSource(at::tensor({0L, 1L, 1L, 0L}).view({2, 2}), source, 0, true);
+  EXPECT_FALSE(comparator.compare(sorted, outputs({at::tensor({1L, 1L, 0L, 0L}).view({2, 2})}), nullptr).passed);
+  // topk(k=1, dim=-1) of [[7, 7]]: either index is the top value.
+  LoadedOutputs top = indicesWithSource(at::tensor({0L}).view({1, 1}), at::tensor({7.0f, 7.0f}).view({1, 2}), -1, true);
+  EXPECT_TRUE(comparator.compare(top, outputs({at::tensor({1L}).view({1, 1})}), nullptr).passed);
+}

@@ -3,11 +3,14 @@
 
 #include <fstream>
 
+#include <ATen/ATen.h>
+
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
+#include "oracles/OutputLoader.h"
 #include "oracles/Signature.h"
 
 using namespace tcfuzz;
@@ -117,6 +120,71 @@ TEST_F(ProgramTesterTest, PlantedLostMutationIsAMutationDivergence) {
   oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, {"add", "mul_"});
   EXPECT_EQ(sig.symptom, "mutation-divergence");
   EXPECT_EQ(sig.kind, "numeric");
+}
+
+TEST_F(ProgramTesterTest, OutputsThatAliasInputsBuffersAndOutputsAgreeUnderInductor) {
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/returns_views_of_input.py"), settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  std::vector<std::string> aliasNames;
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role == "alias") aliasNames.push_back(l.name);
+  EXPECT_EQ(aliasNames, (std::vector<std::string>{"output 0 storage", "output 1 storage", "output 2 storage",
+                                                  "output 3 storage", "output 4 storage"}));
+  // What eager's outputs alias, as saved (a leaf of kind "other" each).
+  oracles::LoadedOutputs eager = oracles::loadOutputs(*r.runs.eager.outputs, r.runs.eager.jobDir);
+  std::vector<std::string> notes;
+  for (const auto& l : eager.leaves)
+    if (l.role == "alias") notes.push_back(l.repr);
+  EXPECT_EQ(notes, (std::vector<std::string>{"input 0", "input 0", "buffer scale", "nothing", "output 3"}));
+}
+
+TEST_F(ProgramTesterTest, EagerSavesTheValuesAnIndexOutputPointsInto) {
+  // topk's (values, indices): only the indices get a tie source, the (6, 16) input and dim 1.
+  ProgramTestResult r = tester_->test(sourcePath("corpus/negative/argmax_tie_topk.py"), settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  oracles::LoadedOutputs eager = oracles::loadOutputs(*r.runs.eager.outputs, r.runs.eager.jobDir);
+  ASSERT_GE(eager.leaves.size(), 2u);
+  EXPECT_FALSE(eager.leaves[0].tieSource);
+  ASSERT_TRUE(eager.leaves[1].tieSource);
+  EXPECT_EQ(eager.leaves[1].tieSource->dim, 1);
+  EXPECT_TRUE(eager.leaves[1].tieSource->sameRank);
+  const at::Tensor& source = eager.tensors[eager.leaves[1].tieSource->index];
+  EXPECT_EQ(source.sizes().vec(), (std::vector<int64_t>{6, 16}));
+  // The values topk returned are the source's values at its indices.
+  EXPECT_TRUE(at::equal(at::gather(source, 1, eager.tensors[eager.leaves[1].index]), eager.tensors[eager.leaves[0].index]));
+  oracles::LoadedOutputs compiled = oracles::loadOutputs(*r.runs.compiled.outputs, r.runs.compiled.jobDir);
+  EXPECT_FALSE(compiled.leaves[1].tieSource);  // only eager's job tracks them
+}
+
+TEST_F(ProgramTesterTest, EveryModeAndCallSeesTheInputsStridesAndStorageOffset) {
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/strided_input_with_offset.py"), settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  for (const oracles::RunResult* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64}) {
+    SCOPED_TRACE(run->jobDir.string());
+    oracles::LoadedOutputs out = oracles::loadOutputs(*run->outputs, run->jobDir);
+    std::vector<double> layout;  // storage offset, strides, contiguity of the input: calls 1, 2 and 3
+    for (const auto& l : out.leaves)
+      if (l.kind == oracles::OutputLeaf::Kind::Scalar) layout.push_back(out.tensors[l.index].item<double>());
+    EXPECT_EQ(layout, (std::vector<double>{8, 1, 6, 0, 8, 1, 6, 0, 8, 1, 6, 0}));
+  }
+}
+
+TEST_F(ProgramTesterTest, PlantedCopiedOutputsAreAnAliasingDivergence) {
+  // TEST FIXTURE backend: returns a copy of every graph output; the values stay right.
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/returns_views_of_input.py"),
+                                      settings("tcfuzz_planted_copy_outputs"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::AliasingDivergence) << r.verdict.reason;
+  EXPECT_EQ(oracles::exitCodeFor(r.verdict.verdict), 24);
+  EXPECT_NE(r.verdict.reason.find("output 0 storage: shares storage with input 0 in eager but with nothing in compiled"),
+            std::string::npos)
+      << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  EXPECT_EQ(r.verdict.comparison->failingRole, "alias");
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role == "output") EXPECT_TRUE(l.passed) << l.name << ": " << l.reason;
+  oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, {"mul", "t"});
+  EXPECT_EQ(sig.symptom, "aliasing-divergence");
 }
 
 TEST_F(ProgramTesterTest, PlantedStaleResultIsASecondCallDivergence) {

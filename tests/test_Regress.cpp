@@ -18,6 +18,8 @@ namespace tcfuzz {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::csvFields;
+using test_support::lines;
 using test_support::TempDir;
 using S = RegressStatus;
 using Kind = ReleaseTransition::Kind;
@@ -95,28 +97,6 @@ RegressCell cellOf(S status, const std::string& reason = "") {
   c.config = R"({"backward":true,"dynamic":true})";
   c.reason = reason;
   return c;
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::string line;
-  std::istringstream in(text);
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
-/// The fields of one CSV line (RFC 4180 quoting).
-std::vector<std::string> csvFields(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += line[++i];
-    else if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) out.emplace_back();
-    else out.back() += c;
-  }
-  return out;
 }
 
 const std::string kHeader =

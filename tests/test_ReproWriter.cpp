@@ -211,9 +211,9 @@ TEST_F(ReproEndToEnd, PlantedNumericBugReproduces) {
   EXPECT_NE(r.stdoutTail.find("leaf 0 (output 0): fail; max abs diff"), std::string::npos) << describe(r);
 }
 
-TEST_F(ReproEndToEnd, PlantedLostMutationAndStaleResultReproduceWithTheirOwnVerdicts) {
-  // TEST FIXTURE backends: one loses the writes to the input and the buffer, the other returns call 1's
-  // results on every later call. repro.py rebuilds the worker's leaves (state after forward, calls 2
+TEST_F(ReproEndToEnd, PlantedLostMutationStaleResultAndCopiedViewReproduceWithTheirOwnVerdicts) {
+  // TEST FIXTURE backends: one loses the writes to the input and the buffer, one returns call 1's
+  // results on every later call, one returns copies where eager returns views. repro.py rebuilds the worker's leaves (state after forward, calls 2
   // and 3) and names the check that failed.
   struct Planted {
     const char *program, *backend, *verdict, *failingLeaf;
@@ -221,7 +221,9 @@ TEST_F(ReproEndToEnd, PlantedLostMutationAndStaleResultReproduceWithTheirOwnVerd
   for (const Planted& p : {Planted{"tests/programs/mutates_input_and_buffer.py", "tcfuzz_planted_drop_mutation",
                                    "mutation-divergence", "(input 0 after forward): fail"},
                            Planted{"tests/programs/linear_tanh_sum.py", "tcfuzz_planted_stale_result",
-                                   "second-call-divergence", "(fresh-inputs: output 0): fail"}}) {
+                                   "second-call-divergence", "(fresh-inputs: output 0): fail"},
+                           Planted{"tests/programs/returns_views_of_input.py", "tcfuzz_planted_copy_outputs",
+                                   "aliasing-divergence", "(output 0 storage): fail; input 0 != nothing"}}) {
     SCOPED_TRACE(p.backend);
     oracles::RunResult r = runRepro(makeCase(p.program, p.backend, p.verdict), p.backend);
     ASSERT_TRUE(r.ok()) << describe(r);

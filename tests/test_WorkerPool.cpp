@@ -66,10 +66,15 @@ TEST(WorkerPool, EachFailureModeHasItsOwnStatusAndThePoolKeepsRunning) {
   r = pool.submit(ok).get();
   EXPECT_EQ(r.status, oracles::RunStatus::Ok) << r.summary();
   ASSERT_TRUE(r.outputs);
-  // Call 1's output, the input and four parameters after forward, then calls 2 and 3 (forward_checks.py).
-  ASSERT_EQ(r.outputs->leaves.size(), 8u);
+  // Call 1's output, what its storage is shared with, the input and four parameters after forward, then
+  // calls 2 and 3 (forward_checks.py).
+  ASSERT_EQ(r.outputs->leaves.size(), 9u);
   EXPECT_EQ(r.outputs->leaves[0].role, "output");
-  EXPECT_EQ(r.outputs->leaves[7].role, "fresh-inputs");
+  EXPECT_EQ(r.outputs->leaves[1].role, "alias");
+  EXPECT_EQ(r.outputs->leaves[1].kind, oracles::OutputLeaf::Kind::Other);
+  EXPECT_EQ(r.outputs->leaves[1].repr, "nothing");
+  EXPECT_EQ(r.outputs->leaves[2].role, "state");
+  EXPECT_EQ(r.outputs->leaves[8].role, "fresh-inputs");
   EXPECT_EQ(r.outputs->leaves[0].dtype, "float32");
   EXPECT_EQ(r.outputs->leaves[0].shape, (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(r.repeatOutputs.size(), 1u);

@@ -517,7 +517,7 @@ void Campaign::writeStats() {
     kv.emplace_back("programs_abandoned", std::to_string(abandoned_));
   }
   for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "mutation-divergence",
-                        "second-call-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
+                        "second-call-divergence", "aliasing-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
                         "random-only", "nothing-compiled", "ill-conditioned"}) {
     auto it = s.verdicts.find(v);
     kv.emplace_back(statsKey(v), std::to_string(it == s.verdicts.end() ? 0 : it->second));

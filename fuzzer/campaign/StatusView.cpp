@@ -39,7 +39,8 @@ std::string StatusView::summaryLine(const CampaignSnapshot& s) const {
       "unique {} (last new {}) | queue {} features {} | torch {:.1f}%",
       duration(s.runSeconds), s.programs, s.programsPerMinute, count(s, "agree"), count(s, "crash-mismatch"),
       count(s, "status-mismatch"),
-      count(s, "numeric-divergence") + count(s, "mutation-divergence") + count(s, "second-call-divergence"),
+      count(s, "numeric-divergence") + count(s, "mutation-divergence") + count(s, "second-call-divergence") +
+          count(s, "aliasing-divergence"),
       count(s, "nondeterministic"),
       count(s, "invalid-program"), s.findings, s.uniqueSignatures,
       s.sinceLastNewSignature < 0 ? "none yet" : duration(s.sinceLastNewSignature) + " ago", s.queue, s.features,
@@ -58,7 +59,7 @@ void StatusView::draw(const CampaignSnapshot& s) {
                       s.mutated, s.duplicates, s.errors);
   text += "  verdicts\n";
   for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "mutation-divergence",
-                        "second-call-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
+                        "second-call-divergence", "aliasing-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
                         "random-only", "nothing-compiled", "ill-conditioned"})
     text += fmt::format("    {:<20} {}\n", v, count(s, v));
   text += fmt::format("\n  findings       {:<14} unique signatures {}   last new: {}\n", s.findings, s.uniqueSignatures,

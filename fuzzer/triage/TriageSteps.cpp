@@ -200,6 +200,7 @@ std::optional<std::string_view> wrongResultTitle(std::string_view symptom) {
       {"numeric-divergence", "compiled result is further from float64 than eager"},
       {"mutation-divergence", "compiled forward leaves an input, buffer or parameter different from eager"},
       {"second-call-divergence", "compiled module is wrong on a later call (first call agrees)"},
+      {"aliasing-divergence", "compiled output aliases other storage than eager's (a view became a copy, or the reverse)"},
       {"signed-zero", "compiled result has zeros of the wrong sign (eager and fp64 agree)"},
       {"denormal-flush", "compiled result flushes subnormals to zero (eager and fp64 keep them)"},
   };

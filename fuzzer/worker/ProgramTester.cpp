@@ -304,6 +304,7 @@ nlohmann::json toJson(const ProgramTestResult& result) {
                         {"multiplier", l.multiplier},
                         {"passed", l.passed},
                         {"random", l.random},
+                        {"tied_indices", l.tiedIndices},
                         {"note", l.reason}});
     }
     j["outputs"] = leaves;

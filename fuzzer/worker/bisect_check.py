@@ -1,8 +1,12 @@
-"""The numeric check of a bisect job (child.py's ChildRun.bisect): the oracle's rule, in Python, over the
-leaves of one eager, compiled and fp64 run, with the tolerance table the job carries.
+"""The bisect job (run_bisect, for child.py's ChildRun.bisect) and its numeric check: the oracle's rule,
+in Python, over the leaves of one eager, compiled and fp64 run, with the tolerance table the job carries.
 
 Imported by zygote.py (through child.py) before any fork: nothing here runs a torch op at import time.
 """
+
+import sys
+import time
+import traceback
 
 import torch
 
@@ -70,3 +74,52 @@ def leaves_agree(eager, compiled, fp64, leaves, tolerances):
             print(f"bisect: leaf {i} diverges")
             return False
     return True
+
+
+def run_bisect(run, stdout_tail):
+    """A bisect job of ChildRun `run` (child.py): CompilerBisector.do_bisect over Inductor, which backend,
+    subsystem and application first fails (check "crash": the compiled run raises; "numeric": it
+    diverges from eager, arbitrated by fp64). stdout_tail() gives the tail of the job's stdout.
+    Raises JobError when the job carries no tolerance table (job["bisect"]["tolerances"])."""
+    spec = run.job.get("bisect") or {}
+    tolerances = bisect_tolerances(spec)
+    try:
+        from torch._inductor.compiler_bisector import CompilerBisector
+    except ImportError:
+        return {"status": "ok", "phase": "done", "bisect": {"available": False}, "times": run.times}
+    check = spec.get("check", "crash")
+    run.job["compile"] = dict(run.job.get("compile") or {}, backend="inductor")  # the bisector drives the backend
+    run.mark("load")
+    ns = run.load_program()
+    run.mark("config")
+    run.apply_compile_config()
+    run.mark("setup")
+    eager = fp64 = None
+    if check == "numeric":
+        eager = run.leaves(ns, "eager")
+        try:
+            fp64 = run.leaves(ns, "fp64")
+        except Exception:  # noqa: BLE001  (no fp64 reference: compared without it)
+            traceback.print_exc()
+
+    def compiles_correctly():
+        torch._dynamo.reset()
+        try:
+            compiled = run.leaves(ns, "compiled")
+        except Exception:  # noqa: BLE001  (a failing compiled run is the "bad" outcome)
+            traceback.print_exc()
+            return False
+        if check == "crash":
+            return True
+        return leaves_agree(eager, compiled, fp64, spec.get("leaves") or [], tolerances)
+
+    t0 = time.monotonic()
+    found = CompilerBisector.do_bisect(compiles_correctly)
+    run.times["run_s"] = time.monotonic() - t0
+    sys.stdout.flush()
+    info = {"available": True, "found": found is not None}
+    if found is not None:
+        info.update(backend=found.backend, subsystem=found.subsystem, bisect_number=found.bisect_number,
+                    debug_info=found.debug_info)
+    return {"status": "ok", "phase": "done", "bisect": info, "times": run.times,
+            "stdout_tail": stdout_tail()}

@@ -20,9 +20,10 @@ import torch._dynamo
 import torch._inductor.config
 import torch.utils._pytree as pytree
 
-from bisect_check import JobError, bisect_tolerances, leaves_agree  # noqa: F401  (JobError: raised by the bisect job)
+from bisect_check import JobError, run_bisect  # noqa: F401  (JobError: raised by the bisect job)
 from compile_stats import compile_facts, compile_phases
-from forward_checks import FRESH_INPUT_SEED_OFFSET, ModuleState, NoTaint, RandomTaint, fresh_copies, perturbed_inputs
+from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, alias_notes,
+                            perturbed_inputs)
 from lift import run_lift_job
 from program_guard import GUARD
 
@@ -49,6 +50,7 @@ class ChildRun:
         self.compile_seconds = 0.0
         self._compile_started = None
         self.random_ops = []
+        self.tie_sources = {}  # id(an output leaf of call 1) -> IndexSources' (source, dim, same rank)
 
     def mark(self, phase):
         """Records the phase on disk first, so a death in this phase is attributed to it."""
@@ -167,7 +169,7 @@ class ChildRun:
             inputs = (inputs,)
         inputs = list(inputs)
         if self.job.get("perturb"):
-            inputs = perturbed_inputs(inputs, self.job["perturb"])
+            inputs = pytree.tree_map(_with_layout_of, inputs, perturbed_inputs(inputs, self.job["perturb"]))
         if device != "cpu":
             inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, inputs)
         if widen:
@@ -192,12 +194,13 @@ class ChildRun:
                 wrt_names.append(f"grad(param {name})")
         return inputs, wrt, wrt_names
 
-    def call(self, fn, args, mode, wrt, wrt_names, backward):
+    def call(self, fn, args, mode, wrt, wrt_names, backward, inspect=None):
         """One seeded call of fn on `args` (fresh copies: ModuleState and fresh_copies), with backward
-        when asked: (cloned outputs, grads or None)."""
+        when asked: (cloned outputs, grads or None, inspect(the output leaves as returned) or None)."""
         self.mark("run")
         self.seed_everything()
         out = call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
+        inspected = inspect(pytree.tree_leaves(out)) if inspect else None
         # Under CUDA graphs the output buffers are reused by the next replay: clone at once.
         outputs = pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, out)
         grads = None
@@ -207,20 +210,27 @@ class ChildRun:
             t_bw = time.monotonic()
             grads = self.gradients(out, wrt, wrt_names)
             self.times["backward_s"] = self.times.get("backward_s", 0.0) + time.monotonic() - t_bw
-        return outputs, grads
+        return outputs, grads, inspected
 
     def checked_calls(self, ns, fn, inputs, mode, wrt, wrt_names, state):
         """The three calls of one run (forward_checks.py): [(leaf, role, name, random)] in saved order."""
         backward = bool(self.job.get("backward", False))
         taint = RandomTaint() if mode == "eager" else NoTaint()
+        ties = IndexSources() if mode == "eager" else NoTaint()
         entries = []
         with taint:
             state.restore()
             args = fresh_copies(inputs)
-            out, grads = self.call(fn, args, mode, wrt, wrt_names, backward)
+            sources = state.alias_sources(args)
+            with ties:
+                out, grads, (aliases, tie_sources) = self.call(
+                    fn, args, mode, wrt, wrt_names, backward,
+                    lambda raw: (alias_notes(raw, sources), ties.sources_of(raw)))
             leaves = pytree.tree_leaves(out)
+            self.tie_sources.update((id(leaf), src) for leaf, src in zip(leaves, tie_sources) if src is not None)
             entries += [(leaf, "output", "", leaf) for leaf in leaves]
             entries += [(g, "grad", name, g) for name, g in grads or []]
+            entries += [(note, "alias", f"output {i} storage", note) for i, note in enumerate(aliases)]
             entries += [(t.detach().clone(), "state", name, t) for name, t in state.after_forward(args)]
             t_extra = time.monotonic()
             for role, seed in (("second-call", None), ("fresh-inputs", int(self.job["seed"]) + FRESH_INPUT_SEED_OFFSET)):
@@ -231,7 +241,7 @@ class ChildRun:
                     args = self.make_inputs(ns, seed, widen=mode == "fp64")
                     if backward:
                         args = pytree.tree_map(_grad_leaf, args)
-                out, _ = self.call(fn, args, mode, wrt, wrt_names, False)
+                out, _, _ = self.call(fn, args, mode, wrt, wrt_names, False)
                 entries += [(leaf, role, f"{role}: output {i}", leaf) for i, leaf in enumerate(pytree.tree_leaves(out))]
             self.times["extra_calls_s"] = self.times.get("extra_calls_s", 0.0) + time.monotonic() - t_extra
             flags = taint.leaf_flags([source for *_, source in entries])
@@ -326,51 +336,8 @@ class ChildRun:
         return [leaf for leaf, *_ in self.checked_calls(ns, fn, inputs, mode, wrt, wrt_names, ModuleState(model))]
 
     def bisect(self):
-        """CompilerBisector.do_bisect over Inductor: which backend, subsystem and application first fails
-        (check "crash": the compiled run raises; "numeric": it diverges from eager, arbitrated by fp64).
-        Raises JobError when the job carries no tolerance table (job["bisect"]["tolerances"])."""
-        spec = self.job.get("bisect") or {}
-        tolerances = bisect_tolerances(spec)
-        try:
-            from torch._inductor.compiler_bisector import CompilerBisector
-        except ImportError:
-            return {"status": "ok", "phase": "done", "bisect": {"available": False}, "times": self.times}
-        check = spec.get("check", "crash")
-        self.job["compile"] = dict(self.job.get("compile") or {}, backend="inductor")  # the bisector drives the backend
-        self.mark("load")
-        ns = self.load_program()
-        self.mark("config")
-        self.apply_compile_config()
-        self.mark("setup")
-        eager = fp64 = None
-        if check == "numeric":
-            eager = self.leaves(ns, "eager")
-            try:
-                fp64 = self.leaves(ns, "fp64")
-            except Exception:  # noqa: BLE001  (no fp64 reference: compared without it)
-                traceback.print_exc()
-
-        def compiles_correctly():
-            torch._dynamo.reset()
-            try:
-                compiled = self.leaves(ns, "compiled")
-            except Exception:  # noqa: BLE001  (a failing compiled run is the "bad" outcome)
-                traceback.print_exc()
-                return False
-            if check == "crash":
-                return True
-            return leaves_agree(eager, compiled, fp64, spec.get("leaves") or [], tolerances)
-
-        t0 = time.monotonic()
-        found = CompilerBisector.do_bisect(compiles_correctly)
-        self.times["run_s"] = time.monotonic() - t0
-        sys.stdout.flush()
-        info = {"available": True, "found": found is not None}
-        if found is not None:
-            info.update(backend=found.backend, subsystem=found.subsystem, bisect_number=found.bisect_number,
-                        debug_info=found.debug_info)
-        return {"status": "ok", "phase": "done", "bisect": info, "times": self.times,
-                "stdout_tail": tail(os.path.join(self.dir, STDOUT_FILE), SCRIPT_TAIL_CHARS)}
+        """The bisect job (bisect_check.run_bisect): which backend, subsystem and application first fails."""
+        return run_bisect(self, lambda: tail(os.path.join(self.dir, STDOUT_FILE), SCRIPT_TAIL_CHARS))
 
     def gradients(self, out, wrt, wrt_names):
         """d(outputs)/d(inputs, parameters) with seeded grad_outputs: [(name, tensor or None)], or None if skipped.
@@ -401,6 +368,10 @@ class ChildRun:
         tensors, described = [], []
         for leaf, role, name, random in entries:
             d = dict(self.describe_leaf(leaf, tensors), role=role)
+            tie = self.tie_sources.get(id(leaf)) if role == "output" else None
+            if tie is not None:  # the values an index output points into (IndexSources)
+                source, dim, same_rank = tie
+                d["tie_source"] = dict(self.describe_leaf(source, tensors), dim=dim, same_rank=same_rank)
             if name:
                 d["name"] = name
             if random:
@@ -439,6 +410,21 @@ class CompileConfigError(Exception):
     """The job's compile configuration names something torch does not have."""
 
 
+def _with_layout_of(original, values):
+    """`values` (a dense tensor of original's shape) in original's layout (layout_copy), so a perturbed
+    input keeps make_inputs' strides and storage offset; `values` itself where that cannot hold them
+    (an expanded input) or original is no tensor."""
+    if not isinstance(original, torch.Tensor) or original.requires_grad:
+        return values
+    out = layout_copy(original)
+    try:
+        with torch.no_grad():
+            out.copy_(values)
+    except RuntimeError:  # overlapping memory cannot hold distinct values
+        return values
+    return out
+
+
 def _grad_leaf(t):
     """A floating or complex input tensor as a fresh leaf that requires grad; anything else unchanged."""
     if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
@@ -470,10 +456,33 @@ def widen_dtype(dtype):
     return dtype
 
 
+def layout_copy(t, dtype=None):
+    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset: its whole
+    storage is copied, so a slice, a transposed or expanded view or an input with a storage offset reaches
+    the model as make_inputs made it (clone() and to() would make it dense, at offset 0). A tensor that
+    requires grad keeps clone() (its copy must stay in its graph); so do non-strided tensors."""
+    dtype = dtype or t.dtype
+    if t.requires_grad or t.layout != torch.strided:
+        return t.to(dtype) if dtype != t.dtype else t.clone()
+    storage, width = t.untyped_storage(), t.element_size()
+    if storage.nbytes() % width:  # a dtype view of another dtype's storage
+        return t.to(dtype) if dtype != t.dtype else t.clone()
+    with torch.no_grad():
+        whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (storage.nbytes() // width,), (1,))
+        return whole.to(dtype, copy=True).as_strided(t.size(), t.stride(), t.storage_offset())
+
+
+def fresh_copies(inputs):
+    """Copies of every tensor in `inputs` with their layout kept (layout_copy): each call gets its own, so a
+    program that mutates its inputs is compared as it is; a grad leaf's copy stays in its graph."""
+    return pytree.tree_map(lambda t: layout_copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
+
+
 def widen_tensor(t):
-    """A floating or complex tensor converted to its widened dtype; anything else unchanged."""
+    """A floating or complex tensor converted to its widened dtype, its layout kept (layout_copy);
+    anything else unchanged."""
     if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
-        return t.to(widen_dtype(t.dtype))
+        return layout_copy(t, widen_dtype(t.dtype))
     return t
 
 

@@ -5,6 +5,8 @@ The leaves of one run, in the order every mode saves them (child.py) and repro.p
 (oracles/repro_driver.py):
   role "output"        call 1's flattened outputs
   role "grad"          call 1's gradients (backward jobs)
+  role "alias"         one per output of call 1: what its storage is shared with (AliasNote: "input 0",
+                       "buffer bn.running_mean", "output 1" or "nothing"), compared as text
   role "state"         each top-level input tensor, buffer and parameter after call 1, named
                        "input 0 after forward", "buffer bn.running_mean after forward", ...
   role "second-call"   call 2 (fresh copies of the same inputs, state restored): its outputs
@@ -28,11 +30,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 FRESH_INPUT_SEED_OFFSET = 1  # call 3 uses make_inputs(seed + this)
 
 
-def fresh_copies(inputs):
-    """Clones of every tensor in `inputs` (strides kept; a grad leaf's clone stays in its graph)."""
-    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, list(inputs))
-
-
 def perturbed_inputs(inputs, perturb):
     """`inputs` with each floating tensor element moved by a uniform draw of up to perturb["ulps"] ulps
     (of its own magnitude), seeded by perturb["seed"]: the ill-conditioning check's eager runs.
@@ -51,6 +48,43 @@ def perturbed_inputs(inputs, perturb):
             return torch.where(keep, t, moved).requires_grad_(t.requires_grad)
 
     return pytree.tree_map(move, list(inputs))
+
+
+class AliasNote(str):
+    """What one output shares storage with, as text ("input 0", "param weight", "output 1", "nothing"); it is
+    saved as a leaf of kind "other" and compared by its text, never arbitrated by fp64 (whose casts alias
+    differently). Its repr is the text itself, so reports quote it without quotes."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def _storage_key(t):
+    """The address of a tensor's storage, or None (no storage, or an empty one shared by nothing)."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    try:
+        storage = t.untyped_storage()
+        return storage.data_ptr() if storage.nbytes() > 0 else None
+    except (RuntimeError, NotImplementedError, AttributeError):  # sparse, meta or storage-less tensors
+        return None
+
+
+def alias_notes(out_leaves, sources):
+    """One AliasNote per output leaf of call 1: the first of `sources` ([(name, tensor)]: the top-level
+    inputs, then buffers and parameters) whose storage it shares, else the first earlier output whose
+    storage it shares, else "nothing". Eager and compiled must agree on every note (issue 16, 4b)."""
+    owners = {}
+    for name, t in sources:
+        owners.setdefault(_storage_key(t), name)
+    notes, seen = [], {}
+    for i, leaf in enumerate(out_leaves):
+        key = _storage_key(leaf)
+        note = owners.get(key) or seen.get(key) if key is not None else None
+        notes.append(AliasNote(note or "nothing"))
+        if key is not None:
+            seen.setdefault(key, f"output {i}")
+    return notes
 
 
 class ModuleState:
@@ -80,6 +114,10 @@ class ModuleState:
                 saved = self.snapshot[name]
                 if t.shape == saved.shape and t.dtype == saved.dtype:
                     t.copy_(saved)
+
+    def alias_sources(self, args):
+        """[(name, tensor)]: each top-level input tensor ("input 0"), then each buffer and parameter."""
+        return [(f"input {i}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)] + self.named
 
     def after_forward(self, args):
         """[(name, tensor)]: each top-level input tensor, then each buffer and parameter, as the call left them."""
@@ -145,8 +183,60 @@ class RandomTaint(TorchDispatchMode):
                 else bool(self.random_ops) and not isinstance(leaf, str) for leaf in leaves]
 
 
+# Ops whose output (or output 1 of a (values, indices) pair) indexes into their input along a dim:
+# name -> (position of the indices among the outputs, whether they keep the reduced dim's rank).
+_INDEX_OPS = {
+    "argmax": (0, False), "argmin": (0, False), "max": (1, False), "min": (1, False),
+    "kthvalue": (1, False), "mode": (1, False), "median": (1, False), "nanmedian": (1, False),
+    "sort": (1, True), "topk": (1, True), "cummax": (1, True), "cummin": (1, True),
+}
+
+
+class IndexSources(TorchDispatchMode):
+    """Remembers, for each index tensor an op above returns (argmax, max.dim, sort, topk, ...), the values
+    it indexes: a clone of the op's input and the dim. Runs in call 1 of the eager job only. The oracle
+    then counts compiled's indices as agreeing where the values at them are ties (issue 16, 4d)."""
+
+    def __init__(self):
+        super().__init__()
+        self._by_storage = {}  # storage address -> (indices tensor, kept alive; source clone, dim, same rank)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        spec = _INDEX_OPS.get(func.overloadpacket.__name__)
+        if spec is None or not args or not isinstance(args[0], torch.Tensor):
+            return out
+        position, same_rank = spec
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if position >= len(outs) or not isinstance(outs[position], torch.Tensor) or outs[position].dtype != torch.int64:
+            return out  # max(x) or min(x) without dim: a value, not an index
+        schema = func._schema
+        named = {arg.name: args[i] if i < len(args) else kwargs.get(arg.name, arg.default_value)
+                 for i, arg in enumerate(schema.arguments)}
+        dim = named.get("dim")
+        indices = outs[position]
+        key = _storage_key(indices)
+        if key is not None:
+            self._by_storage[key] = (indices, args[0].detach().clone(), dim, same_rank or bool(named.get("keepdim")))
+        return out
+
+    def sources_of(self, leaves):
+        """Per leaf: (source values, dim or None for a flat index, same rank) when it is an index tensor
+        an op above returned, as it returned it (not a view or a copy of it); else None."""
+        found = []
+        for leaf in leaves:
+            entry = self._by_storage.get(_storage_key(leaf))
+            ok = entry is not None and entry[0] is leaf or (
+                entry is not None and isinstance(leaf, torch.Tensor) and leaf.shape == entry[0].shape
+                and leaf.stride() == entry[0].stride() and leaf.storage_offset() == entry[0].storage_offset())
+            found.append(entry[1:] if ok else None)
+        return found
+
+
 class NoTaint:
-    """The stand-in for RandomTaint where taint is not tracked (compiled and fp64 jobs): marks nothing."""
+    """The stand-in for RandomTaint and IndexSources where they do not run (compiled and fp64 jobs, calls
+    after the first): marks nothing, knows no source."""
 
     random_ops = frozenset()
 
@@ -158,3 +248,7 @@ class NoTaint:
 
     def leaf_flags(self, leaves):
         return [False] * len(leaves)
+
+    def sources_of(self, leaves):
+        """The stand-in for IndexSources.sources_of: no leaf has a known source."""
+        return [None] * len(leaves)

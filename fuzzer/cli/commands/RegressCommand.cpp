@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,12 +26,14 @@ using nlohmann::json;
 
 namespace {
 
-/// A known finding as read from its folder, ready to run under any torch.
+/// A known finding as read from its folder, ready to run under any torch: an IR program (program.json)
+/// or, where there is none, a hand-written Python program (program.py: corpus/known-bugs/).
 struct KnownFinding {
   std::string name;  ///< the folder's name
   json finding;      ///< finding.json
-  oracles::Signature expected;
-  gen::Graph graph;
+  std::optional<oracles::Signature> expected;  ///< absent: the finding is matched by its verdict alone
+  std::optional<gen::Graph> graph;             ///< absent: pythonProgram runs as it is
+  fs::path pythonProgram;
   oracles::FindingCompile compile;  ///< the recorded compile config and backward
   RegressCell recorded;   ///< expected verdict, signature id and config, as every row of it repeats them
   std::string loadError;  ///< why it cannot run (finding.json or program.json unreadable); empty if it can
@@ -52,7 +55,8 @@ std::vector<fs::path> knownFindingDirs(const std::vector<std::string>& dirs) {
     std::sort(found.begin(), found.end());
     cases.insert(cases.end(), found.begin(), found.end());
   }
-  if (cases.empty()) throw std::invalid_argument("no known findings (folders with finding.json and program.json) given");
+  if (cases.empty())
+    throw std::invalid_argument("no known findings (folders with finding.json and program.json or program.py) given");
   return cases;
 }
 
@@ -65,9 +69,14 @@ KnownFinding loadKnownFinding(const fs::path& dir) {
     json config = k.finding.value("config", json::object());
     k.recorded.config = config.dump();
     k.compile = oracles::findingCompile(config);
-    k.expected = oracles::signatureFromJson(k.finding.at("signature"));
-    k.recorded.expectedSignature = k.expected.id();
-    k.graph = gen::Graph::load((dir / "program.json").string());
+    if (k.finding.contains("signature")) {
+      k.expected = oracles::signatureFromJson(k.finding.at("signature"));
+      k.recorded.expectedSignature = k.expected->id();
+    }
+    if (fs::exists(dir / "program.json") || !fs::exists(dir / "program.py"))
+      k.graph = gen::Graph::load((dir / "program.json").string());
+    else
+      k.pythonProgram = fs::absolute(dir / "program.py");
   } catch (const std::exception& e) {
     k.loadError = e.what();
   }
@@ -84,8 +93,11 @@ RegressCell regressFinding(ProgramTester& tester, const gen::PythonEmitter& emit
     return cell;
   }
   try {
-    fs::path file = programDir / (k.name + ".py");
-    writeFileAtomically(file, emitter.emit(k.graph));
+    fs::path file = k.pythonProgram;
+    if (k.graph) {
+      file = programDir / (k.name + ".py");
+      writeFileAtomically(file, emitter.emit(*k.graph));
+    }
     TestSettings s = base;
     s.compile = k.compile.config;
     s.backward = k.compile.backward;
@@ -94,12 +106,14 @@ RegressCell regressFinding(ProgramTester& tester, const gen::PythonEmitter& emit
     ProgramTestResult r = tester.test(file, s);
     cell.observedVerdict = std::string(oracles::toString(r.verdict.verdict));
     std::vector<std::string> ops;
-    for (const auto& n : k.graph.nodes) ops.push_back(n.op);
+    if (k.graph)
+      for (const auto& n : k.graph->nodes) ops.push_back(n.op);
     oracles::Signature observed = oracles::signatureOf(r.runs, r.verdict, ops);
     cell.observedSignature = observed.id();
     cell.reason = r.verdict.reason.substr(0, 300);
+    bool same = k.expected ? observed.key() == k.expected->key() : cell.observedVerdict == cell.expectedVerdict;
     if (!oracles::isFinding(r.verdict.verdict)) cell.status = RegressStatus::Fixed;
-    else if (observed.key() == k.expected.key()) cell.status = RegressStatus::StillFailing;
+    else if (same) cell.status = RegressStatus::StillFailing;
     else cell.status = RegressStatus::ChangedSignature;
   } catch (const JobCancelled&) {
     throw;
