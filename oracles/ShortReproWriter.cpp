@@ -16,6 +16,10 @@ using nlohmann::json;
 
 // What short_repro.py prints or raises, and what verification looks for.
 constexpr const char* kNumericMessage = "compiled is further from the float64 reference than eager";
+constexpr const char* kMutationMessage =
+    "compiled forward leaves this input, buffer or parameter further from the float64 reference than eager";
+constexpr const char* kLaterCallMessage = "a later compiled call is further from the float64 reference than eager";
+constexpr const char* kAliasMessage = "compiled outputs share storage with other tensors than eager's";
 constexpr const char* kReferencePassed = "tcfuzz: the reference run passed";
 
 /// A JSON value as Python source: True/False/None, numbers and strings as JSON writes them.
@@ -115,6 +119,31 @@ std::vector<std::string> exceptionNames(const std::string& type) {
   return names;
 }
 
+/// The assertion message short_repro.py fails with for a wrong-result verdict ("" for any other).
+std::string_view wrongResultMessage(const std::string& verdict) {
+  if (verdict == "numeric-divergence") return kNumericMessage;
+  if (verdict == "mutation-divergence") return kMutationMessage;
+  if (verdict == "second-call-divergence") return kLaterCallMessage;
+  if (verdict == "aliasing-divergence") return kAliasMessage;
+  return "";
+}
+
+/// The lines after run() for a mutation or second-call divergence: every leaf run() returns (the
+/// state after forward, or the later calls' outputs) judged by same() against the float64 run.
+void addLeafByLeafCheck(std::vector<std::string>& lines, const ComparatorOptions& tolerances, std::string_view message) {
+  json table = tolerances.toleranceTable();
+  lines.push_back("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
+  lines.push_back(fmt::format("TOL = {{torch.float16: {}, torch.bfloat16: {}}}", table["float16"].get<double>(),
+                              table["bfloat16"].get<double>()));
+  lines.push_back("assert len(eager) == len(compiled), \"eager and compiled give different numbers of leaves\"");
+  lines.push_back("for i, (e, c, r) in enumerate(zip(eager, compiled, fp64)):");
+  lines.push_back(fmt::format("    ok = (torch._dynamo.utils.same(e, c, fp64_ref=r, tol=TOL.get(e.dtype, {}), equal_nan=True)",
+                              table["float32"].get<double>()));
+  lines.push_back("          if isinstance(e, torch.Tensor) and e.is_floating_point()");
+  lines.push_back("          else torch.equal(e, c) if isinstance(e, torch.Tensor) else e == c)");
+  lines.push_back(fmt::format("    assert ok, f\"leaf {{i}}: {}\"", message));
+}
+
 }  // namespace
 
 std::vector<std::string> shortReproCompanions(const ReproCase& repro) {
@@ -128,11 +157,15 @@ std::vector<std::string> shortReproCompanions(const ReproCase& repro) {
 
 std::string renderShortRepro(const ReproCase& repro, const std::string& title, const ComparatorOptions& tolerances) {
   const std::string& verdict = repro.verdict;
-  bool numeric = verdict == "numeric-divergence";  // mutation and second-call checks need repro.py
-  if (!numeric && verdict != "crash-mismatch" && verdict != "status-mismatch")
+  bool numeric = verdict == "numeric-divergence";
+  bool mutation = verdict == "mutation-divergence", later = verdict == "second-call-divergence";
+  bool aliasing = verdict == "aliasing-divergence";
+  bool arbitrated = numeric || mutation || later;  // judged against a float64 run
+  if (!arbitrated && !aliasing && verdict != "crash-mismatch" && verdict != "status-mismatch")
     throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
+  bool backward = repro.backward && !mutation && !later && !aliasing;  // those checks look at forwards only
   bool random = drawsRandomNumbers(repro.programPy);
-  bool casts = numeric && castsExplicitly(repro.programPy);
+  bool casts = arbitrated && castsExplicitly(repro.programPy);
   std::string oneLineTitle = title;
   for (char& c : oneLineTitle)
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
@@ -159,12 +192,13 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        args = [wide(a) for a in args] if func in (torch.Tensor.to, torch.Tensor.type) else args");
     add("        return func(*args, **{k: wide(v) if k == \"dtype\" else v for k, v in (kwargs or {}).items()})");
   }
-  add(numeric ? "def run(compiled=False, fp64=False):" : "def run(compiled=False):");
+  add(arbitrated ? "def run(compiled=False, fp64=False):" : "def run(compiled=False):");
   add("    torch.manual_seed(SEED)");
   bool pythonRandom = programPyImportsRandom(repro.programPy);
   if (pythonRandom) add("    random.seed(SEED)");  // the program draws from Python's generator too
   add("    model, inputs = Model().eval(), make_inputs(SEED)");
-  if (numeric) {
+  if (later) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
+  if (arbitrated) {
     add("    if fp64:  # the float64 reference");
     add("        model, inputs = model.double(), [x.double() if x.is_floating_point() else x for x in inputs]");
     add("        torch.set_default_dtype(torch.float64)");
@@ -172,11 +206,36 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   if (!repro.device.empty() && repro.device != "cpu")
     add(fmt::format("    model, inputs = model.to(\"{0}\"), [x.to(\"{0}\") for x in inputs]", repro.device));
   if (random) add(pythonRandom ? "    torch.manual_seed(SEED); random.seed(SEED)" : "    torch.manual_seed(SEED)");
-  std::string call = fmt::format("({} if compiled else model)({})", compileCall(repro.compile),
-                                 repro.backward ? "*[x.clone() if x.requires_grad else x for x in inputs]" : "*inputs");
-  std::string leaves = numeric || repro.backward ? "torch.utils._pytree.tree_leaves(" + call + ")" : call;
+  std::string fn = fmt::format("({} if compiled else model)", compileCall(repro.compile));
+  std::string call = fn + (backward ? "(*[x.clone() if x.requires_grad else x for x in inputs])" : "(*inputs)");
+  std::string leaves = numeric || backward ? "torch.utils._pytree.tree_leaves(" + call + ")" : call;
   std::string castsScope = "(Fp64Casts() if fp64 else contextlib.nullcontext())";
-  if (repro.backward) {
+  std::string noGrad = std::string("    with torch.no_grad()") + (casts ? ", " + castsScope : "") + ":";
+  if (mutation) {  // the state the forward leaves: the inputs, then buffers and parameters
+    add(noGrad);
+    add("        " + call);
+    add("    return ([x for x in inputs if isinstance(x, torch.Tensor)] + [t for _, t in sorted(model.named_buffers())]");
+    add("            + [p for _, p in sorted(model.named_parameters())])");
+  } else if (later) {  // call 2 (the same inputs again) and call 3 (the inputs of seed + 1)
+    add("    if fp64:");
+    add("        fresh = [x.double() if x.is_floating_point() else x for x in fresh]");
+    add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
+    add(noGrad);
+    add("        fn = " + fn);
+    add("        fn(*copies(inputs))");
+    add("        again = torch.utils._pytree.tree_leaves(fn(*copies(inputs)))");
+    add("        return again + torch.utils._pytree.tree_leaves(fn(*fresh))");
+  } else if (aliasing) {  // per output: the input, buffer, parameter or earlier output it shares storage with
+    add(noGrad);
+    add("        out = torch.utils._pytree.tree_leaves(" + call + ")");
+    add("    key = lambda t: t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes() else None");
+    add("    shared = []");
+    add("    for i, t in enumerate(out):");
+    add("        named = ([(f\"input {j}\", x) for j, x in enumerate(inputs)] + list(model.state_dict(keep_vars=True).items())");
+    add("                 + [(f\"output {j}\", o) for j, o in enumerate(out[:i])])");
+    add("        shared.append(next((n for n, s in named if key(t) is not None and key(s) == key(t)), \"nothing\"))");
+    add("    return shared");
+  } else if (backward) {
     add("    inputs = [x.requires_grad_() if x.is_floating_point() else x for x in inputs]");
     add("    wrt = [x for x in inputs if x.requires_grad] + [p for _, p in sorted(model.named_parameters())]");
     if (casts) {
@@ -194,7 +253,12 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        return " + leaves);
   }
   if (casts) lines.insert(lines.begin() + 1, "import contextlib");
-  if (numeric) {
+  if (mutation || later) {
+    addLeafByLeafCheck(lines, tolerances, wrongResultMessage(verdict));
+  } else if (aliasing) {
+    add("eager, compiled = run(), run(compiled=True)");
+    add(fmt::format("assert eager == compiled, f\"{}: eager {{eager}}, compiled {{compiled}}\"", kAliasMessage));
+  } else if (numeric) {
     int leaf = checkedLeaf(repro);
     std::string dtype = leafDtype(repro, leaf);
     json table = tolerances.toleranceTable();
@@ -222,10 +286,11 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
 }
 
 bool shortReproReproduces(const ReproCase& repro, const Signature& signature, const RunResult& run) {
-  if (isWrongResultSymptom(repro.verdict))
-    return run.status == RunStatus::Ok && run.exitCode.value_or(0) != 0 &&
-           run.stderrTail.find("AssertionError") != std::string::npos &&
-           run.stderrTail.find(kNumericMessage) != std::string::npos;
+  if (isWrongResultSymptom(repro.verdict)) {
+    std::string_view message = wrongResultMessage(repro.verdict);
+    return !message.empty() && run.status == RunStatus::Ok && run.exitCode.value_or(0) != 0 &&
+           run.stderrTail.find("AssertionError") != std::string::npos && run.stderrTail.find(message) != std::string::npos;
+  }
   if (run.stdoutTail.find(kReferencePassed) == std::string::npos) return false;  // it failed before the bug
   if (signature.kind.rfind("signal", 0) == 0) return run.status == RunStatus::Signal;
   if (signature.kind == "timeout") return run.status == RunStatus::Timeout;

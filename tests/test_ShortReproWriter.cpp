@@ -184,3 +184,30 @@ TEST_F(ShortReproEndToEnd, PlantedCompilerSegfaultKillsTheScriptAfterTheEagerRun
   oracles::RunResult r = run(c, "planted_segv");
   EXPECT_TRUE(shortReproReproduces(c, crashSignature("signal SIGSEGV", ""), r)) << describe(r);
 }
+
+TEST_F(ShortReproEndToEnd, PlantedLostMutationStaleResultAndCopiedViewFailTheirOwnChecks) {
+  // TEST FIXTURE backends: one loses the writes to the input and the buffer, one returns call 1's
+  // results on every later call, one returns copies where eager returns views. Each short repro fails
+  // with its check's own message; under the exact eager backend, each passes.
+  struct Planted {
+    const char *program, *backend, *verdict, *message;
+  };
+  for (const Planted& p :
+       {Planted{"tests/programs/mutates_input_and_buffer.py", "tcfuzz_planted_drop_mutation", "mutation-divergence",
+                "leaf 0: compiled forward leaves this input, buffer or parameter further from the float64 reference"},
+        Planted{"tests/programs/linear_tanh_sum.py", "tcfuzz_planted_stale_result", "second-call-divergence",
+                "a later compiled call is further from the float64 reference than eager"},
+        Planted{"tests/programs/returns_views_of_input.py", "tcfuzz_planted_copy_outputs", "aliasing-divergence",
+                "compiled outputs share storage with other tensors than eager's: eager ['input 0', 'input 0', "
+                "'scale', 'nothing', 'output 3'], compiled ['nothing', 'nothing', 'nothing', 'nothing', 'nothing']"}}) {
+    SCOPED_TRACE(p.backend);
+    ReproCase c = makeCase(p.program, p.backend, p.verdict);
+    oracles::RunResult r = run(c, std::string(p.backend));
+    EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+    EXPECT_NE(r.stderrTail.find(p.message), std::string::npos) << describe(r);
+    EXPECT_LT(lineCount(renderShortRepro(c, "t", oracles::ComparatorOptions{})), 40u);
+    c.compile.backend = "eager";  // no bug: every check holds
+    oracles::RunResult exact = run(c, std::string(p.backend) + "_exact");
+    EXPECT_EQ(exact.exitCode.value_or(-1), 0) << describe(exact);
+  }
+}
