@@ -162,6 +162,7 @@ std::string symptomSentence(const BugReport& bug) {
   std::string head = messageHeadline(message);  // the full message is under "Error logs"
   std::string quoted = head.empty() ? "" : fmt::format(" ({})", code(head));
 
+  if (auto v = parseVerdict(verdict); v && !wrongResultStory(*v).empty()) return std::string(wrongResultStory(*v));
   if (isWrongResultSymptom(verdict)) {
     auto leaves = divergingLeaves(bug);
     const json* worst = nullptr;

@@ -124,6 +124,30 @@ Verdict wrongResultOfRole(std::string_view role) {
   return Verdict::NumericDivergence;
 }
 
+std::string_view wrongResultStory(Verdict verdict) {
+  static constexpr std::pair<Verdict, std::string_view> kStories[] = {
+      {Verdict::SignedZero,
+       "The compiled program returns zeros of the other sign than the one eager mode and a float64 reference agree "
+       "on: invisible to allclose, visible to division, `atan2` and `copysign`."},
+      {Verdict::DenormalFlush,
+       "The compiled program flushes to zero subnormal values that eager mode and a float64 reference both keep."},
+      {Verdict::MutationDivergence,
+       "The compiled forward leaves an input, buffer or parameter with other values than eager mode's forward "
+       "leaves it, further from a float64 reference than eager's (the criterion of `torch._dynamo.utils.same` with "
+       "`fp64_ref`)."},
+      {Verdict::SecondCallDivergence,
+       "The compiled module's first call agrees with eager mode, but a later call (the same inputs again, or fresh "
+       "inputs of the same shapes) is further from a float64 reference than eager mode's."},
+      {Verdict::AliasingDivergence,
+       "An output of the compiled program shares storage with another tensor than eager mode's output does (a view "
+       "of an input returned as a copy, or a fresh result returned as a view), so writes through it reach other "
+       "tensors than in eager mode."},
+  };
+  for (auto [v, story] : kStories)
+    if (v == verdict) return story;
+  return "";
+}
+
 bool isFinding(Verdict verdict) {
   return verdict == Verdict::CrashMismatch || verdict == Verdict::StatusMismatch || isWrongResult(verdict);
 }

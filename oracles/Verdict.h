@@ -49,6 +49,9 @@ bool isWrongResultSymptom(std::string_view symptom);
 /// The wrong-result verdict of a leaf role: "state" -> MutationDivergence, "second-call" and
 /// "fresh-inputs" -> SecondCallDivergence, "alias" -> AliasingDivergence, anything else -> NumericDivergence.
 Verdict wrongResultOfRole(std::string_view role);
+/// The sentence a report opens with for a wrong result other than a numeric divergence (whose
+/// sentence carries its figures, ReportWriter); "" for any other verdict.
+std::string_view wrongResultStory(Verdict verdict);
 
 /// The compile configuration itself is wrong (unknown Inductor option, unknown backend): a usage
 /// error of the person running tcfuzz, not a property of the program.

@@ -372,6 +372,21 @@ TEST(ReportWriter, TriageFactsListSignatureHitsAndOriginalProgram) {
   EXPECT_EQ(md.substr(md.size() - 11), "</details>\n");
 }
 
+TEST(ReportWriter, EachWrongResultOpensWithWhatItsCheckSaw) {
+  // The numeric sentence (further from fp64) would misdescribe a flipped zero or a lost mutation.
+  for (auto [symptom, opening] :
+       {std::pair{"signed-zero", "### 🐛 Describe the bug\n\nThe compiled program returns zeros of the other sign"},
+        {"mutation-divergence", "### 🐛 Describe the bug\n\nThe compiled forward leaves an input, buffer or parameter"},
+        {"second-call-divergence", "### 🐛 Describe the bug\n\nThe compiled module's first call agrees with eager"},
+        {"aliasing-divergence", "### 🐛 Describe the bug\n\nAn output of the compiled program shares storage"}}) {
+    BugReport bug = numericBug();
+    bug.signature.symptom = bug.repro.verdict = symptom;
+    std::string md = renderReportMarkdown(bug, "print('repro')\n");
+    EXPECT_NE(md.find(opening), std::string::npos) << md.substr(0, 600);
+    EXPECT_EQ(md.find("further from a float64 reference than eager mode's results are"), std::string::npos) << symptom;
+  }
+}
+
 TEST(ReportWriter, NumericReportTablesDivergingLeaves) {
   BugReport bug = numericBug();
   std::string md = renderReportMarkdown(bug, "print('repro')\n");

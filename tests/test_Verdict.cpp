@@ -172,3 +172,14 @@ TEST_F(VerdictTest, SignedZerosCountInForwardOutputsOnlyNeverInGradients) {
   v = judge(runs, comparator);
   EXPECT_EQ(v.verdict, Verdict::Agree) << v.reason;
 }
+
+TEST(VerdictNames, AliasingIsAWrongResultWithItsOwnExitCodeAndStory) {
+  EXPECT_EQ(wrongResultOfRole("alias"), Verdict::AliasingDivergence);
+  EXPECT_EQ(toString(Verdict::AliasingDivergence), "aliasing-divergence");
+  EXPECT_EQ(parseVerdict("aliasing-divergence"), Verdict::AliasingDivergence);
+  EXPECT_EQ(exitCodeFor(Verdict::AliasingDivergence), 24);
+  EXPECT_TRUE(isWrongResult(Verdict::AliasingDivergence));
+  EXPECT_NE(wrongResultStory(Verdict::AliasingDivergence).find("shares storage"), std::string_view::npos);
+  EXPECT_TRUE(wrongResultStory(Verdict::NumericDivergence).empty());  // its sentence carries its figures
+  EXPECT_TRUE(wrongResultStory(Verdict::CrashMismatch).empty());
+}
