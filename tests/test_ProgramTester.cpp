@@ -63,11 +63,12 @@ TEST_F(ProgramTesterTest, CorrectProgramAgreesUnderInductor) {
   EXPECT_EQ(r.runs.compiled.compileFacts->graphCount, 1);
   EXPECT_EQ(r.runs.compiled.compileFacts->graphBreaks, 0);
   ASSERT_TRUE(r.verdict.comparison);
-  // Call 1's output, then the input and each parameter as it left them, then calls 2 and 3.
+  // Call 1's output, what it shares storage with, then the input and each parameter as it left them,
+  // then calls 2 and 3.
   std::vector<std::string> roles;
   for (const auto& l : r.verdict.comparison->leaves) roles.push_back(l.role);
-  EXPECT_EQ(roles, (std::vector<std::string>{"output", "state", "state", "state", "state", "state", "second-call",
-                                             "fresh-inputs"}));
+  EXPECT_EQ(roles, (std::vector<std::string>{"output", "alias", "state", "state", "state", "state", "state",
+                                             "second-call", "fresh-inputs"}));
   EXPECT_EQ(r.verdict.comparison->leaves[0].eagerDtype, "float32");
   ASSERT_TRUE(r.runs.fp64.outputs);
   EXPECT_EQ(r.runs.fp64.outputs->leaves[0].dtype, "float64");  // fp64 mode really ran in float64
@@ -313,6 +314,7 @@ const std::vector<std::string> kLinearLeaves = {"output:[3]",
                                                 "grad:grad(input 0)[3,8]",
                                                 "grad:grad(param linear.bias)[4]",
                                                 "grad:grad(param linear.weight)[4,8]",
+                                                "alias:output 0 storage[]",
                                                 "state:input 0 after forward[3,8]",
                                                 "state:param linear.bias after forward[4]",
                                                 "state:param linear.weight after forward[4,8]",
@@ -355,7 +357,7 @@ TEST_F(ProgramTesterTest, PlantedGradientBugIsFoundOnlyByTheBackwardOracle) {
   ProgramTestResult forwardOnly = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
   EXPECT_EQ(forwardOnly.verdict.verdict, oracles::Verdict::Agree) << forwardOnly.verdict.reason;
   ASSERT_TRUE(forwardOnly.runs.compiled.outputs);
-  EXPECT_EQ(forwardOnly.runs.compiled.outputs->leaves.size(), 6u);  // output, 3 state, calls 2 and 3
+  EXPECT_EQ(forwardOnly.runs.compiled.outputs->leaves.size(), 7u);  // output, its alias note, 3 state, calls 2 and 3
   EXPECT_TRUE(forwardOnly.runs.compiled.backwardNote.empty());
 
   s.backward = true;
@@ -399,7 +401,7 @@ TEST_F(ProgramTesterTest, BackwardWithNoDifferentiableOutputIsSkipped) {
     EXPECT_EQ(run->backwardNote, "skipped: no differentiable output");
     ASSERT_TRUE(run->outputs);
     EXPECT_EQ(leafNames(*run->outputs),
-              (std::vector<std::string>{"output:[4]", "state:input 0 after forward[4,5]",
+              (std::vector<std::string>{"output:[4]", "alias:output 0 storage[]", "state:input 0 after forward[4,5]",
                                         "second-call:second-call: output 0[4]",
                                         "fresh-inputs:fresh-inputs: output 0[4]"}));
   }
