@@ -249,7 +249,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("    return out + (list(torch.autograd.grad([t for t, _ in diff], wrt, [g for _, g in diff], "
         "allow_unused=True)) if diff else [])");
   } else {
-    add(std::string("    with torch.no_grad()") + (casts ? ", " + castsScope : "") + ":");
+    add(noGrad);
     add("        return " + leaves);
   }
   if (casts) lines.insert(lines.begin() + 1, "import contextlib");

@@ -227,10 +227,7 @@ class IndexSources(TorchDispatchMode):
         found = []
         for leaf in leaves:
             entry = self._by_storage.get(_storage_key(leaf))
-            ok = entry is not None and entry[0] is leaf or (
-                entry is not None and isinstance(leaf, torch.Tensor) and leaf.shape == entry[0].shape
-                and leaf.stride() == entry[0].stride() and leaf.storage_offset() == entry[0].storage_offset())
-            found.append(entry[1:] if ok else None)
+            found.append(entry[1:] if entry is not None and entry[0] is leaf else None)
         return found
 
 
