@@ -1,6 +1,7 @@
 #include "oracles/ShortReproWriter.h"
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -105,6 +106,27 @@ std::string leafDtype(const ReproCase& repro, int index) {
   return "float32";
 }
 
+/// Call 4's resize, read back from the name of its output leaf ("resized (dim 0 of inputs 0, 2: 8 -> 7): output 0").
+struct Resize {
+  int dim = 0;              ///< 0, or -1 for the last dim
+  std::string inputs;       ///< the input positions, as a Python tuple body: "0, 2,"
+  int64_t from = 0, to = 0;
+};
+
+/// The resize behind the first diverging leaf, when that leaf is one of call 4's outputs; else nullopt.
+std::optional<Resize> resizeOfDivergingLeaf(const ReproCase& repro) {
+  static const std::regex kName(R"(^resized \((dim 0|the last dim) of inputs? ([0-9, ]+): ([0-9]+) -> ([0-9]+)\): output [0-9]+$)");
+  int index = checkedLeaf(repro);
+  if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
+    for (const json& leaf : *it) {
+      std::smatch m;
+      std::string name = leaf.is_object() ? leaf.value("name", "") : "";
+      if (leaf.value("leaf", -1) != index || !std::regex_match(name, m, kName)) continue;
+      return Resize{m[1] == "dim 0" ? 0 : -1, m[2].str() + ",", std::stoll(m[3].str()), std::stoll(m[4].str())};
+    }
+  return std::nullopt;
+}
+
 /// The exception names a signature's type holds: "BackendCompilerFailed(RuntimeError)" gives the
 /// wrapper and its cause, each without a module; "" gives none.
 std::vector<std::string> exceptionNames(const std::string& type) {
@@ -160,6 +182,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool numeric = verdict == "numeric-divergence";
   bool mutation = verdict == "mutation-divergence", later = verdict == "second-call-divergence";
   bool aliasing = verdict == "aliasing-divergence";
+  std::optional<Resize> resize = later ? resizeOfDivergingLeaf(repro) : std::nullopt;
   bool arbitrated = numeric || mutation || later;  // judged against a float64 run
   if (!arbitrated && !aliasing && verdict != "crash-mismatch" && verdict != "status-mismatch")
     throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
@@ -197,7 +220,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool pythonRandom = programPyImportsRandom(repro.programPy);
   if (pythonRandom) add("    random.seed(SEED)");  // the program draws from Python's generator too
   add("    model, inputs = Model().eval(), make_inputs(SEED)");
-  if (later) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
+  if (later && !resize) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
   if (arbitrated) {
     add("    if fp64:  # the float64 reference");
     add("        model, inputs = model.double(), [x.double() if x.is_floating_point() else x for x in inputs]");
@@ -216,6 +239,16 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        " + call);
     add("    return ([x for x in inputs if isinstance(x, torch.Tensor)] + [t for _, t in sorted(model.named_buffers())]");
     add("            + [p for _, p in sorted(model.named_parameters())])");
+  } else if (resize) {  // call 4: inputs of another size, after a call on the first size
+    std::string resized = resize->to < resize->from
+                              ? fmt::format("x.narrow({0}, 1, {1})", resize->dim, resize->to)
+                              : fmt::format("torch.cat([x, x.narrow({0}, 0, {1})], {0})", resize->dim, resize->to - resize->from);
+    add(fmt::format("    resized = [{} if i in ({}) else x for i, x in enumerate(inputs)]  # size {} -> {}", resized,
+                    resize->inputs, resize->from, resize->to));
+    add(noGrad);
+    add("        fn = " + fn);
+    add("        fn(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])");
+    add("        return torch.utils._pytree.tree_leaves(fn(*resized))");
   } else if (later) {  // call 2 (the same inputs again) and call 3 (the inputs of seed + 1)
     add("    if fp64:");
     add("        fresh = [x.double() if x.is_floating_point() else x for x in fresh]");

@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 CASE = json.loads(r'''TCFUZZ_CASE_JSON''')
 
 
-# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/child.py)
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/repro_shared.py)
 # repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
 # stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
 def seed_everything(seed):
@@ -43,11 +43,21 @@ def widen_dtype(dtype):
     return dtype
 
 
+def restrided(t, like, view):
+    """t's storage with like's sizes, strides and storage offset: a view of t when `view`, else a tensor that
+    is no view (Dynamo guards on whether an input is a view: a call must not recompile for that alone)."""
+    if view:
+        return t.as_strided(like.size(), like.stride(), like.storage_offset())
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), like.storage_offset(), like.size(),
+                                                               like.stride())
+
+
 def layout_copy(t, dtype=None):
-    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset: its whole
-    storage is copied, so a slice, a transposed or expanded view or an input with a storage offset reaches
-    the model as make_inputs made it (clone() and to() would make it dense, at offset 0). A tensor that
-    requires grad keeps clone() (its copy must stay in its graph); so do non-strided tensors."""
+    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset, and a view
+    exactly when t is one: its whole storage is copied, so a slice, a transposed or expanded view or an
+    input with a storage offset reaches the model as make_inputs made it (clone() and to() would make it
+    dense, at offset 0). A tensor that requires grad keeps clone() (its copy must stay in its graph); so do
+    non-strided tensors."""
     dtype = dtype or t.dtype
     if t.requires_grad or t.layout != torch.strided:
         return t.to(dtype) if dtype != t.dtype else t.clone()
@@ -56,13 +66,60 @@ def layout_copy(t, dtype=None):
         return t.to(dtype) if dtype != t.dtype else t.clone()
     with torch.no_grad():
         whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (storage.nbytes() // width,), (1,))
-        return whole.to(dtype, copy=True).as_strided(t.size(), t.stride(), t.storage_offset())
+        return restrided(whole.to(dtype, copy=True), t, t._is_view())
 
 
 def fresh_copies(inputs):
     """Copies of every tensor in `inputs` with their layout kept (layout_copy): each call gets its own, so a
     program that mutates its inputs is compared as it is; a grad leaf's copy stays in its graph."""
     return pytree.tree_map(lambda t: layout_copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
+
+
+def resized_inputs(inputs):
+    """Call 4's candidate inputs under dynamic shapes (issue 16, 4c): [(what, inputs)], to be tried in order.
+    A candidate resizes one dim (dim 0, then the last dim) of every top-level tensor input whose size there
+    is the most common one of 2 or more (the larger on a tie). A size n >= 3 becomes n - 1 by dropping the
+    first slice, so the storage offset moves too; n == 2 becomes 3 by repeating the first slice (Dynamo
+    specializes sizes 0 and 1). Shrunk tensors keep their strides; every tensor is a fresh copy."""
+    candidates, seen = [], set()
+    for where in ("dim 0", "the last dim"):
+        dims = {i: 0 if where == "dim 0" else t.dim() - 1 for i, t in enumerate(inputs)
+                if isinstance(t, torch.Tensor) and t.dim() > 0}
+        counts = {}
+        for i, d in dims.items():
+            if inputs[i].shape[d] >= 2:
+                counts[inputs[i].shape[d]] = counts.get(inputs[i].shape[d], 0) + 1
+        if not counts:
+            continue
+        n = max(counts, key=lambda size: (counts[size], size))
+        chosen = tuple((i, d) for i, d in dims.items() if inputs[i].shape[d] == n)
+        if chosen in seen:
+            continue
+        seen.add(chosen)
+        new = n - 1 if n >= 3 else 3
+        args = fresh_copies([t.detach() if isinstance(t, torch.Tensor) else t for t in inputs])
+        with torch.no_grad():
+            for i, d in chosen:
+                if new < n:  # a view exactly when the input is one, as in calls 1 to 3
+                    args[i] = restrided(args[i], args[i].narrow(d, 1, new), inputs[i]._is_view())
+                else:
+                    args[i] = torch.cat([args[i], args[i].narrow(d, 0, new - n)], d)
+        names = ", ".join(str(i) for i, _ in chosen)
+        candidates.append((f"{where} of input{'s' if len(chosen) > 1 else ''} {names}: {n} -> {new}", args))
+    return candidates
+
+
+def pick_resized(inputs, probe):
+    """Call 4's inputs: (what, args) for the first of resized_inputs(inputs) on which probe (eager mode's own
+    forward, given fresh copies) raises nothing; else (why call 4 is skipped, None)."""
+    candidates = resized_inputs(inputs)
+    for what, args in candidates:
+        try:
+            probe(fresh_copies(args))
+        except Exception:  # noqa: BLE001  (eager rejects this size: the next candidate)
+            continue
+        return what, args
+    return ("skipped: eager rejects every other size" if candidates else "skipped: no input dim of size 2 or more"), None
 
 
 def widen_tensor(t):
@@ -135,7 +192,7 @@ def write_tensor_file(path, tensors):
         f.write(text)
         for chunk in chunks:
             f.write(chunk)
-# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/child.py)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/repro_shared.py)
 
 
 def apply_compile_config(cfg):
@@ -237,8 +294,9 @@ def gradients(out, wrt):
 def run(mode):
     """One run ("eager", "fp64" or "compiled"), as tcfuzz's worker made it: call 1's outputs (then its
     gradients, then what each output's storage is shared with), each input, buffer and parameter as
-    call 1 left it, call 2's outputs (the same inputs again) and call 3's (the inputs of seed + 1); each
-    call starts from the state as built.
+    call 1 left it, call 2's outputs (the same inputs again) and call 3's (the inputs of seed + 1), and under
+    dynamic=True call 4's (inputs of another size: which one, then its outputs); each call starts from the
+    state as built.
     Returns the leaves, their names and their roles."""
     model, inputs = build(mode)
     fn = model
@@ -307,6 +365,23 @@ def run(mode):
         leaves += more
         names += [f"{role}: output {i}" for i in range(len(more))]
         roles += [role] * len(more)
+    if CASE["compile"].get("dynamic") is True:  # call 4: inputs of another size, one eager's forward accepts
+        def probe(args):
+            restore()
+            seed_everything(CASE["seed"])
+            return call_in_fp64(model, args) if mode == "fp64" else model(*args)
+
+        what, args = pick_resized(inputs, probe)
+        leaves.append(what)
+        names.append("resized: inputs")
+        roles.append("resized")
+        if args is not None:
+            restore()
+            more = [t.detach().clone() if isinstance(t, torch.Tensor) else t
+                    for t in pytree.tree_leaves(call(grad_leaves(args) if CASE["backward"] else args))]
+            leaves += more
+            names += [f"resized ({what}): output {i}" for i in range(len(more))]
+            roles += ["resized"] * len(more)
     leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
     return leaves, names, roles
 
@@ -411,12 +486,10 @@ def compare(eager, compiled, fp64):
     first failing leaf's role: 'numeric-divergence', 'mutation-divergence', 'second-call-divergence' or
     'aliasing-divergence'."""
     (eager, names, roles), (compiled, _, _) = eager, compiled
-    fp64 = fp64[0] if fp64 is not None else None
+    fp64, fp64_names = fp64[:2] if fp64 is not None else (None, [])
     if len(eager) != len(compiled):
         print(f"output structure differs: eager has {len(eager)} leaves, compiled {len(compiled)}")
         return "numeric-divergence"
-    if fp64 is not None and len(fp64) != len(eager):
-        fp64 = None
     leaves = CASE["diverging_leaves"] or [
         i for i, t in enumerate(eager)
         if roles[i] == "alias" or isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
@@ -426,7 +499,9 @@ def compare(eager, compiled, fp64):
         if i >= len(eager):
             print(f"  leaf {i}: absent (the output has {len(eager)} leaves)")
             continue
-        outcome, note = compare_leaf(eager[i], compiled[i], fp64[i] if fp64 is not None else None)
+        # fp64 arbitrates a leaf where its own leaf at that place has the same name (call 4 may differ in fp64)
+        same = fp64 is not None and i < len(fp64) and fp64_names[i] == names[i]
+        outcome, note = compare_leaf(eager[i], compiled[i], fp64[i] if same else None)
         if outcome in ("signed-zero", "denormal-flush") and roles[i] != "output":
             outcome = "pass"  # judged on call 1's forward outputs only (oracles/Verdict.cpp, zeroSlip)
         print(f"  leaf {i} ({names[i]}): {outcome}; {note}")
@@ -445,7 +520,8 @@ def compare(eager, compiled, fp64):
 
 # The verdict of a wrong result by the role of its first failing leaf (oracles::wrongResultOfRole).
 WRONG_RESULT_OF_ROLE = {"state": "mutation-divergence", "second-call": "second-call-divergence",
-                        "fresh-inputs": "second-call-divergence", "alias": "aliasing-divergence"}
+                        "fresh-inputs": "second-call-divergence", "resized": "second-call-divergence",
+                        "alias": "aliasing-divergence"}
 
 
 def main():

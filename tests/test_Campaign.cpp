@@ -158,6 +158,32 @@ TEST(Campaign, ProgramsRunInWarmChildrenAndRecordTheirCompilePhases) {
   EXPECT_GE(warm, compiled - 2);  // two zygotes: at most one cold first job each
 }
 
+// Issue 16, 5b: a program Dynamo compiled nothing of is counted, but it is no coverage, never a seed, and its
+// arms are charged its cost with no yield, so the bandit learns to avoid what causes it.
+TEST(Campaign, NothingCompiledProgramsAddNoCoverageNoSeedAndNoYield) {
+  TempDir dir("tcfuzz-campaign");
+  fs::path out = dir.path() / "out";
+  // TEST FIXTURE plugin: turns Dynamo off in the compiled job, so no program reaches a compiler.
+  auto run = runFuzz(fuzzArgs({"-o", out.string(), "--seed", "5", "--max-programs", "4", "--backend", "inductor",
+                               "--no-triage", "--plugin", sourcePath("tests/fixtures/planted_dynamo_off.py").string()}));
+  ASSERT_EQ(run.exitCode, 0) << run.output;
+  fs::path db = out / "findings.sqlite";
+  int64_t nothing = countRows(db, "SELECT COUNT(*) FROM programs WHERE verdict = 'nothing-compiled'");
+  EXPECT_EQ(nothing, countRows(db, "SELECT COUNT(*) FROM programs WHERE verdict != 'invalid-program'"));
+  EXPECT_GE(nothing, 3);
+  EXPECT_EQ(countRows(db, "SELECT COUNT(*) FROM queue"), 0);
+  EXPECT_EQ(countRows(db, "SELECT COUNT(*) FROM programs WHERE verdict = 'nothing-compiled' AND new_features > 0"), 0);
+  auto kv = stats(out);
+  EXPECT_EQ(kv["verdict_nothing_compiled"], std::to_string(nothing));
+  int arms = 0;
+  for (const auto& [key, value] : kv)
+    if (key.starts_with("arm_")) {
+      ++arms;
+      EXPECT_NE(value.find(" yield=0 "), std::string::npos) << key << ": " << value;
+    }
+  EXPECT_GT(arms, 0);
+}
+
 // kill -9 in the middle of a campaign, then --resume: every finding committed before the kill is
 // still there, its crashes/ folder exists, and program indices continue after the last one.
 TEST(Campaign, ResumeAfterKillNineLosesNoFinding) {

@@ -265,3 +265,35 @@ TEST_F(ComparatorTest, FlatAndSameRankIndicesAreResolvedLikeTheirOps) {
   LoadedOutputs top = indicesWithSource(at::tensor({0L}).view({1, 1}), at::tensor({7.0f, 7.0f}).view({1, 2}), -1, true);
   EXPECT_TRUE(comparator.compare(top, outputs({at::tensor({1L}).view({1, 1})}), nullptr).passed);
 }
+
+TEST_F(ComparatorTest, Fp64StillArbitratesWhenOnlyItsCall4Differs) {
+  // fp64's own forward may reject call 4's size where eager's accepts it: fp64 then saves call 4's note
+  // only. The calls before call 4 are still arbitrated; call 4's outputs are judged without fp64.
+  at::Tensor x = at::randn({64}), y = at::randn({32});
+  at::Tensor off = x + 1e-3 * x.abs().max();  // far from fp64, and from eager
+  auto e = outputs({x, y}), c = outputs({off, y.clone()}), r = outputs({x.to(at::kDouble)});
+  OutputLeaf note;
+  note.kind = OutputLeaf::Kind::Other;
+  note.role = "resized";
+  note.name = "resized: inputs";
+  note.repr = "dim 0 of input 0: 64 -> 63";
+  for (LoadedOutputs* o : {&e, &c}) {
+    o->leaves.insert(o->leaves.begin() + 1, note);
+    o->leaves[2].role = "resized";
+    o->leaves[2].name = "resized (dim 0 of input 0: 64 -> 63): output 0";
+  }
+  note.repr = "skipped: eager rejects every other size";
+  r.leaves.push_back(note);
+  Comparison cmp = comparator.compare(e, c, &r);
+  ASSERT_EQ(cmp.leaves.size(), 3u);
+  EXPECT_FALSE(cmp.passed);
+  EXPECT_TRUE(cmp.leaves[0].fp64Used);  // call 1's output: arbitrated, and further from fp64 than eager
+  EXPECT_FALSE(cmp.leaves[0].passed);
+  EXPECT_TRUE(cmp.leaves[1].passed);   // the notes of eager and compiled agree
+  EXPECT_FALSE(cmp.leaves[2].fp64Used);
+  EXPECT_TRUE(cmp.leaves[2].passed) << cmp.leaves[2].reason;
+
+  r.leaves.erase(r.leaves.begin());  // fp64's calls before call 4 differ: it arbitrates nothing
+  cmp = comparator.compare(e, c, &r);
+  EXPECT_FALSE(cmp.leaves[0].fp64Used);
+}

@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 
 #include <boost/process.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "TestWorkers.h"
@@ -198,6 +200,50 @@ TEST_F(ProgramTesterTest, PlantedStaleResultIsASecondCallDivergence) {
   EXPECT_EQ(r.verdict.comparison->failingRole, "fresh-inputs");
   for (const auto& l : r.verdict.comparison->leaves)
     if (l.role != "fresh-inputs") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
+}
+
+TEST_F(ProgramTesterTest, UnderDynamicShapesCall4RunsOnAnotherSizeThatEagerAccepts) {
+  TestSettings s = settings("inductor");
+  s.compile.dynamic = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.compiled.compileFacts);
+  EXPECT_EQ(r.runs.compiled.compileFacts->graphCount, 1);  // the new size reuses the dynamic graph
+  ASSERT_TRUE(r.verdict.comparison);
+  std::vector<std::string> call4;
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role == "resized") call4.push_back(l.name + " " + fmt::format("[{}]", fmt::join(l.eagerShape, ",")));
+  // The input (3, 8) loses its first row: the model's Linear(8, 4) accepts 2 rows.
+  EXPECT_EQ(call4, (std::vector<std::string>{"resized: inputs []", "resized (dim 0 of input 0: 3 -> 2): output 0 [2]"}));
+  oracles::LoadedOutputs eager = oracles::loadOutputs(*r.runs.eager.outputs, r.runs.eager.jobDir);
+  EXPECT_EQ(eager.leaves[eager.leaves.size() - 2].repr, "dim 0 of input 0: 3 -> 2");
+
+  s.compile.dynamic = false;  // static shapes: no call 4
+  r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  ASSERT_TRUE(r.verdict.comparison);
+  for (const auto& l : r.verdict.comparison->leaves) EXPECT_NE(l.role, "resized") << l.name;
+}
+
+TEST_F(ProgramTesterTest, PlantedBugsOnANewSizeAreASecondCallDivergenceAndAResizedCallCrash) {
+  // TEST FIXTURE backends: right on the first input size; 1% off, or raising, on any other size.
+  TestSettings s = settings("tcfuzz_planted_wrong_on_new_size");
+  s.compile.dynamic = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::SecondCallDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  EXPECT_EQ(r.verdict.comparison->failingRole, "resized");
+  EXPECT_NE(r.verdict.reason.find("resized (dim 0 of input 0: 3 -> 2): output 0: rmse(compiled, fp64)"), std::string::npos)
+      << r.verdict.reason;
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role != "resized") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
+
+  s.compile.backend = "tcfuzz_planted_raise_on_new_size";
+  r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::CrashMismatch) << r.verdict.reason;
+  EXPECT_EQ(r.runs.compiled.phase, "resized-call");
+  EXPECT_TRUE(r.runs.eager.ok());
+  oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, {"linear", "tanh"});
+  EXPECT_EQ(sig.phase, "resized-call");
 }
 
 TEST_F(ProgramTesterTest, AnIllConditionedDivergenceIsFilteredAndAWellConditionedOneIsNot) {

@@ -233,6 +233,32 @@ TEST_F(ReproEndToEnd, PlantedLostMutationStaleResultAndCopiedViewReproduceWithTh
   }
 }
 
+TEST_F(ReproEndToEnd, PlantedBugsOnANewSizeReproduceUnderDynamicShapes) {
+  // TEST FIXTURE backends: right on the first input size; 1% off, or raising, on any other. repro.py makes
+  // call 4 (inputs of another size) as the worker does, and only under dynamic=True.
+  ReproCase wrong = makeCase("tests/programs/linear_tanh_sum.py", "tcfuzz_planted_wrong_on_new_size",
+                             "second-call-divergence");
+  wrong.compile.dynamic = true;
+  oracles::RunResult r = runRepro(wrong, "wrong_on_new_size");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.exitCode.value_or(-1), 1) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "second-call-divergence") << describe(r);
+  EXPECT_NE(r.stdoutTail.find("(resized (dim 0 of input 0: 3 -> 2): output 0): fail"), std::string::npos) << describe(r);
+
+  ReproCase raising = makeCase("tests/programs/linear_tanh_sum.py", "tcfuzz_planted_raise_on_new_size", "crash-mismatch");
+  raising.compile.dynamic = true;
+  r = runRepro(raising, "raise_on_new_size");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "crash-mismatch") << describe(r);
+  EXPECT_NE(r.stdoutTail.find("planted failure on a new input size"), std::string::npos) << describe(r);
+
+  raising.compile.dynamic = std::nullopt;  // no call 4 without dynamic shapes: the bug stays hidden
+  raising.verdict = "agree";
+  r = runRepro(raising, "raise_on_new_size_static");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "agree") << describe(r);
+}
+
 TEST_F(ReproEndToEnd, PlantedSignedZerosReproduceAsSignedZero) {
   // TEST FIXTURE backend: turns every +0.0 of the outputs into -0.0.
   ReproCase c = makeCase("tests/programs/relu_and_subnormals.py", "tcfuzz_planted_negative_zero", "signed-zero");
@@ -341,7 +367,7 @@ std::string joinLines(const std::vector<std::string>& lines) {
 }  // namespace
 
 TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver) {
-  SharedBlock child = sharedBlock("fuzzer/worker/child.py");
+  SharedBlock child = sharedBlock("fuzzer/worker/repro_shared.py");
   SharedBlock driver = sharedBlock("oracles/repro_driver.py");
   ASSERT_EQ(child.beginMarkers, 1);
   ASSERT_EQ(child.endMarkers, 1);
@@ -350,8 +376,8 @@ TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver)
   // Each copy names its twin.
   EXPECT_EQ(child.begin, std::string(kSharedBlockBegin) + " (twin: oracles/repro_driver.py)");
   EXPECT_EQ(child.end, std::string(kSharedBlockEnd) + " (twin: oracles/repro_driver.py)");
-  EXPECT_EQ(driver.begin, std::string(kSharedBlockBegin) + " (twin: fuzzer/worker/child.py)");
-  EXPECT_EQ(driver.end, std::string(kSharedBlockEnd) + " (twin: fuzzer/worker/child.py)");
+  EXPECT_EQ(driver.begin, std::string(kSharedBlockBegin) + " (twin: fuzzer/worker/repro_shared.py)");
+  EXPECT_EQ(driver.end, std::string(kSharedBlockEnd) + " (twin: fuzzer/worker/repro_shared.py)");
   EXPECT_EQ(joinLines(child.lines), joinLines(driver.lines));
   // The block is the code both sides run, not an empty pair of markers.
   std::string text = joinLines(child.lines);

@@ -185,6 +185,27 @@ TEST_F(ShortReproEndToEnd, PlantedCompilerSegfaultKillsTheScriptAfterTheEagerRun
   EXPECT_TRUE(shortReproReproduces(c, crashSignature("signal SIGSEGV", ""), r)) << describe(r);
 }
 
+TEST_F(ShortReproEndToEnd, PlantedBugOnANewSizeFailsOnCall4sResize) {
+  // TEST FIXTURE backend: right on the first input size, 1% off on any other. The case's diverging leaf is
+  // call 4's output; its name holds the resize the short repro makes.
+  ReproCase c = makeCase("tests/programs/linear_tanh_sum.py", "tcfuzz_planted_wrong_on_new_size", "second-call-divergence");
+  c.compile.dynamic = true;
+  c.divergingLeaves = {8};
+  c.observed = {{"outputs", nlohmann::json::array({{{"leaf", 8}, {"role", "resized"}, {"passed", false},
+                                                    {"name", "resized (dim 0 of input 0: 3 -> 2): output 0"}}})}};
+  std::string text = renderShortRepro(c, "t", oracles::ComparatorOptions{});
+  EXPECT_NE(text.find("resized = [x.narrow(0, 1, 2) if i in (0,) else x for i, x in enumerate(inputs)]  # size 3 -> 2"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("dynamic=True"), std::string::npos) << text;
+  oracles::RunResult r = run(c, "wrong_on_new_size");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+  EXPECT_NE(r.stderrTail.find("a later compiled call is further from the float64 reference than eager"), std::string::npos)
+      << describe(r);
+  c.compile.backend = "eager";  // no bug: the check holds on the new size too
+  oracles::RunResult right = run(c, "wrong_on_new_size_exact");
+  EXPECT_EQ(right.exitCode.value_or(-1), 0) << describe(right);
+}
+
 TEST_F(ShortReproEndToEnd, PlantedLostMutationStaleResultAndCopiedViewFailTheirOwnChecks) {
   // TEST FIXTURE backends: one loses the writes to the input and the buffer, one returns call 1's
   // results on every later call, one returns copies where eager returns views. Each short repro fails

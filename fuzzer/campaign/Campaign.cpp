@@ -329,7 +329,10 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     view_.event(fmt::format("program {:06d}: outputs unreadable, skipped: {}", c.index, e.what()));
     return;
   }
-  std::vector<std::string> features = runFeatures(c.graph, sc, r);
+  // A program Dynamo compiled nothing of tested no compiler (issue 16, 5b): its features are no coverage and
+  // its arms are charged its cost with no yield, so the bandit learns to avoid the choices that cause it.
+  bool compilerRan = r.verdict.verdict != oracles::Verdict::NothingCompiled;
+  std::vector<std::string> features = compilerRan ? runFeatures(c.graph, sc, r) : std::vector<std::string>{};
   ProgramYield yield;  // for the scheduler's credit below
   {
     std::lock_guard lock(mutex_);

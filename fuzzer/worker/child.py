@@ -8,7 +8,6 @@ here may run a torch op at import time.
 
 import json
 import os
-import random
 import resource
 import signal
 import sys
@@ -22,10 +21,12 @@ import torch.utils._pytree as pytree
 
 from bisect_check import JobError, run_bisect  # noqa: F401  (JobError: raised by the bisect job)
 from compile_stats import compile_facts, compile_phases
-from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, alias_notes,
-                            perturbed_inputs)
+from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, TextLeaf,
+                            alias_notes, perturbed_inputs)
 from lift import run_lift_job
 from program_guard import GUARD
+from repro_shared import (call_in_fp64, fresh_copies, layout_copy, pick_resized, seed_everything,
+                          widen_model_and_inputs, widen_tensor, write_tensor_file)
 
 PHASE_FILE = "phase"
 RESULT_FILE = "result.json"
@@ -194,10 +195,10 @@ class ChildRun:
                 wrt_names.append(f"grad(param {name})")
         return inputs, wrt, wrt_names
 
-    def call(self, fn, args, mode, wrt, wrt_names, backward, inspect=None):
-        """One seeded call of fn on `args` (fresh copies: ModuleState and fresh_copies), with backward
-        when asked: (cloned outputs, grads or None, inspect(the output leaves as returned) or None)."""
-        self.mark("run")
+    def call(self, fn, args, mode, wrt, wrt_names, backward, inspect=None, phase="run"):
+        """One seeded call of fn on `args` (fresh copies: ModuleState and fresh_copies), in `phase`, with
+        backward when asked: (cloned outputs, grads or None, inspect(the output leaves as returned) or None)."""
+        self.mark(phase)
         self.seed_everything()
         out = call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
         inspected = inspect(pytree.tree_leaves(out)) if inspect else None
@@ -212,8 +213,9 @@ class ChildRun:
             self.times["backward_s"] = self.times.get("backward_s", 0.0) + time.monotonic() - t_bw
         return outputs, grads, inspected
 
-    def checked_calls(self, ns, fn, inputs, mode, wrt, wrt_names, state):
-        """The three calls of one run (forward_checks.py): [(leaf, role, name, random)] in saved order."""
+    def checked_calls(self, ns, fn, model, inputs, mode, wrt, wrt_names, state):
+        """The calls of one run (forward_checks.py): [(leaf, role, name, random)] in saved order. `model` is
+        the uncompiled module (in fp64 mode, the widened one): call 4 asks it which other size eager accepts."""
         backward = bool(self.job.get("backward", False))
         taint = RandomTaint() if mode == "eager" else NoTaint()
         ties = IndexSources() if mode == "eager" else NoTaint()
@@ -243,11 +245,34 @@ class ChildRun:
                         args = pytree.tree_map(_grad_leaf, args)
                 out, _, _ = self.call(fn, args, mode, wrt, wrt_names, False)
                 entries += [(leaf, role, f"{role}: output {i}", leaf) for i, leaf in enumerate(pytree.tree_leaves(out))]
+            if self.job.get("resized_call"):
+                entries += self.resized_call(fn, model, inputs, mode, state)
             self.times["extra_calls_s"] = self.times.get("extra_calls_s", 0.0) + time.monotonic() - t_extra
             flags = taint.leaf_flags([source for *_, source in entries])
         if taint.random_ops:
             self.random_ops = sorted(set(self.random_ops) | taint.random_ops)
         return [(leaf, role, name, random) for (leaf, role, name, _), random in zip(entries, flags)]
+
+    def resized_call(self, fn, model, inputs, mode, state):
+        """Call 4 (dynamic=True jobs): the entries of its "resized" role (forward_checks.py). What compiled
+        raises here is the job's exception, in phase "resized-call"."""
+
+        def probe(args):
+            state.restore()
+            self.seed_everything()
+            return call_in_fp64(model, args) if mode == "fp64" else model(*args)
+
+        self.mark("resized-call")
+        what, args = pick_resized(inputs, probe)
+        entries = [(TextLeaf(what), "resized", "resized: inputs", what)]
+        if args is None:
+            return entries
+        state.restore()
+        if bool(self.job.get("backward", False)):
+            args = pytree.tree_map(_grad_leaf, args)
+        out, _, _ = self.call(fn, args, mode, [], [], False, phase="resized-call")
+        return entries + [(leaf, "resized", f"resized ({what}): output {i}", leaf)
+                          for i, leaf in enumerate(pytree.tree_leaves(out))]
 
     def run(self):
         job = self.job
@@ -275,7 +300,7 @@ class ChildRun:
         t_run = time.monotonic()
         torch.set_grad_enabled(backward)
         for _ in range(repeat):
-            runs.append(self.checked_calls(ns, fn, inputs, mode, wrt, wrt_names, state))
+            runs.append(self.checked_calls(ns, fn, model, inputs, mode, wrt, wrt_names, state))
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         # run_s is the calls' own time: a compiled job's compile time is compile_s, never folded in.
@@ -333,7 +358,7 @@ class ChildRun:
         if bool(self.job.get("backward", False)):
             inputs, wrt, wrt_names = self.grad_targets(model, inputs)
         torch.set_grad_enabled(bool(self.job.get("backward", False)))
-        return [leaf for leaf, *_ in self.checked_calls(ns, fn, inputs, mode, wrt, wrt_names, ModuleState(model))]
+        return [leaf for leaf, *_ in self.checked_calls(ns, fn, model, inputs, mode, wrt, wrt_names, ModuleState(model))]
 
     def bisect(self):
         """The bisect job (bisect_check.run_bisect): which backend, subsystem and application first fails."""
@@ -432,123 +457,6 @@ def _grad_leaf(t):
     return t
 
 
-# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
-# repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
-# stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
-def seed_everything(seed):
-    """Seeds Python's, torch's and (when installed) numpy's global generators with `seed`."""
-    random.seed(seed)
-    torch.manual_seed(seed)
-    try:
-        import numpy
-
-        numpy.random.seed(seed % 2**32)
-    except ImportError:
-        pass
-
-
-def widen_dtype(dtype):
-    """float64 for a floating dtype, complex128 for a complex one; anything else unchanged."""
-    if isinstance(dtype, torch.dtype) and dtype.is_complex:
-        return torch.complex128
-    if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
-        return torch.float64
-    return dtype
-
-
-def layout_copy(t, dtype=None):
-    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset: its whole
-    storage is copied, so a slice, a transposed or expanded view or an input with a storage offset reaches
-    the model as make_inputs made it (clone() and to() would make it dense, at offset 0). A tensor that
-    requires grad keeps clone() (its copy must stay in its graph); so do non-strided tensors."""
-    dtype = dtype or t.dtype
-    if t.requires_grad or t.layout != torch.strided:
-        return t.to(dtype) if dtype != t.dtype else t.clone()
-    storage, width = t.untyped_storage(), t.element_size()
-    if storage.nbytes() % width:  # a dtype view of another dtype's storage
-        return t.to(dtype) if dtype != t.dtype else t.clone()
-    with torch.no_grad():
-        whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (storage.nbytes() // width,), (1,))
-        return whole.to(dtype, copy=True).as_strided(t.size(), t.stride(), t.storage_offset())
-
-
-def fresh_copies(inputs):
-    """Copies of every tensor in `inputs` with their layout kept (layout_copy): each call gets its own, so a
-    program that mutates its inputs is compared as it is; a grad leaf's copy stays in its graph."""
-    return pytree.tree_map(lambda t: layout_copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
-
-
-def widen_tensor(t):
-    """A floating or complex tensor converted to its widened dtype, its layout kept (layout_copy);
-    anything else unchanged."""
-    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
-        return layout_copy(t, widen_dtype(t.dtype))
-    return t
-
-
-def widen_model_and_inputs(model, inputs):
-    """The float64 reference's model and inputs: the model in float64, floating inputs widened (a list)."""
-    return model.to(torch.float64), pytree.tree_map(widen_tensor, list(inputs))
-
-
-class Fp64Casts(torch.overrides.TorchFunctionMode):
-    """Turns explicit floating casts inside forward into float64 ones, as cast_to_fp64 does."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
-        if func in (torch.Tensor.half, torch.Tensor.float, torch.Tensor.bfloat16):
-            return args[0].double(**kwargs)
-        if "dtype" in kwargs:
-            kwargs["dtype"] = widen_dtype(kwargs["dtype"])
-        if func in (torch.Tensor.to, torch.Tensor.type):
-            args = tuple(widen_dtype(a) for a in args)
-        return func(*args, **kwargs)
-
-
-def call_in_fp64(fn, args):
-    """fn(*args) as the float64 reference runs it: under Fp64Casts, with float64 the default dtype."""
-    with Fp64Casts():
-        default_dtype = torch.get_default_dtype()
-        torch.set_default_dtype(torch.float64)
-        try:
-            return fn(*args)
-        finally:
-            torch.set_default_dtype(default_dtype)
-# The tensor file: how outputs cross from any worker torch to the LibTorch tcfuzz links (read by
-# oracles/OutputLoader.cpp). The safetensors layout: an 8-byte little-endian header length N, N bytes
-# of JSON {"__metadata__": {...}, "0": {"dtype", "shape", "data_offsets"}, "1": ...}, then the raw
-# C-contiguous little-endian bytes. No torch.save and no numpy, so every torch from 2.4 on writes it.
-TENSOR_FILE_DTYPES = {name: code for name, code in [
-    ("bool", "BOOL"), ("uint8", "U8"), ("int8", "I8"), ("int16", "I16"), ("int32", "I32"), ("int64", "I64"),
-    ("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64"), ("float16", "F16"), ("bfloat16", "BF16"),
-    ("float32", "F32"), ("float64", "F64"), ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
-] if hasattr(torch, name)}
-
-
-def write_tensor_file(path, tensors):
-    """Writes `tensors` (any device, layout-free dtypes only) to `path` as a tensor file, indexed 0..n-1."""
-    import ctypes
-    import struct
-
-    header, chunks, offset = {"__metadata__": {"format": "tcfuzz-tensors", "version": "1"}}, [], 0
-    for i, t in enumerate(tensors):
-        t = t.detach().to("cpu").contiguous()
-        dtype = str(t.dtype).replace("torch.", "")
-        if dtype not in TENSOR_FILE_DTYPES:
-            raise TypeError(f"the tensor file has no dtype {dtype}")
-        size = t.numel() * t.element_size()
-        chunks.append(ctypes.string_at(t.data_ptr(), size) if size else b"")
-        header[str(i)] = {"dtype": TENSOR_FILE_DTYPES[dtype], "shape": list(t.shape),
-                          "data_offsets": [offset, offset + size]}
-        offset += size
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for chunk in chunks:
-            f.write(chunk)
-# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
 
 
 def exception_record(exc):

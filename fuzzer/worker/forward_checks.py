@@ -5,12 +5,19 @@ The leaves of one run, in the order every mode saves them (child.py) and repro.p
 (oracles/repro_driver.py):
   role "output"        call 1's flattened outputs
   role "grad"          call 1's gradients (backward jobs)
-  role "alias"         one per output of call 1: what its storage is shared with (AliasNote: "input 0",
+  role "alias"         one per output of call 1: what its storage is shared with (TextLeaf: "input 0",
                        "buffer bn.running_mean", "output 1" or "nothing"), compared as text
   role "state"         each top-level input tensor, buffer and parameter after call 1, named
                        "input 0 after forward", "buffer bn.running_mean after forward", ...
   role "second-call"   call 2 (fresh copies of the same inputs, state restored): its outputs
   role "fresh-inputs"  call 3 (make_inputs(seed + 1), state restored): its outputs
+  role "resized"       jobs under dynamic=True only: call 4, inputs of another size (repro_shared.pick_resized,
+                       state restored). First a TextLeaf named "resized: inputs" saying which dim of which
+                       inputs changed ("dim 0 of input 0: 8 -> 7") or why call 4 was skipped, then the outputs,
+                       named "resized (dim 0 of input 0: 8 -> 7): output 0", ...
+Every mode picks call 4's size the same way: the first candidate its own eager forward accepts (the
+compiled job asks its uncompiled model), so a size eager rejects is never judged, and compiled raising on
+one eager accepts is a crash in phase "resized-call".
 Every call gets fresh copies of the inputs and starts from the model state as built, so a program
 that mutates its inputs or buffers is compared, not written off as nondeterministic.
 
@@ -50,10 +57,11 @@ def perturbed_inputs(inputs, perturb):
     return pytree.tree_map(move, list(inputs))
 
 
-class AliasNote(str):
-    """What one output shares storage with, as text ("input 0", "param weight", "output 1", "nothing"); it is
-    saved as a leaf of kind "other" and compared by its text, never arbitrated by fp64 (whose casts alias
-    differently). Its repr is the text itself, so reports quote it without quotes."""
+class TextLeaf(str):
+    """A leaf that is a note, not a value: what one output shares storage with ("input 0", "param weight",
+    "output 1", "nothing"), or how call 4 resized the inputs. It is saved as a leaf of kind "other" and
+    compared by its text, never arbitrated by fp64 (whose casts alias differently). Its repr is the text
+    itself, so reports quote it without quotes."""
 
     def __repr__(self):
         return str(self)
@@ -71,7 +79,7 @@ def _storage_key(t):
 
 
 def alias_notes(out_leaves, sources):
-    """One AliasNote per output leaf of call 1: the first of `sources` ([(name, tensor)]: the top-level
+    """One TextLeaf per output leaf of call 1: the first of `sources` ([(name, tensor)]: the top-level
     inputs, then buffers and parameters) whose storage it shares, else the first earlier output whose
     storage it shares, else "nothing". Eager and compiled must agree on every note (issue 16, 4b)."""
     owners = {}
@@ -81,7 +89,7 @@ def alias_notes(out_leaves, sources):
     for i, leaf in enumerate(out_leaves):
         key = _storage_key(leaf)
         note = owners.get(key) or seen.get(key) if key is not None else None
-        notes.append(AliasNote(note or "nothing"))
+        notes.append(TextLeaf(note or "nothing"))
         if key is not None:
             seen.setdefault(key, f"output {i}")
     return notes

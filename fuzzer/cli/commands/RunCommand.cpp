@@ -20,8 +20,9 @@ std::string shapeText(const std::vector<int64_t>& shape) { return fmt::format("[
 
 void printRun(std::ostream& out, const char* label, const oracles::RunResult& r) {
   std::string timing = fmt::format("setup {:.3f}s, run {:.3f}s", r.times.setup, r.times.run);
-  if (r.times.compile > 0) timing = fmt::format("setup {:.3f}s, compile {:.3f}s, run {:.3f}s", r.times.setup,
-                                                r.times.compile, r.times.run - r.times.compile);
+  // run_s never holds the compile time (the worker reports it apart as compile_s).
+  if (r.times.compile > 0)
+    timing = fmt::format("setup {:.3f}s, compile {:.3f}s, run {:.3f}s", r.times.setup, r.times.compile, r.times.run);
   out << fmt::format("  {:<9}{}  ({})", label, r.summary(), timing);
   if (r.compileFacts)
     out << fmt::format("  graphs={} breaks={}", r.compileFacts->graphCount, r.compileFacts->graphBreaks);

@@ -1,0 +1,188 @@
+"""The worker child's half of the shared block: seeding, fp64 widening, layout-keeping input copies,
+the resized call's inputs and the tensor file. repro.py must stand alone, so oracles/repro_driver.py keeps
+a textually identical copy of the block below (tests/test_ReproWriter.cpp compares them).
+
+Imported by child.py before the zygote forks: nothing here runs a torch op at import time.
+"""
+
+import json
+import random
+
+import torch
+import torch.utils._pytree as pytree
+
+
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
+# repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
+# stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
+def seed_everything(seed):
+    """Seeds Python's, torch's and (when installed) numpy's global generators with `seed`."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+
+
+def widen_dtype(dtype):
+    """float64 for a floating dtype, complex128 for a complex one; anything else unchanged."""
+    if isinstance(dtype, torch.dtype) and dtype.is_complex:
+        return torch.complex128
+    if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+        return torch.float64
+    return dtype
+
+
+def restrided(t, like, view):
+    """t's storage with like's sizes, strides and storage offset: a view of t when `view`, else a tensor that
+    is no view (Dynamo guards on whether an input is a view: a call must not recompile for that alone)."""
+    if view:
+        return t.as_strided(like.size(), like.stride(), like.storage_offset())
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), like.storage_offset(), like.size(),
+                                                               like.stride())
+
+
+def layout_copy(t, dtype=None):
+    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset, and a view
+    exactly when t is one: its whole storage is copied, so a slice, a transposed or expanded view or an
+    input with a storage offset reaches the model as make_inputs made it (clone() and to() would make it
+    dense, at offset 0). A tensor that requires grad keeps clone() (its copy must stay in its graph); so do
+    non-strided tensors."""
+    dtype = dtype or t.dtype
+    if t.requires_grad or t.layout != torch.strided:
+        return t.to(dtype) if dtype != t.dtype else t.clone()
+    storage, width = t.untyped_storage(), t.element_size()
+    if storage.nbytes() % width:  # a dtype view of another dtype's storage
+        return t.to(dtype) if dtype != t.dtype else t.clone()
+    with torch.no_grad():
+        whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (storage.nbytes() // width,), (1,))
+        return restrided(whole.to(dtype, copy=True), t, t._is_view())
+
+
+def fresh_copies(inputs):
+    """Copies of every tensor in `inputs` with their layout kept (layout_copy): each call gets its own, so a
+    program that mutates its inputs is compared as it is; a grad leaf's copy stays in its graph."""
+    return pytree.tree_map(lambda t: layout_copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
+
+
+def resized_inputs(inputs):
+    """Call 4's candidate inputs under dynamic shapes (issue 16, 4c): [(what, inputs)], to be tried in order.
+    A candidate resizes one dim (dim 0, then the last dim) of every top-level tensor input whose size there
+    is the most common one of 2 or more (the larger on a tie). A size n >= 3 becomes n - 1 by dropping the
+    first slice, so the storage offset moves too; n == 2 becomes 3 by repeating the first slice (Dynamo
+    specializes sizes 0 and 1). Shrunk tensors keep their strides; every tensor is a fresh copy."""
+    candidates, seen = [], set()
+    for where in ("dim 0", "the last dim"):
+        dims = {i: 0 if where == "dim 0" else t.dim() - 1 for i, t in enumerate(inputs)
+                if isinstance(t, torch.Tensor) and t.dim() > 0}
+        counts = {}
+        for i, d in dims.items():
+            if inputs[i].shape[d] >= 2:
+                counts[inputs[i].shape[d]] = counts.get(inputs[i].shape[d], 0) + 1
+        if not counts:
+            continue
+        n = max(counts, key=lambda size: (counts[size], size))
+        chosen = tuple((i, d) for i, d in dims.items() if inputs[i].shape[d] == n)
+        if chosen in seen:
+            continue
+        seen.add(chosen)
+        new = n - 1 if n >= 3 else 3
+        args = fresh_copies([t.detach() if isinstance(t, torch.Tensor) else t for t in inputs])
+        with torch.no_grad():
+            for i, d in chosen:
+                if new < n:  # a view exactly when the input is one, as in calls 1 to 3
+                    args[i] = restrided(args[i], args[i].narrow(d, 1, new), inputs[i]._is_view())
+                else:
+                    args[i] = torch.cat([args[i], args[i].narrow(d, 0, new - n)], d)
+        names = ", ".join(str(i) for i, _ in chosen)
+        candidates.append((f"{where} of input{'s' if len(chosen) > 1 else ''} {names}: {n} -> {new}", args))
+    return candidates
+
+
+def pick_resized(inputs, probe):
+    """Call 4's inputs: (what, args) for the first of resized_inputs(inputs) on which probe (eager mode's own
+    forward, given fresh copies) raises nothing; else (why call 4 is skipped, None)."""
+    candidates = resized_inputs(inputs)
+    for what, args in candidates:
+        try:
+            probe(fresh_copies(args))
+        except Exception:  # noqa: BLE001  (eager rejects this size: the next candidate)
+            continue
+        return what, args
+    return ("skipped: eager rejects every other size" if candidates else "skipped: no input dim of size 2 or more"), None
+
+
+def widen_tensor(t):
+    """A floating or complex tensor converted to its widened dtype, its layout kept (layout_copy);
+    anything else unchanged."""
+    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+        return layout_copy(t, widen_dtype(t.dtype))
+    return t
+
+
+def widen_model_and_inputs(model, inputs):
+    """The float64 reference's model and inputs: the model in float64, floating inputs widened (a list)."""
+    return model.to(torch.float64), pytree.tree_map(widen_tensor, list(inputs))
+
+
+class Fp64Casts(torch.overrides.TorchFunctionMode):
+    """Turns explicit floating casts inside forward into float64 ones, as cast_to_fp64 does."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.Tensor.half, torch.Tensor.float, torch.Tensor.bfloat16):
+            return args[0].double(**kwargs)
+        if "dtype" in kwargs:
+            kwargs["dtype"] = widen_dtype(kwargs["dtype"])
+        if func in (torch.Tensor.to, torch.Tensor.type):
+            args = tuple(widen_dtype(a) for a in args)
+        return func(*args, **kwargs)
+
+
+def call_in_fp64(fn, args):
+    """fn(*args) as the float64 reference runs it: under Fp64Casts, with float64 the default dtype."""
+    with Fp64Casts():
+        default_dtype = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            return fn(*args)
+        finally:
+            torch.set_default_dtype(default_dtype)
+# The tensor file: how outputs cross from any worker torch to the LibTorch tcfuzz links (read by
+# oracles/OutputLoader.cpp). The safetensors layout: an 8-byte little-endian header length N, N bytes
+# of JSON {"__metadata__": {...}, "0": {"dtype", "shape", "data_offsets"}, "1": ...}, then the raw
+# C-contiguous little-endian bytes. No torch.save and no numpy, so every torch from 2.4 on writes it.
+TENSOR_FILE_DTYPES = {name: code for name, code in [
+    ("bool", "BOOL"), ("uint8", "U8"), ("int8", "I8"), ("int16", "I16"), ("int32", "I32"), ("int64", "I64"),
+    ("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64"), ("float16", "F16"), ("bfloat16", "BF16"),
+    ("float32", "F32"), ("float64", "F64"), ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
+] if hasattr(torch, name)}
+
+
+def write_tensor_file(path, tensors):
+    """Writes `tensors` (any device, layout-free dtypes only) to `path` as a tensor file, indexed 0..n-1."""
+    import ctypes
+    import struct
+
+    header, chunks, offset = {"__metadata__": {"format": "tcfuzz-tensors", "version": "1"}}, [], 0
+    for i, t in enumerate(tensors):
+        t = t.detach().to("cpu").contiguous()
+        dtype = str(t.dtype).replace("torch.", "")
+        if dtype not in TENSOR_FILE_DTYPES:
+            raise TypeError(f"the tensor file has no dtype {dtype}")
+        size = t.numel() * t.element_size()
+        chunks.append(ctypes.string_at(t.data_ptr(), size) if size else b"")
+        header[str(i)] = {"dtype": TENSOR_FILE_DTYPES[dtype], "shape": list(t.shape),
+                          "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for chunk in chunks:
+            f.write(chunk)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
