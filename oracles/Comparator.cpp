@@ -101,9 +101,11 @@ Comparison Comparator::compare(const LoadedOutputs& eager, const LoadedOutputs& 
     result.failingRole = "output";
     return result;
   }
-  // Only call 4 (role "resized", saved last) may differ in fp64, whose forward may reject a size eager accepts.
+  // Only call 4 and the moved call (roles "resized" and "moved", saved last) may differ in fp64, whose forward
+  // may reject inputs eager accepts.
   auto callsBefore4 = [](const LoadedOutputs& o) {
-    return std::count_if(o.leaves.begin(), o.leaves.end(), [](const OutputLeaf& l) { return l.role != "resized"; });
+    return std::count_if(o.leaves.begin(), o.leaves.end(),
+                         [](const OutputLeaf& l) { return l.role != "resized" && l.role != "moved"; });
   };
   if (fp64 && fp64->leaves.size() != eager.leaves.size() && callsBefore4(*fp64) != callsBefore4(eager))
     fp64 = nullptr;  // cannot arbitrate

@@ -106,8 +106,10 @@ std::string leafDtype(const ReproCase& repro, int index) {
   return "float32";
 }
 
-/// Call 4's resize, read back from the name of its output leaf ("resized (dim 0 of inputs 0, 2: 8 -> 7): output 0").
+/// The inputs of call 4 or of the moved call, read back from the name of their output leaf ("resized (dim 0
+/// of inputs 0, 2: 8 -> 7): output 0", "moved (input 0 at storage offset 0, not 8): output 0").
 struct Resize {
+  bool moved = false;       ///< the moved call: the inputs at storage offset 0, sizes and strides kept
   int dim = 0;              ///< 0, or -1 for the last dim
   std::string inputs;       ///< the input positions, as a Python tuple body: "0, 2,"
   int64_t from = 0, to = 0;
@@ -115,14 +117,17 @@ struct Resize {
 
 /// The resize behind the first diverging leaf, when that leaf is one of call 4's outputs; else nullopt.
 std::optional<Resize> resizeOfDivergingLeaf(const ReproCase& repro) {
-  static const std::regex kName(R"(^resized \((dim 0|the last dim) of inputs? ([0-9, ]+): ([0-9]+) -> ([0-9]+)\): output [0-9]+$)");
+  static const std::regex kResized(R"(^resized \((dim 0|the last dim) of inputs? ([0-9, ]+): ([0-9]+) -> ([0-9]+)\): output [0-9]+$)");
+  static const std::regex kMoved(R"(^moved \(inputs? ([0-9, ]+) at storage offset 0, not [0-9, ]+\): output [0-9]+$)");
   int index = checkedLeaf(repro);
   if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
     for (const json& leaf : *it) {
       std::smatch m;
       std::string name = leaf.is_object() ? leaf.value("name", "") : "";
-      if (leaf.value("leaf", -1) != index || !std::regex_match(name, m, kName)) continue;
-      return Resize{m[1] == "dim 0" ? 0 : -1, m[2].str() + ",", std::stoll(m[3].str()), std::stoll(m[4].str())};
+      if (leaf.value("leaf", -1) != index) continue;
+      if (std::regex_match(name, m, kMoved)) return Resize{true, 0, m[1].str() + ",", 0, 0};
+      if (std::regex_match(name, m, kResized))
+        return Resize{false, m[1] == "dim 0" ? 0 : -1, m[2].str() + ",", std::stoll(m[3].str()), std::stoll(m[4].str())};
     }
   return std::nullopt;
 }
@@ -239,15 +244,18 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        " + call);
     add("    return ([x for x in inputs if isinstance(x, torch.Tensor)] + [t for _, t in sorted(model.named_buffers())]");
     add("            + [p for _, p in sorted(model.named_parameters())])");
-  } else if (resize) {  // call 4: inputs of another size, after a call on the first size
-    std::string resized = resize->to < resize->from
+  } else if (resize) {  // call 4 (inputs of another size) or the moved call, after a call on the first inputs
+    std::string resized = resize->moved ? "x.new_zeros(x.numel() and 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride())))"
+                                            ".as_strided(x.size(), x.stride()).copy_(x)"
+                          : resize->to < resize->from
                               ? fmt::format("x.narrow({0}, 1, {1})", resize->dim, resize->to)
                               : fmt::format("torch.cat([x, x.narrow({0}, 0, {1})], {0})", resize->dim, resize->to - resize->from);
-    add(fmt::format("    resized = [{} if i in ({}) else x for i, x in enumerate(inputs)]  # size {} -> {}", resized,
-                    resize->inputs, resize->from, resize->to));
+    add(fmt::format("    resized = [{} if i in ({}) else x for i, x in enumerate(inputs)]  # {}", resized, resize->inputs,
+                    resize->moved ? "at storage offset 0" : fmt::format("size {} -> {}", resize->from, resize->to)));
     add(noGrad);
     add("        fn = " + fn);
-    add("        fn(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])");
+    add(resize->moved ? "        fn(*inputs)  # as make_inputs made them: at their storage offset"
+                      : "        fn(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])");
     add("        return torch.utils._pytree.tree_leaves(fn(*resized))");
   } else if (later) {  // call 2 (the same inputs again) and call 3 (the inputs of seed + 1)
     add("    if fp64:");

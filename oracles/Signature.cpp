@@ -670,6 +670,9 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
       sig.kind = "numeric";
       sig.ops = programOps;
       std::sort(sig.ops.begin(), sig.ops.end());
+      // Which later call went wrong (a cache, a dynamic-shape or a storage-offset bug): its role.
+      if (verdict.verdict == Verdict::SecondCallDivergence && verdict.comparison)
+        sig.phase = verdict.comparison->failingRole;
       break;
     case Verdict::CrashMismatch:
     case Verdict::StatusMismatch: {

@@ -119,7 +119,8 @@ bool isWrongResultSymptom(std::string_view symptom) {
 
 Verdict wrongResultOfRole(std::string_view role) {
   if (role == "state") return Verdict::MutationDivergence;
-  if (role == "second-call" || role == "fresh-inputs" || role == "resized") return Verdict::SecondCallDivergence;
+  if (role == "second-call" || role == "fresh-inputs" || role == "resized" || role == "moved")
+    return Verdict::SecondCallDivergence;
   if (role == "alias") return Verdict::AliasingDivergence;
   return Verdict::NumericDivergence;
 }
@@ -137,8 +138,8 @@ std::string_view wrongResultStory(Verdict verdict) {
        "`fp64_ref`)."},
       {Verdict::SecondCallDivergence,
        "The compiled module's first call agrees with eager mode, but a later call (the same inputs again, fresh "
-       "inputs of the same shapes, or under dynamic shapes inputs of another size) is further from a float64 "
-       "reference than eager mode's."},
+       "inputs of the same shapes, the inputs moved to storage offset 0, or under dynamic shapes inputs of another "
+       "size) is further from a float64 reference than eager mode's."},
       {Verdict::AliasingDivergence,
        "An output of the compiled program shares storage with another tensor than eager mode's output does (a view "
        "of an input returned as a copy, or a fresh result returned as a view), so writes through it reach other "

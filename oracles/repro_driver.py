@@ -97,7 +97,7 @@ def resized_inputs(inputs):
             continue
         seen.add(chosen)
         new = n - 1 if n >= 3 else 3
-        args = fresh_copies([t.detach() if isinstance(t, torch.Tensor) else t for t in inputs])
+        args = fresh_copies([t.detach() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs])
         with torch.no_grad():
             for i, d in chosen:
                 if new < n:  # a view exactly when the input is one, as in calls 1 to 3
@@ -109,17 +109,51 @@ def resized_inputs(inputs):
     return candidates
 
 
-def pick_resized(inputs, probe):
-    """Call 4's inputs: (what, args) for the first of resized_inputs(inputs) on which probe (eager mode's own
-    forward, given fresh copies) raises nothing; else (why call 4 is skipped, None)."""
-    candidates = resized_inputs(inputs)
+def first_accepted(candidates, probe, rejected):
+    """(what, args) for the first of candidates ([(what, args)], resized_inputs' or moved_inputs') on which
+    probe (eager mode's own forward, given fresh copies) raises nothing; else (rejected, None)."""
     for what, args in candidates:
         try:
             probe(fresh_copies(args))
-        except Exception:  # noqa: BLE001  (eager rejects this size: the next candidate)
+        except Exception:  # noqa: BLE001  (eager rejects these inputs: the next candidate)
             continue
         return what, args
-    return ("skipped: eager rejects every other size" if candidates else "skipped: no input dim of size 2 or more"), None
+    return rejected, None
+
+
+def moved_inputs(inputs):
+    """The inputs of the moved call (forward_checks.py): (what, inputs) with every top-level tensor input
+    that has a storage offset copied to offset 0 with the same sizes and strides (a view exactly when it
+    is one; what its strides skip is zero), or None when no input has an offset. An overlapping input (an expanded one) keeps its offset."""
+    args, moved = fresh_copies([t.detach() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs]), []
+    for i, t in enumerate(inputs):
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.storage_offset() == 0:
+            continue
+        if t.numel() and any(s == 0 and n > 1 for n, s in zip(t.shape, t.stride())):
+            continue
+        extent = 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) if t.numel() else 0
+        with torch.no_grad():  # a zeroed storage: the gaps a strided layout skips must not be garbage
+            at_zero = torch.zeros(extent, dtype=t.dtype, device=t.device).as_strided(t.size(), t.stride(), 0)
+            at_zero.copy_(t)
+        args[i] = restrided(at_zero, at_zero, t._is_view())
+        moved.append((i, t.storage_offset()))
+    if not moved:
+        return None
+    names = ", ".join(str(i) for i, _ in moved)
+    offsets = ", ".join(str(offset) for _, offset in moved)
+    return f"input{'s' if len(moved) > 1 else ''} {names} at storage offset 0, not {offsets}", args
+
+
+def later_call_inputs(role, inputs, probe):
+    """The inputs of call 4 ("resized", dynamic=True jobs) or of the moved call ("moved"): (what, args),
+    (why it is skipped, None), or None when the role has no entries at all (no input has a storage offset)."""
+    if role == "resized":
+        candidates = resized_inputs(inputs)
+        if not candidates:
+            return "skipped: no input dim of size 2 or more", None
+        return first_accepted(candidates, probe, "skipped: eager rejects every other size")
+    found = moved_inputs(inputs)
+    return found and first_accepted([found], probe, "skipped: eager rejects its inputs at storage offset 0")
 
 
 def widen_tensor(t):
@@ -294,9 +328,9 @@ def gradients(out, wrt):
 def run(mode):
     """One run ("eager", "fp64" or "compiled"), as tcfuzz's worker made it: call 1's outputs (then its
     gradients, then what each output's storage is shared with), each input, buffer and parameter as
-    call 1 left it, call 2's outputs (the same inputs again) and call 3's (the inputs of seed + 1), and under
-    dynamic=True call 4's (inputs of another size: which one, then its outputs); each call starts from the
-    state as built.
+    call 1 left it, call 2's outputs (the same inputs again) and call 3's (the inputs of seed + 1), under
+    dynamic=True call 4's (inputs of another size: which one, then its outputs), and when an input has a
+    storage offset the moved call's (those inputs at offset 0); each call starts from the state as built.
     Returns the leaves, their names and their roles."""
     model, inputs = build(mode)
     fn = model
@@ -365,23 +399,27 @@ def run(mode):
         leaves += more
         names += [f"{role}: output {i}" for i in range(len(more))]
         roles += [role] * len(more)
-    if CASE["compile"].get("dynamic") is True:  # call 4: inputs of another size, one eager's forward accepts
-        def probe(args):
-            restore()
-            seed_everything(CASE["seed"])
-            return call_in_fp64(model, args) if mode == "fp64" else model(*args)
+    def probe(args):
+        restore()
+        seed_everything(CASE["seed"])
+        return call_in_fp64(model, args) if mode == "fp64" else model(*args)
 
-        what, args = pick_resized(inputs, probe)
+    # Call 4 (inputs of another size, dynamic=True only), then the moved call (inputs at storage offset 0).
+    for role in ("resized", "moved") if CASE["compile"].get("dynamic") is True else ("moved",):
+        found = later_call_inputs(role, inputs, probe)
+        if found is None:
+            continue
+        what, args = found
         leaves.append(what)
-        names.append("resized: inputs")
-        roles.append("resized")
+        names.append(f"{role}: inputs")
+        roles.append(role)
         if args is not None:
             restore()
             more = [t.detach().clone() if isinstance(t, torch.Tensor) else t
                     for t in pytree.tree_leaves(call(grad_leaves(args) if CASE["backward"] else args))]
             leaves += more
-            names += [f"resized ({what}): output {i}" for i in range(len(more))]
-            roles += ["resized"] * len(more)
+            names += [f"{role} ({what}): output {i}" for i in range(len(more))]
+            roles += [role] * len(more)
     leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
     return leaves, names, roles
 
@@ -521,6 +559,7 @@ def compare(eager, compiled, fp64):
 # The verdict of a wrong result by the role of its first failing leaf (oracles::wrongResultOfRole).
 WRONG_RESULT_OF_ROLE = {"state": "mutation-divergence", "second-call": "second-call-divergence",
                         "fresh-inputs": "second-call-divergence", "resized": "second-call-divergence",
+                        "moved": "second-call-divergence",
                         "alias": "aliasing-divergence"}
 
 

@@ -166,10 +166,11 @@ TEST_F(ProgramTesterTest, EveryModeAndCallSeesTheInputsStridesAndStorageOffset) 
   for (const oracles::RunResult* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64}) {
     SCOPED_TRACE(run->jobDir.string());
     oracles::LoadedOutputs out = oracles::loadOutputs(*run->outputs, run->jobDir);
-    std::vector<double> layout;  // storage offset, strides, contiguity of the input: calls 1, 2 and 3
-    for (const auto& l : out.leaves)
+    std::vector<double> layout;  // storage offset, strides, contiguity of the input: calls 1, 2 and 3, then
+    for (const auto& l : out.leaves)  // the moved call (the input at storage offset 0, its strides kept)
       if (l.kind == oracles::OutputLeaf::Kind::Scalar) layout.push_back(out.tensors[l.index].item<double>());
-    EXPECT_EQ(layout, (std::vector<double>{8, 1, 6, 0, 8, 1, 6, 0, 8, 1, 6, 0}));
+    EXPECT_EQ(layout, (std::vector<double>{8, 1, 6, 0, 8, 1, 6, 0, 8, 1, 6, 0, 0, 1, 6, 0}));
+    EXPECT_EQ(out.leaves[out.leaves.size() - 6].repr, "input 0 at storage offset 0, not 8");
   }
 }
 
@@ -236,6 +237,8 @@ TEST_F(ProgramTesterTest, PlantedBugsOnANewSizeAreASecondCallDivergenceAndAResiz
       << r.verdict.reason;
   for (const auto& l : r.verdict.comparison->leaves)
     if (l.role != "resized") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
+  // The signature names the call that went wrong: a dynamic-shape bug is not a stale cache.
+  EXPECT_EQ(oracles::signatureOf(r.runs, r.verdict, {"linear", "tanh"}).phase, "resized");
 
   s.compile.backend = "tcfuzz_planted_raise_on_new_size";
   r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
@@ -244,6 +247,31 @@ TEST_F(ProgramTesterTest, PlantedBugsOnANewSizeAreASecondCallDivergenceAndAResiz
   EXPECT_TRUE(r.runs.eager.ok());
   oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, {"linear", "tanh"});
   EXPECT_EQ(sig.phase, "resized-call");
+}
+
+TEST_F(ProgramTesterTest, PlantedBugAtAnotherStorageOffsetIsASecondCallDivergenceOfTheMovedCall) {
+  // TEST FIXTURE backend: right at the first call's storage offsets, 1% off at any other. Only the moved
+  // call (the input at storage offset 0, sizes and strides kept) sees it.
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/offset_input_tanh.py"),
+                                      settings("tcfuzz_planted_wrong_on_new_offset"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::SecondCallDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  EXPECT_EQ(r.verdict.comparison->failingRole, "moved");
+  EXPECT_NE(r.verdict.reason.find("moved (input 0 at storage offset 0, not 6): output 0:"), std::string::npos)
+      << r.verdict.reason;
+  EXPECT_EQ(oracles::signatureOf(r.runs, r.verdict, {"tanh", "mul", "add", "sum"}).phase, "moved");
+
+  // Real Inductor agrees, and a forward that never looks at the layout does not recompile for the offset.
+  r = tester_->test(sourcePath("tests/programs/offset_input_tanh.py"), settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.compiled.compileFacts);
+  EXPECT_EQ(r.runs.compiled.compileFacts->graphCount, 1);
+
+  // A program whose inputs have no storage offset makes no moved call.
+  r = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), settings("tcfuzz_planted_wrong_on_new_offset"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  for (const auto& l : r.verdict.comparison->leaves) EXPECT_NE(l.role, "moved") << l.name;
 }
 
 TEST_F(ProgramTesterTest, AnIllConditionedDivergenceIsFilteredAndAWellConditionedOneIsNot) {

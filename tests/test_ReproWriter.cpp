@@ -252,6 +252,14 @@ TEST_F(ReproEndToEnd, PlantedBugsOnANewSizeReproduceUnderDynamicShapes) {
   EXPECT_EQ(reproVerdict(r.stdoutTail), "crash-mismatch") << describe(r);
   EXPECT_NE(r.stdoutTail.find("planted failure on a new input size"), std::string::npos) << describe(r);
 
+  ReproCase moved = makeCase("tests/programs/offset_input_tanh.py", "tcfuzz_planted_wrong_on_new_offset",
+                             "second-call-divergence");
+  r = runRepro(moved, "wrong_on_new_offset");  // the moved call: the input at storage offset 0
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "second-call-divergence") << describe(r);
+  EXPECT_NE(r.stdoutTail.find("(moved (input 0 at storage offset 0, not 6): output 0): fail"), std::string::npos)
+      << describe(r);
+
   raising.compile.dynamic = std::nullopt;  // no call 4 without dynamic shapes: the bug stays hidden
   raising.verdict = "agree";
   r = runRepro(raising, "raise_on_new_size_static");

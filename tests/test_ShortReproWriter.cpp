@@ -185,7 +185,7 @@ TEST_F(ShortReproEndToEnd, PlantedCompilerSegfaultKillsTheScriptAfterTheEagerRun
   EXPECT_TRUE(shortReproReproduces(c, crashSignature("signal SIGSEGV", ""), r)) << describe(r);
 }
 
-TEST_F(ShortReproEndToEnd, PlantedBugOnANewSizeFailsOnCall4sResize) {
+TEST_F(ShortReproEndToEnd, PlantedBugsOnANewSizeAndOffsetFailOnTheLaterCallsInputs) {
   // TEST FIXTURE backend: right on the first input size, 1% off on any other. The case's diverging leaf is
   // call 4's output; its name holds the resize the short repro makes.
   ReproCase c = makeCase("tests/programs/linear_tanh_sum.py", "tcfuzz_planted_wrong_on_new_size", "second-call-divergence");
@@ -204,6 +204,18 @@ TEST_F(ShortReproEndToEnd, PlantedBugOnANewSizeFailsOnCall4sResize) {
   c.compile.backend = "eager";  // no bug: the check holds on the new size too
   oracles::RunResult right = run(c, "wrong_on_new_size_exact");
   EXPECT_EQ(right.exitCode.value_or(-1), 0) << describe(right);
+
+  // TEST FIXTURE backend: right at the first storage offset, 1% off at any other: the moved call.
+  ReproCase moved = makeCase("tests/programs/offset_input_tanh.py", "tcfuzz_planted_wrong_on_new_offset",
+                             "second-call-divergence");
+  moved.divergingLeaves = {21};
+  moved.observed = {{"outputs", nlohmann::json::array({{{"leaf", 21}, {"role", "moved"}, {"passed", false},
+                                                        {"name", "moved (input 0 at storage offset 0, not 6): output 0"}}})}};
+  text = renderShortRepro(moved, "t", oracles::ComparatorOptions{});
+  EXPECT_NE(text.find("if i in (0,) else x for i, x in enumerate(inputs)]  # at storage offset 0"), std::string::npos)
+      << text;
+  r = run(moved, "wrong_on_new_offset");
+  EXPECT_TRUE(shortReproReproduces(moved, {}, r)) << describe(r);
 }
 
 TEST_F(ShortReproEndToEnd, PlantedLostMutationStaleResultAndCopiedViewFailTheirOwnChecks) {

@@ -209,6 +209,21 @@ std::optional<std::string_view> wrongResultTitle(std::string_view symptom) {
   return std::nullopt;
 }
 
+/// The later call a second-call divergence's signature names (its phase: the failing leaf's role), in
+/// words; "" for any other signature or an unknown role.
+std::string laterCallOf(const oracles::Signature& sig) {
+  static constexpr std::pair<std::string_view, std::string_view> kCalls[] = {
+      {"second-call", "the same inputs again"},
+      {"fresh-inputs", "fresh inputs of the same shapes"},
+      {"resized", "inputs of another size (dynamic shapes)"},
+      {"moved", "inputs at another storage offset"},
+  };
+  if (sig.symptom != "second-call-divergence") return "";
+  for (auto [role, words] : kCalls)
+    if (role == sig.phase) return std::string(words);
+  return "";
+}
+
 void title(CaseInTriage& c, TriageTools&) {
   TriagedCase& t = c.result;
   const MinimizeCase& best = c.best;
@@ -216,7 +231,10 @@ void title(CaseInTriage& c, TriageTools&) {
   std::string tag = componentTag(t.component);
   std::string where = t.signature.phase.empty() ? "" : " in " + t.signature.phase;
   if (auto what = wrongResultTitle(t.signature.symptom)) {
-    t.title = fmt::format("{} {}: {} ({})", tag, *what, uniqueOps(best.graph), configText(best));
+    std::string said(*what);
+    if (auto call = laterCallOf(t.signature); !call.empty())
+      said = fmt::format("compiled module is wrong on {} (first call agrees)", call);
+    t.title = fmt::format("{} {}: {} ({})", tag, said, uniqueOps(best.graph), configText(best));
   } else if (t.signature.symptom == "status-mismatch") {
     t.title = fmt::format("{} compiled accepts what eager rejects ({}): {} ({})", tag,
                           firstLine(rawMessage(c.bestRun), 80), uniqueOps(best.graph), configText(best));

@@ -25,7 +25,7 @@ from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, 
                             alias_notes, perturbed_inputs)
 from lift import run_lift_job
 from program_guard import GUARD
-from repro_shared import (call_in_fp64, fresh_copies, layout_copy, pick_resized, seed_everything,
+from repro_shared import (call_in_fp64, fresh_copies, later_call_inputs, layout_copy, seed_everything,
                           widen_model_and_inputs, widen_tensor, write_tensor_file)
 
 PHASE_FILE = "phase"
@@ -245,33 +245,38 @@ class ChildRun:
                         args = pytree.tree_map(_grad_leaf, args)
                 out, _, _ = self.call(fn, args, mode, wrt, wrt_names, False)
                 entries += [(leaf, role, f"{role}: output {i}", leaf) for i, leaf in enumerate(pytree.tree_leaves(out))]
-            if self.job.get("resized_call"):
-                entries += self.resized_call(fn, model, inputs, mode, state)
+            for role in ("resized", "moved") if self.job.get("resized_call") else ("moved",):
+                entries += self.later_call(role, fn, model, inputs, mode, state)
             self.times["extra_calls_s"] = self.times.get("extra_calls_s", 0.0) + time.monotonic() - t_extra
             flags = taint.leaf_flags([source for *_, source in entries])
         if taint.random_ops:
             self.random_ops = sorted(set(self.random_ops) | taint.random_ops)
         return [(leaf, role, name, random) for (leaf, role, name, _), random in zip(entries, flags)]
 
-    def resized_call(self, fn, model, inputs, mode, state):
-        """Call 4 (dynamic=True jobs): the entries of its "resized" role (forward_checks.py). What compiled
-        raises here is the job's exception, in phase "resized-call"."""
+    def later_call(self, role, fn, model, inputs, mode, state):
+        """Call 4 ("resized", dynamic=True jobs) or the moved call ("moved"): the entries of its role
+        (forward_checks.py), none when the role does not apply. What compiled raises there is the job's
+        exception, in phase "resized-call" or "moved-call"."""
 
         def probe(args):
             state.restore()
             self.seed_everything()
             return call_in_fp64(model, args) if mode == "fp64" else model(*args)
 
-        self.mark("resized-call")
-        what, args = pick_resized(inputs, probe)
-        entries = [(TextLeaf(what), "resized", "resized: inputs", what)]
+        phase = f"{role}-call"
+        self.mark(phase)
+        found = later_call_inputs(role, inputs, probe)
+        if found is None:
+            return []
+        what, args = found
+        entries = [(TextLeaf(what), role, f"{role}: inputs", what)]
         if args is None:
             return entries
         state.restore()
         if bool(self.job.get("backward", False)):
             args = pytree.tree_map(_grad_leaf, args)
-        out, _, _ = self.call(fn, args, mode, [], [], False, phase="resized-call")
-        return entries + [(leaf, "resized", f"resized ({what}): output {i}", leaf)
+        out, _, _ = self.call(fn, args, mode, [], [], False, phase=phase)
+        return entries + [(leaf, role, f"{role} ({what}): output {i}", leaf)
                           for i, leaf in enumerate(pytree.tree_leaves(out))]
 
     def run(self):

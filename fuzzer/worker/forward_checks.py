@@ -11,13 +11,16 @@ The leaves of one run, in the order every mode saves them (child.py) and repro.p
                        "input 0 after forward", "buffer bn.running_mean after forward", ...
   role "second-call"   call 2 (fresh copies of the same inputs, state restored): its outputs
   role "fresh-inputs"  call 3 (make_inputs(seed + 1), state restored): its outputs
-  role "resized"       jobs under dynamic=True only: call 4, inputs of another size (repro_shared.pick_resized,
+  role "resized"       jobs under dynamic=True only: call 4, inputs of another size (repro_shared.resized_inputs,
                        state restored). First a TextLeaf named "resized: inputs" saying which dim of which
                        inputs changed ("dim 0 of input 0: 8 -> 7") or why call 4 was skipped, then the outputs,
                        named "resized (dim 0 of input 0: 8 -> 7): output 0", ...
-Every mode picks call 4's size the same way: the first candidate its own eager forward accepts (the
-compiled job asks its uncompiled model), so a size eager rejects is never judged, and compiled raising on
-one eager accepts is a crash in phase "resized-call".
+  role "moved"         only when a top-level input has a storage offset: those inputs at offset 0, sizes and
+                       strides kept (repro_shared.moved_inputs, state restored); a TextLeaf "moved: inputs"
+                       ("input 0 at storage offset 0, not 8"), then the outputs, "moved (...): output 0", ...
+Every mode picks the inputs of call 4 and of the moved call the same way: the first candidate its own
+eager forward accepts (the compiled job asks its uncompiled model), so inputs eager rejects are never
+judged, and compiled raising on inputs eager accepts is a crash in phase "resized-call" or "moved-call".
 Every call gets fresh copies of the inputs and starts from the model state as built, so a program
 that mutates its inputs or buffers is compared, not written off as nondeterministic.
 
