@@ -108,15 +108,16 @@ std::string leafDtype(const ReproCase& repro, int index) {
 
 /// The inputs of call 4 or of the moved call, read back from the name of their output leaf ("resized (dim 0
 /// of inputs 0, 2: 8 -> 7): output 0", "moved (input 0 at storage offset 0, not 8): output 0").
-struct Resize {
+struct LaterCallInputs {
   bool moved = false;       ///< the moved call: the inputs at storage offset 0, sizes and strides kept
   int dim = 0;              ///< 0, or -1 for the last dim
   std::string inputs;       ///< the input positions, as a Python tuple body: "0, 2,"
   int64_t from = 0, to = 0;
 };
 
-/// The resize behind the first diverging leaf, when that leaf is one of call 4's outputs; else nullopt.
-std::optional<Resize> resizeOfDivergingLeaf(const ReproCase& repro) {
+/// The inputs of the later call behind the first diverging leaf, when that leaf is an output of call 4 or of the
+/// moved call; else nullopt.
+std::optional<LaterCallInputs> laterCallOfDivergingLeaf(const ReproCase& repro) {
   static const std::regex kResized(R"(^resized \((dim 0|the last dim) of inputs? ([0-9, ]+): ([0-9]+) -> ([0-9]+)\): output [0-9]+$)");
   static const std::regex kMoved(R"(^moved \(inputs? ([0-9, ]+) at storage offset 0, not [0-9, ]+\): output [0-9]+$)");
   int index = checkedLeaf(repro);
@@ -125,9 +126,9 @@ std::optional<Resize> resizeOfDivergingLeaf(const ReproCase& repro) {
       std::smatch m;
       std::string name = leaf.is_object() ? leaf.value("name", "") : "";
       if (leaf.value("leaf", -1) != index) continue;
-      if (std::regex_match(name, m, kMoved)) return Resize{true, 0, m[1].str() + ",", 0, 0};
+      if (std::regex_match(name, m, kMoved)) return LaterCallInputs{true, 0, m[1].str() + ",", 0, 0};
       if (std::regex_match(name, m, kResized))
-        return Resize{false, m[1] == "dim 0" ? 0 : -1, m[2].str() + ",", std::stoll(m[3].str()), std::stoll(m[4].str())};
+        return LaterCallInputs{false, m[1] == "dim 0" ? 0 : -1, m[2].str() + ",", std::stoll(m[3].str()), std::stoll(m[4].str())};
     }
   return std::nullopt;
 }
@@ -187,7 +188,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool numeric = verdict == "numeric-divergence";
   bool mutation = verdict == "mutation-divergence", later = verdict == "second-call-divergence";
   bool aliasing = verdict == "aliasing-divergence";
-  std::optional<Resize> resize = later ? resizeOfDivergingLeaf(repro) : std::nullopt;
+  std::optional<LaterCallInputs> laterCall = later ? laterCallOfDivergingLeaf(repro) : std::nullopt;
   bool arbitrated = numeric || mutation || later;  // judged against a float64 run
   if (!arbitrated && !aliasing && verdict != "crash-mismatch" && verdict != "status-mismatch")
     throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
@@ -225,7 +226,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool pythonRandom = programPyImportsRandom(repro.programPy);
   if (pythonRandom) add("    random.seed(SEED)");  // the program draws from Python's generator too
   add("    model, inputs = Model().eval(), make_inputs(SEED)");
-  if (later && !resize) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
+  if (later && !laterCall) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
   if (arbitrated) {
     add("    if fp64:  # the float64 reference");
     add("        model, inputs = model.double(), [x.double() if x.is_floating_point() else x for x in inputs]");
@@ -244,17 +245,17 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        " + call);
     add("    return ([x for x in inputs if isinstance(x, torch.Tensor)] + [t for _, t in sorted(model.named_buffers())]");
     add("            + [p for _, p in sorted(model.named_parameters())])");
-  } else if (resize) {  // call 4 (inputs of another size) or the moved call, after a call on the first inputs
-    std::string resized = resize->moved ? "x.new_zeros(x.numel() and 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride())))"
+  } else if (laterCall) {  // call 4 (inputs of another size) or the moved call, after a call on the first inputs
+    std::string remade = laterCall->moved ? "x.new_zeros(x.numel() and 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride())))"
                                             ".as_strided(x.size(), x.stride()).copy_(x)"
-                          : resize->to < resize->from
-                              ? fmt::format("x.narrow({0}, 1, {1})", resize->dim, resize->to)
-                              : fmt::format("torch.cat([x, x.narrow({0}, 0, {1})], {0})", resize->dim, resize->to - resize->from);
-    add(fmt::format("    resized = [{} if i in ({}) else x for i, x in enumerate(inputs)]  # {}", resized, resize->inputs,
-                    resize->moved ? "at storage offset 0" : fmt::format("size {} -> {}", resize->from, resize->to)));
+                          : laterCall->to < laterCall->from
+                              ? fmt::format("x.narrow({0}, 1, {1})", laterCall->dim, laterCall->to)
+                              : fmt::format("torch.cat([x, x.narrow({0}, 0, {1})], {0})", laterCall->dim, laterCall->to - laterCall->from);
+    add(fmt::format("    resized = [{} if i in ({}) else x for i, x in enumerate(inputs)]  # {}", remade, laterCall->inputs,
+                    laterCall->moved ? "at storage offset 0" : fmt::format("size {} -> {}", laterCall->from, laterCall->to)));
     add(noGrad);
     add("        fn = " + fn);
-    add(resize->moved ? "        fn(*inputs)  # as make_inputs made them: at their storage offset"
+    add(laterCall->moved ? "        fn(*inputs)  # as make_inputs made them: at their storage offset"
                       : "        fn(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])");
     add("        return torch.utils._pytree.tree_leaves(fn(*resized))");
   } else if (later) {  // call 2 (the same inputs again) and call 3 (the inputs of seed + 1)

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/CompilerError.h"
+#include "oracles/Traceback.h"
 
 namespace tcfuzz::oracles {
 namespace {
@@ -344,165 +345,6 @@ Unwrapped unwrapMessage(std::string_view message) {
   return result;
 }
 
-// --- Traceback parsing -----------------------------------------------------------------------------
-
-struct Frame {
-  std::string path, function, source;
-};
-
-/// One exception of a chain: its frames (outermost first) and its "Type: message" text.
-struct Block {
-  std::vector<Frame> frames;
-  std::string type;     ///< short type name from the exception line
-  std::string message;  ///< the text after "Type: ", all lines
-};
-
-bool isChainSeparator(std::string_view line) {
-  std::string_view t = trim(line);
-  return t == "The above exception was the direct cause of the following exception:" ||
-         t == "During handling of the above exception, another exception occurred:";
-}
-
-/// Parses `  File "path", line N, in func`; false if the line is not a frame line.
-bool parseFrameLine(std::string_view line, Frame& frame) {
-  constexpr std::string_view kPrefix = "  File \"";
-  if (!startsWith(line, kPrefix)) return false;
-  std::string_view rest = line.substr(kPrefix.size());
-  size_t mark = rest.rfind("\", line ");
-  if (mark == std::string_view::npos) return false;
-  frame.path = std::string(rest.substr(0, mark));
-  std::string_view tail = rest.substr(mark + 8);
-  size_t in = tail.find(" in ");
-  frame.function = in == std::string_view::npos ? "" : std::string(trim(tail.substr(in + 4)));
-  frame.source.clear();
-  return true;
-}
-
-/// Whether a column-0 line opens the exception text: "[module.]Type" or "[module.]Type: ...".
-bool isExceptionLine(std::string_view line) {
-  if (line.empty() || !isIdentStart(line[0])) return false;
-  size_t j = 0;
-  while (j < line.size() && (isIdentChar(line[j]) || line[j] == '.')) ++j;
-  return j == line.size() || line[j] == ':';
-}
-
-std::vector<Block> parseTraceback(std::string_view traceback) {
-  std::vector<Block> blocks(1);
-  bool inText = false;  // the current block's exception text has started
-  std::vector<std::string_view> text;
-  auto finish = [&] {
-    Block& b = blocks.back();
-    if (!text.empty()) {
-      std::string_view first = text.front();
-      size_t j = 0;
-      while (j < first.size() && (isIdentChar(first[j]) || first[j] == '.')) ++j;
-      b.type = shortTypeName(first.substr(0, j));
-      std::string message(j < first.size() ? trim(first.substr(j + 1)) : std::string_view{});
-      for (size_t k = 1; k < text.size(); ++k) message += "\n" + std::string(text[k]);
-      b.message = std::string(trim(message));
-    }
-    text.clear();
-    inText = false;
-  };
-  for (std::string_view line : splitLines(traceback)) {
-    if (isChainSeparator(line)) {
-      finish();
-      blocks.emplace_back();
-      continue;
-    }
-    if (inText) {
-      text.push_back(line);
-      continue;
-    }
-    Frame frame;
-    if (parseFrameLine(line, frame)) {
-      blocks.back().frames.push_back(std::move(frame));
-    } else if (startsWith(line, "    ")) {
-      // The source line under a frame (the first one only; caret lines and repeats follow).
-      std::string_view t = trim(line);
-      auto& frames = blocks.back().frames;
-      if (!frames.empty() && frames.back().source.empty() && !t.empty() &&
-          t.find_first_not_of("^~ ") != std::string_view::npos && !startsWith(t, "[Previous line repeated"))
-        frames.back().source = std::string(t);
-    } else if (isExceptionLine(line)) {
-      inText = true;
-      text.push_back(line);
-    }
-    // Anything else (the "Traceback" header, blank lines, a line cut by truncation) is skipped.
-  }
-  finish();
-  blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
-                              [](const Block& b) { return b.frames.empty() && b.type.empty(); }),
-               blocks.end());
-  return blocks;
-}
-
-/// "torch/_inductor/graph.py" for any path with a torch/ package directory; "" otherwise.
-std::string torchRelative(std::string_view path) {
-  if (startsWith(path, "torch/")) return std::string(path);
-  size_t pos = path.rfind("/torch/");
-  return pos == std::string_view::npos ? "" : std::string(path.substr(pos + 1));
-}
-
-constexpr std::string_view kWrapperFiles[] = {
-    "torch/_dynamo/eval_frame.py",      "torch/_dynamo/convert_frame.py", "torch/_dynamo/repro/after_aot.py",
-    "torch/_dynamo/repro/after_dynamo.py", "torch/_dynamo/external_utils.py", "torch/_utils_internal.py",
-    "torch/utils/_contextlib.py",       "torch/_dynamo/exc.py",
-};
-constexpr std::string_view kProtocolFunctions[] = {
-    "__call__", "_call_impl", "_wrapped_call_impl", "wrapper_function", "decorate_context", "<lambda>",
-    "_wrap_graph_break_with_torch_runtime_err",
-};
-constexpr std::string_view kClosureNames[] = {"inner", "wrapper", "wrapped", "_fn", "fn"};
-
-/// A line that passes its caller's arguments on: star unpacking, or a call continued below.
-bool forwardsCall(std::string_view source) {
-  if (source.empty()) return true;  // not shown: judge by the name alone
-  if (source.back() == '(') return true;
-  for (size_t i = 0; i + 1 < source.size(); ++i) {
-    if (source[i] != '*') continue;
-    size_t j = i + 1;
-    if (source[j] == '*') ++j;
-    if (j < source.size() && isIdentStart(source[j])) {
-      size_t k = i;
-      while (k > 0 && source[k - 1] == ' ') --k;
-      if (k > 0 && (source[k - 1] == '(' || source[k - 1] == ',')) return true;
-    }
-  }
-  return false;
-}
-
-bool isWrapperFrame(const std::string& rel, const Frame& frame) {
-  for (std::string_view file : kWrapperFiles)
-    if (rel == file) return true;
-  for (std::string_view fn : kProtocolFunctions)
-    if (frame.function == fn) return true;
-  if (frame.source == "yield") return true;  // a context manager re-raising
-  for (std::string_view fn : kClosureNames)
-    if (frame.function == fn) return forwardsCall(frame.source);
-  return false;
-}
-
-std::vector<std::string> selectFrames(const Block& block, size_t limit) {
-  std::vector<std::string> out;
-  for (auto it = block.frames.rbegin(); it != block.frames.rend() && out.size() < limit; ++it) {
-    std::string rel = torchRelative(it->path);
-    if (rel.empty() || isWrapperFrame(rel, *it)) continue;
-    std::string name = rel + ":" + it->function;
-    if (!out.empty() && out.back() == name) continue;
-    out.push_back(std::move(name));
-  }
-  return out;
-}
-
-std::vector<std::string> framesOf(const std::vector<Block>& blocks, size_t limit) {
-  for (const Block& block : blocks) {
-    std::vector<std::string> frames = selectFrames(block, limit);
-    if (!frames.empty()) return frames;
-  }
-  return {};
-}
-
 // --- Signatures ------------------------------------------------------------------------------------
 
 std::string escapeField(std::string_view value) {
@@ -531,7 +373,7 @@ std::string signalKind(const RunResult& run) {
 }
 
 void fillException(Signature& sig, const ExceptionInfo& exc) {
-  std::vector<Block> blocks = parseTraceback(exc.traceback);
+  std::vector<TracebackBlock> blocks = parseTraceback(exc.traceback);
   std::string outer = exc.type.empty() && !blocks.empty() ? blocks.back().type : exc.type;
   std::string rootType = outer;
   std::string rootMessage = exc.message;
@@ -610,19 +452,6 @@ nlohmann::json toJson(const Signature& s) {
                         {"ops", s.ops}};
 }
 
-std::vector<std::string_view> splitLines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    lines.push_back(line);
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-  return lines;
-}
-
 Signature signatureFromJson(const nlohmann::json& j) {
   if (!j.is_object()) throw std::invalid_argument("a signature must be a JSON object");
   Signature s;
@@ -651,10 +480,6 @@ std::string messageHeadline(std::string_view message) {
     while (!rest.empty() && isSpace(rest.front())) rest.remove_prefix(1);
   }
   return std::string(trim(rest.substr(0, rest.find('\n'))));
-}
-
-std::vector<std::string> torchFrames(std::string_view traceback, size_t limit) {
-  return framesOf(parseTraceback(traceback), limit);
 }
 
 Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const std::vector<std::string>& programOps) {

@@ -74,6 +74,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "oracles/Traceback.h"
 #include "oracles/Verdict.h"
 
 namespace tcfuzz::oracles {
@@ -109,9 +110,6 @@ Signature signatureFromJson(const nlohmann::json& j);
 /// not match the runs falls back to whichever run failed, then to the symptom alone).
 Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const std::vector<std::string>& programOps);
 
-/// Lines of a text; a trailing newline does not start another line, a '\r' before '\n' is dropped.
-std::vector<std::string_view> splitLines(std::string_view text);
-
 /// The normalized head of an exception message (rules above).
 std::string normalizeMessage(std::string_view message);
 
@@ -119,9 +117,5 @@ std::string normalizeMessage(std::string_view message);
 /// "backend='X' raised:" introduction and blank lines are skipped, so "backend='inductor'
 /// raised:\nCppCompileError: C++ compile error" gives "CppCompileError: C++ compile error".
 std::string messageHeadline(std::string_view message);
-
-/// The innermost `limit` torch frames of the root cause of a Python traceback as printed by
-/// traceback.format_exception (rules above), innermost first.
-std::vector<std::string> torchFrames(std::string_view traceback, size_t limit = 3);
 
 }  // namespace tcfuzz::oracles

@@ -75,6 +75,11 @@ def fresh_copies(inputs):
     return pytree.tree_map(lambda t: layout_copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
 
 
+def detached_copies(inputs):
+    """fresh_copies of `inputs`, grad leaves detached first: the inputs of a later call, which runs no backward."""
+    return fresh_copies([t.detach() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs])
+
+
 def resized_inputs(inputs):
     """Call 4's candidate inputs under dynamic shapes (issue 16, 4c): [(what, inputs)], to be tried in order.
     A candidate resizes one dim (dim 0, then the last dim) of every top-level tensor input whose size there
@@ -97,7 +102,7 @@ def resized_inputs(inputs):
             continue
         seen.add(chosen)
         new = n - 1 if n >= 3 else 3
-        args = fresh_copies([t.detach() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs])
+        args = detached_copies(inputs)
         with torch.no_grad():
             for i, d in chosen:
                 if new < n:  # a view exactly when the input is one, as in calls 1 to 3
@@ -125,7 +130,7 @@ def moved_inputs(inputs):
     """The inputs of the moved call (forward_checks.py): (what, inputs) with every top-level tensor input
     that has a storage offset copied to offset 0 with the same sizes and strides (a view exactly when it
     is one; what its strides skip is zero), or None when no input has an offset. An overlapping input (an expanded one) keeps its offset."""
-    args, moved = fresh_copies([t.detach() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs]), []
+    args, moved = detached_copies(inputs), []
     for i, t in enumerate(inputs):
         if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.storage_offset() == 0:
             continue
@@ -144,16 +149,25 @@ def moved_inputs(inputs):
     return f"input{'s' if len(moved) > 1 else ''} {names} at storage offset 0, not {offsets}", args
 
 
-def later_call_inputs(role, inputs, probe):
-    """The inputs of call 4 ("resized", dynamic=True jobs) or of the moved call ("moved"): (what, args),
-    (why it is skipped, None), or None when the role has no entries at all (no input has a storage offset)."""
+def later_call_leaves(role, inputs, probe, restore, call):
+    """The leaves of call 4 ("resized", dynamic=True jobs only) or of the moved call ("moved"), as
+    [(leaf, name)]: first a note saying what its inputs are ("dim 0 of input 0: 8 -> 7") or why the call
+    is skipped, then call(args)'s flat outputs after restore(). [] when the moved call does not apply (no
+    input has a storage offset). probe(args) is eager's own forward: inputs it rejects are never judged."""
     if role == "resized":
         candidates = resized_inputs(inputs)
-        if not candidates:
-            return "skipped: no input dim of size 2 or more", None
-        return first_accepted(candidates, probe, "skipped: eager rejects every other size")
-    found = moved_inputs(inputs)
-    return found and first_accepted([found], probe, "skipped: eager rejects its inputs at storage offset 0")
+        what, args = (first_accepted(candidates, probe, "skipped: eager rejects every other size") if candidates
+                      else ("skipped: no input dim of size 2 or more", None))
+    else:
+        found = moved_inputs(inputs)
+        if found is None:
+            return []
+        what, args = first_accepted([found], probe, "skipped: eager rejects its inputs at storage offset 0")
+    leaves = [(what, f"{role}: inputs")]
+    if args is not None:
+        restore()
+        leaves += [(leaf, f"{role} ({what}): output {i}") for i, leaf in enumerate(call(args))]
+    return leaves
 
 
 def widen_tensor(t):
@@ -404,22 +418,16 @@ def run(mode):
         seed_everything(CASE["seed"])
         return call_in_fp64(model, args) if mode == "fp64" else model(*args)
 
+    def later_call(args):
+        out = call(grad_leaves(args) if CASE["backward"] else args)
+        return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
+
     # Call 4 (inputs of another size, dynamic=True only), then the moved call (inputs at storage offset 0).
     for role in ("resized", "moved") if CASE["compile"].get("dynamic") is True else ("moved",):
-        found = later_call_inputs(role, inputs, probe)
-        if found is None:
-            continue
-        what, args = found
-        leaves.append(what)
-        names.append(f"{role}: inputs")
-        roles.append(role)
-        if args is not None:
-            restore()
-            more = [t.detach().clone() if isinstance(t, torch.Tensor) else t
-                    for t in pytree.tree_leaves(call(grad_leaves(args) if CASE["backward"] else args))]
-            leaves += more
-            names += [f"{role} ({what}): output {i}" for i in range(len(more))]
-            roles += [role] * len(more)
+        for leaf, name in later_call_leaves(role, inputs, probe, restore, later_call):
+            leaves.append(leaf)
+            names.append(name)
+            roles.append(role)
     leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
     return leaves, names, roles
 

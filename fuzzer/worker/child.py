@@ -25,7 +25,7 @@ from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, 
                             alias_notes, perturbed_inputs)
 from lift import run_lift_job
 from program_guard import GUARD
-from repro_shared import (call_in_fp64, fresh_copies, later_call_inputs, layout_copy, seed_everything,
+from repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, seed_everything,
                           widen_model_and_inputs, widen_tensor, write_tensor_file)
 
 PHASE_FILE = "phase"
@@ -263,21 +263,16 @@ class ChildRun:
             self.seed_everything()
             return call_in_fp64(model, args) if mode == "fp64" else model(*args)
 
+        def call(args):
+            if bool(self.job.get("backward", False)):
+                args = pytree.tree_map(_grad_leaf, args)
+            return pytree.tree_leaves(self.call(fn, args, mode, [], [], False, phase=phase)[0])
+
         phase = f"{role}-call"
         self.mark(phase)
-        found = later_call_inputs(role, inputs, probe)
-        if found is None:
-            return []
-        what, args = found
-        entries = [(TextLeaf(what), role, f"{role}: inputs", what)]
-        if args is None:
-            return entries
-        state.restore()
-        if bool(self.job.get("backward", False)):
-            args = pytree.tree_map(_grad_leaf, args)
-        out, _, _ = self.call(fn, args, mode, [], [], False, phase=phase)
-        return entries + [(leaf, role, f"{role} ({what}): output {i}", leaf)
-                          for i, leaf in enumerate(pytree.tree_leaves(out))]
+        leaves = later_call_leaves(role, inputs, probe, state.restore, call)
+        # The first leaf is the note on the call's inputs: a text leaf, compared as text.
+        return [(TextLeaf(leaf) if i == 0 else leaf, role, name, leaf) for i, (leaf, name) in enumerate(leaves)]
 
     def run(self):
         job = self.job
