@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "generators/InputLayout.h"
 
 namespace tcfuzz::gen {
 
@@ -20,7 +23,10 @@ json GenPolicy::toJson() const {
           {"parameter_chance", parameterChance},
           {"dtype_weights", dtypeWeights},
           {"family_weights", familyWeights},
-          {"op_weights", opWeights}};
+          {"op_weights", opWeights},
+          {"input_layout_chance", inputLayoutChance},
+          {"layout_weights", layoutWeights},
+          {"merge_ops", mergeOps}};
 }
 
 GenPolicy GenPolicy::fromJson(const json& doc) {
@@ -48,7 +54,7 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   };
   static const char* kKeys[] = {"min_nodes", "max_nodes", "max_inputs", "max_outputs", "max_rank", "max_dim",
                                 "max_elements", "fresh_operand_chance", "parameter_chance", "dtype_weights",
-                                "family_weights", "op_weights"};
+                                "family_weights", "op_weights", "input_layout_chance", "layout_weights", "merge_ops"};
   for (const auto& [k, _] : doc.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw std::invalid_argument("unknown policy key '" + k + "'");
@@ -64,6 +70,22 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   weights("dtype_weights", p.dtypeWeights);
   weights("family_weights", p.familyWeights);
   weights("op_weights", p.opWeights);
+  chance("input_layout_chance", p.inputLayoutChance);
+  if (doc.contains("layout_weights")) {
+    p.layoutWeights.clear();
+    weights("layout_weights", p.layoutWeights);
+    for (const auto& [k, _] : p.layoutWeights)
+      if (std::find(layoutKinds().begin(), layoutKinds().end(), k) == layoutKinds().end())
+        throw std::invalid_argument(fmt::format("policy layout_weights: unknown layout '{}' ({})", k, fmt::join(layoutKinds(), ", ")));
+  }
+  if (doc.contains("merge_ops")) {
+    if (!doc["merge_ops"].is_array()) throw std::invalid_argument("policy 'merge_ops' must be a list of op names");
+    p.mergeOps.clear();
+    for (const auto& op : doc["merge_ops"]) {
+      if (!op.is_string()) throw std::invalid_argument("policy 'merge_ops' must be a list of op names");
+      p.mergeOps.push_back(op.get<std::string>());
+    }
+  }
   for (const auto& [k, _] : p.dtypeWeights)
     if (!parseDType(k)) throw std::invalid_argument("policy dtype_weights: unknown dtype '" + k + "'");
   if (p.minNodes > p.maxNodes) throw std::invalid_argument("policy min_nodes exceeds max_nodes");
@@ -82,6 +104,10 @@ Generator::Generator(const OpCatalog& catalog, GenPolicy policy, uint64_t seed)
   }
   for (const auto& [name, _] : policy_.opWeights)
     if (!catalog_.find(name)) throw std::invalid_argument("policy op_weights: unknown op '" + name + "'");
+  for (const auto& name : policy_.mergeOps) {
+    const OpSpec* op = catalog_.find(name);
+    if (!op || op->minInputs > 2 || op->maxInputs < 2) throw std::invalid_argument("policy merge_ops: '" + name + "' is not a binary op of the catalog");
+  }
   if (ops_.empty()) throw std::invalid_argument("the generation policy gives every op weight 0");
 }
 
@@ -131,7 +157,13 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
     repairer.addSource(randomType(rng, op, 0), std::nullopt, false);
   }
 
-  for (int attempts = 0; static_cast<int>(g.nodes.size()) < target && attempts < target * 4; ++attempts) {
+  // The nodes settleOutputs will add to join surplus dangling values count toward the target.
+  auto surplus = [&] {
+    int dangling = 0;
+    for (const auto& v : g.values) dangling += g.producerOf(v.id) >= 0 && g.useCount(v.id) == 0;
+    return std::max(0, dangling - policy_.maxOutputs);
+  };
+  for (int attempts = 0; static_cast<int>(g.nodes.size()) + surplus() < target && attempts < target * 4; ++attempts) {
     const OpSpec& op = pickOp(rng);
     Node node;
     node.op = op.name;
@@ -179,19 +211,48 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
     repairer.append(std::move(node));
   }
 
-  // Return the values nothing reads (latest first), so no computation is dead.
-  for (auto it = g.values.rbegin(); it != g.values.rend() && static_cast<int>(g.outputs.size()) < policy_.maxOutputs; ++it)
-    if (g.producerOf(it->id) >= 0 && g.useCount(it->id) == 0) g.outputs.push_back(it->id);
+  settleOutputs(g, repairer, rng);
+  stats_ += repairer.stats();
+  // Drop inputs that a rejected candidate created and nothing reads, and the nodes no output needs.
+  g = eliminateDeadNodes(g);
+  drawLayouts(g, rng);
+  return g;
+}
+
+void Generator::settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const {
+  auto danglingValues = [&] {  // oldest first
+    std::vector<int> out;
+    for (const auto& v : g.values)
+      if (g.producerOf(v.id) >= 0 && g.useCount(v.id) == 0) out.push_back(v.id);
+    return out;
+  };
+  std::vector<int> dangling = danglingValues();
+  // Join the oldest surplus value into a newer one (input 0 keeps the newer value's type; repair fits
+  // the older one to it): fan-in that re-converges, the pattern fusion decisions are made on.
+  for (int failures = 0; static_cast<int>(dangling.size()) > policy_.maxOutputs && failures < 4 && !policy_.mergeOps.empty();) {
+    int older = dangling.front();
+    int newer = dangling[static_cast<size_t>(rng.uniform(1, static_cast<int64_t>(dangling.size()) - 1))];
+    Node join;
+    join.op = rng.pick(policy_.mergeOps);
+    join.inputs = {newer, older};
+    if (!repairer.append(std::move(join))) {
+      ++failures;
+      if (failures == 4) break;
+      std::rotate(dangling.begin(), dangling.begin() + 1, dangling.end());  // try another pair
+      continue;
+    }
+    dangling = danglingValues();
+  }
+  // Return the values nothing reads (latest first); eliminateDeadNodes drops the rest.
+  for (auto it = dangling.rbegin(); it != dangling.rend() && static_cast<int>(g.outputs.size()) < policy_.maxOutputs; ++it)
+    g.outputs.push_back(*it);
   if (g.outputs.empty()) g.outputs.push_back(g.values.back().id);
   std::reverse(g.outputs.begin(), g.outputs.end());
-  // Drop inputs that a rejected candidate created and nothing reads.
-  auto unused = [&](const Source& s) {
-    return g.useCount(s.value) == 0 && std::find(g.outputs.begin(), g.outputs.end(), s.value) == g.outputs.end();
-  };
-  bool anyUnused = std::any_of(g.inputs.begin(), g.inputs.end(), unused) || std::any_of(g.params.begin(), g.params.end(), unused);
-  stats_ += repairer.stats();
-  if (!anyUnused) return g;
-  return compactGraph(g);
+}
+
+void Generator::drawLayouts(Graph& g, Rng& rng) const {
+  for (Source& s : g.inputs)
+    if (rng.chance(policy_.inputLayoutChance)) s.layout = randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng);
 }
 
 }  // namespace tcfuzz::gen

@@ -16,7 +16,7 @@ namespace tcfuzz::gen {
 
 /// What to generate, as plain data (JSON-loadable so a campaign can tune it without a rebuild).
 struct GenPolicy {
-  int minNodes = 6, maxNodes = 14;   // target node count per program (fix-up nodes included)
+  int minNodes = 6, maxNodes = 14;   // target node count per program (fix-up and merge nodes included)
   int maxInputs = 2;                 // program inputs created up front
   int maxOutputs = 3;                // dangling values returned
   ShapeCaps caps;                    // rank, dim and element caps
@@ -26,6 +26,9 @@ struct GenPolicy {
                                              {"int64", 0.6}, {"int32", 0.3}, {"bool", 0.3}};
   std::map<std::string, double> familyWeights;  // family -> weight (default 1)
   std::map<std::string, double> opWeights;      // op -> weight, overrides the family weight
+  double inputLayoutChance = 0.15;              // a program input gets a non-contiguous layout (InputLayout.h)
+  std::map<std::string, double> layoutWeights{{"transposed", 2}, {"strided", 2}, {"expanded", 1}, {"channels_last", 1}};
+  std::vector<std::string> mergeOps{"add", "mul", "sub"};  // join surplus dangling values (no dead nodes)
 
   nlohmann::json toJson() const;
   /// Reads a policy; unknown keys and bad values raise std::invalid_argument naming them.
@@ -52,6 +55,11 @@ class Generator {
 
  private:
   const OpSpec& pickOp(Rng& rng) const;
+  /// Joins dangling values pairwise with the policy's merge ops until at most maxOutputs remain, then
+  /// returns them and drops whatever still reaches no output: a program without dead nodes.
+  void settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const;
+  /// Gives each program input a random layout with the policy's chance.
+  void drawLayouts(Graph& g, Rng& rng) const;
   TensorType randomType(Rng& rng, const OpSpec& op, int k) const;
   DType pickDType(Rng& rng, DTypeSet allowed) const;
 

@@ -10,6 +10,8 @@
 #include <fmt/ranges.h>
 #include <openssl/evp.h>
 
+#include "generators/InputLayout.h"
+
 namespace tcfuzz::gen {
 namespace {
 
@@ -177,7 +179,12 @@ json Graph::toJson() const {
   doc["values"] = std::move(vals);
   auto sources = [](const std::vector<Source>& list) {
     json out = json::array();
-    for (const auto& s : list) out.push_back({{"value", s.value}, {"name", s.name}, {"dist", distToJson(s.dist)}});
+    for (const auto& s : list) {
+      json doc{{"value", s.value}, {"name", s.name}, {"dist", distToJson(s.dist)}};
+      // Only a non-contiguous layout is written, so a program without one keeps its content hash.
+      if (!s.layout.contiguous()) doc["layout"] = layoutToJson(s.layout);
+      out.push_back(std::move(doc));
+    }
     return out;
   };
   doc["inputs"] = sources(inputs);
@@ -245,7 +252,9 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
     Reader list = root.at(key);
     for (size_t i = 0; i < list.size(); ++i) {
       Reader s = list.at(i);
-      s.onlyKeys({"value", "name", "dist"});
+      bool inputs = std::string(key) == "inputs";
+      if (inputs) s.onlyKeys({"value", "name", "dist", "layout"});
+      else s.onlyKeys({"value", "name", "dist"});
       Source src;
       src.value = define(s.at("value"));
       src.name = s.at("name").str();
@@ -254,6 +263,15 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       if (!identifier) s.at("name").fail(fmt::format("'{}' is not a Python identifier", src.name));
       if (!names.insert(src.name).second) s.at("name").fail(fmt::format("name '{}' is used twice", src.name));
       src.dist = distFromJson(s.at("dist"));
+      if (inputs && s.has("layout")) {
+        try {
+          src.layout = layoutFromJson(s.at("layout").raw());
+        } catch (const std::invalid_argument& e) {
+          s.at("layout").fail(e.what());
+        }
+        if (auto problem = layoutProblem(src.layout, g.typeOf(src.value), src.dist); !problem.empty())
+          s.at("layout").fail(problem);
+      }
       out.push_back(std::move(src));
     }
   };
@@ -335,6 +353,28 @@ std::string Graph::contentHash() const {
   std::string hex;
   sha256Hex(doc.dump(), hex);
   return hex;
+}
+
+Graph eliminateDeadNodes(const Graph& g) {
+  Graph out = g;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = out.nodes.size(); i-- > 0;) {
+      const Node& n = out.nodes[i];
+      bool used = false;
+      for (int v : n.outputs)
+        if (out.useCount(v) > 0 || std::find(out.outputs.begin(), out.outputs.end(), v) != out.outputs.end()) used = true;
+      if (!used) {
+        out.nodes.erase(out.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+        changed = true;
+      }
+    }
+  }
+  return compactGraph(out);
+}
+
+int deadNodeCount(const Graph& g) {
+  return static_cast<int>(g.nodes.size()) - static_cast<int>(eliminateDeadNodes(g).nodes.size());
 }
 
 }  // namespace tcfuzz::gen

@@ -46,6 +46,18 @@ struct Distribution {
   bool operator==(const Distribution&) const = default;
 };
 
+/// How a program input sits in memory (InputLayout.h): the same logical shape and values as drawn, with
+/// other strides or a storage offset. kind "contiguous" (the default); "transposed": dims[0] and dims[1]
+/// swapped in storage; "strided": dim dims[0] is every `step`-th element of a longer one, from index
+/// `offset`; "expanded": dim dims[0] broadcast from size 1 (stride 0); "channels_last": rank 4 or 5.
+struct Layout {
+  std::string kind = "contiguous";
+  std::vector<int> dims;
+  int64_t step = 1, offset = 0;
+  bool contiguous() const { return kind == "contiguous"; }
+  bool operator==(const Layout&) const = default;
+};
+
 /// One SSA value: a program input, a parameter, or a node output.
 struct Value {
   int id = 0;
@@ -57,6 +69,7 @@ struct Source {
   int value = 0;
   std::string name;
   Distribution dist;
+  Layout layout;  // program inputs only; parameters are always contiguous
 };
 
 /// One op application: reads `inputs`, defines `outputs`, configured by `attrs` (a JSON object).
@@ -114,5 +127,10 @@ class Graph {
 
 /// A copy without the inputs and parameters nothing reads or returns, values renumbered densely.
 Graph compactGraph(const Graph& g);
+/// A copy without the nodes whose outputs reach no program output (then compacted): the code a
+/// compiler would drop, which tests nothing.
+Graph eliminateDeadNodes(const Graph& g);
+/// The number of nodes whose outputs reach no program output.
+int deadNodeCount(const Graph& g);
 
 }  // namespace tcfuzz::gen

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "generators/InputLayout.h"
+
 namespace tcfuzz::gen {
 
 using nlohmann::json;
@@ -634,6 +636,7 @@ Graph GraphRepairer::repair(const Graph& foreign, std::vector<std::string>* drop
     if (auto it = remap.find(o); it != remap.end() && std::find(out.outputs.begin(), out.outputs.end(), it->second) == out.outputs.end())
       out.outputs.push_back(it->second);
   if (out.outputs.empty() && !out.values.empty()) out.outputs.push_back(out.values.back().id);
+  dropInvalidLayouts(out);  // repair may have resized or retyped a fresh input
   g_ = nullptr;
   return out;
 }

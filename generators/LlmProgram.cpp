@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/InputLayout.h"
 #include "generators/Rng.h"
 
 namespace tcfuzz::gen {
@@ -135,7 +136,7 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::string where = fmt::format("inputs[{}]", i);
       const json& in = inputs[i];
-      checkKeys(in, where, {"name", "shape", "dtype"}, {"parameter"});
+      checkKeys(in, where, {"name", "shape", "dtype"}, {"parameter", "layout"});
       declare(nameAt(in["name"], where + ".name"), where);
       if (!in["shape"].is_array()) schema(where + ".shape must be an array");
       if (static_cast<int>(in["shape"].size()) > limits.maxRank)
@@ -146,6 +147,11 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
       if (!in["dtype"].is_string() || !parseDType(in["dtype"].get<std::string>()))
         schema(fmt::format("{}.dtype {} is not a supported dtype", where, in["dtype"].dump()));
       if (in.contains("parameter") && !in["parameter"].is_boolean()) schema(where + ".parameter must be a boolean");
+      if (in.contains("layout")) try {
+          layoutFromJson(in["layout"]);
+        } catch (const std::invalid_argument& e) {
+          schema(fmt::format("{}.layout: {}", where, e.what()));
+        }
     }
     for (size_t i = 0; i < nodes.size(); ++i) {
       std::string where = fmt::format("nodes[{}]", i);
@@ -172,7 +178,9 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
       std::vector<int64_t> shape = in["shape"].get<std::vector<int64_t>>();
       t.shape = fitShape(shape, caps, out.repaired);
       t.dtype = *parseDType(in["dtype"].get<std::string>());
-      values[in["name"].get<std::string>()] = repairer.addSource(t, std::nullopt, in.value("parameter", false));
+      int id = repairer.addSource(t, std::nullopt, in.value("parameter", false));
+      values[in["name"].get<std::string>()] = id;
+      if (in.contains("layout") && !g.inputs.empty() && g.inputs.back().value == id) g.inputs.back().layout = layoutFromJson(in["layout"]);
     }
     std::vector<std::string> problems;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -224,6 +232,10 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
     if (g.outputs.empty()) g.outputs.push_back(g.nodes.back().outputs.front());
     if (!out.dropped.empty() || out.undefinedArgs > 0) out.repaired = true;
     Graph compact = compactGraph(g);
+    if (int reset = dropInvalidLayouts(compact); reset > 0) {  // a layout that does not fit its input
+      out.repaired = true;
+      out.dropped.push_back(fmt::format("{} input layout(s) that did not fit (made contiguous)", reset));
+    }
     if (std::string problem = firstInvalidNode(catalog, compact); !problem.empty()) {
       out.rejection = "invalid-after-repair";
       out.detail = problem;
@@ -265,6 +277,7 @@ json proposalOf(const Graph& g) {
       const TensorType& t = g.typeOf(s.value);
       inputs.push_back({{"name", s.name}, {"shape", t.shape}, {"dtype", std::string(dtypeName(t.dtype))},
                         {"parameter", list == &g.params}});
+      if (!s.layout.contiguous()) inputs.back()["layout"] = layoutToJson(s.layout);
     }
   json nodes = json::array();
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -5,7 +5,8 @@
 // server's decoding to that schema, and the reverse direction (a Graph in the same form, for prompts).
 //
 // The form:
-//   {"inputs":  [{"name": "x", "shape": [4, 8], "dtype": "float32", "parameter": false}, ...],
+//   {"inputs":  [{"name": "x", "shape": [4, 8], "dtype": "float32", "parameter": false,
+//                 "layout": {"kind": "transposed", "dims": [0, 1]}}, ...],   (layout optional: InputLayout.h)
 //    "nodes":   [{"out": "v0", "op": "relu", "args": ["x"], "attrs": {}}, ...],
 //    "outputs": ["v0", ...]}
 // A node's later outputs are named "<out>.1", "<out>.2" (split, max with dim, frexp).

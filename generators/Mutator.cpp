@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "generators/InputLayout.h"
+
 namespace tcfuzz::gen {
 
 using nlohmann::json;
@@ -30,6 +32,9 @@ Mutator::Mutator(const OpCatalog& catalog, GenPolicy policy) : catalog_(catalog)
       {"change_shape", [this](Graph& g, const Graph*, Rng& r) { return changeShape(g, r); }},
       {"change_dtype", [this](Graph& g, const Graph*, Rng& r) { return changeDType(g, r); }},
       {"splice", [this](Graph& g, const Graph* d, Rng& r) { return splice(g, d, r); }},
+      {"change_layout", [this](Graph& g, const Graph*, Rng& r) { return changeLayout(g, r); }},
+      {"insert_view", [this](Graph& g, const Graph*, Rng& r) { return insertView(g, r); }},
+      {"insert_inplace", [this](Graph& g, const Graph*, Rng& r) { return insertInplace(g, r); }},
   };
   for (const auto& [name, _] : table_) stats_[name];
 }
@@ -85,27 +90,51 @@ bool Mutator::replaceOp(Graph& g, Rng& rng) const {
 }
 
 bool Mutator::insertNode(Graph& g, Rng& rng) const {
+  return insertReader(g, rng, [](const OpSpec& op) { return op.minInputs == 1 && !op.inplace; }, false);
+}
+
+bool Mutator::insertView(Graph& g, Rng& rng) const {
+  return insertReader(g, rng, [](const OpSpec& op) { return op.view && op.minInputs == 1; }, true);
+}
+
+bool Mutator::insertInplace(Graph& g, Rng& rng) const {
+  return insertReader(g, rng, [](const OpSpec& op) { return op.inplace; }, true);
+}
+
+bool Mutator::changeLayout(Graph& g, Rng& rng) const {
+  if (g.inputs.empty()) return false;
+  Source& s = g.inputs[rng.uniform(0, static_cast<int64_t>(g.inputs.size()) - 1)];
+  Layout before = s.layout;
+  s.layout = before.contiguous() || rng.chance(0.5) ? randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng) : Layout{};
+  return !(s.layout == before);
+}
+
+bool Mutator::insertReader(Graph& g, Rng& rng, const std::function<bool(const OpSpec&)>& fits, bool everyReader) const {
   if (g.values.empty()) return false;
   int v = static_cast<int>(rng.uniform(0, static_cast<int64_t>(g.values.size()) - 1));
-  std::vector<const OpSpec*> unary;
+  std::vector<const OpSpec*> ops;
   for (const auto& op : catalog_.ops())
-    if (op->minInputs == 1 && op->accepts[0].has(g.typeOf(v).dtype) && !op->inplace) unary.push_back(op.get());
-  if (unary.empty()) return false;
-  // New node right after v is defined; one later reader of v reads the new node instead.
+    if (fits(*op) && op->accepts[0].has(g.typeOf(v).dtype) && g.typeOf(v).rank() >= op->minRank &&
+        g.typeOf(v).rank() <= op->maxRank)
+      ops.push_back(op.get());
+  if (ops.empty()) return false;
+  // New node right after v is defined (repair adds the operands it lacks); later readers of v read it.
   int producer = g.producerOf(v);
   size_t at = static_cast<size_t>(producer + 1);
   int out = g.addValue(g.typeOf(v));
-  Node n{rng.pick(unary)->name, {v}, {out}, json::object()};
+  Node n{rng.pick(ops)->name, {v}, {out}, json::object()};
   g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(at), n);
   std::vector<std::pair<size_t, size_t>> readers;
   for (size_t i = at + 1; i < g.nodes.size(); ++i)
     for (size_t k = 0; k < g.nodes[i].inputs.size(); ++k)
       if (g.nodes[i].inputs[k] == v) readers.emplace_back(i, k);
-  if (!readers.empty()) {
+  if (readers.empty()) {
+    g.outputs.push_back(out);
+  } else if (everyReader) {
+    for (auto [i, k] : readers) g.nodes[i].inputs[k] = out;
+  } else {
     auto [i, k] = rng.pick(readers);
     g.nodes[i].inputs[k] = out;
-  } else {
-    g.outputs.push_back(out);
   }
   return true;
 }

@@ -51,6 +51,15 @@ class Mutator {
   bool changeShape(Graph& g, Rng& rng) const;
   bool changeDType(Graph& g, Rng& rng) const;
   bool splice(Graph& g, const Graph* donor, Rng& rng) const;
+  /// Redraws one program input's layout (a contiguous input becomes non-contiguous, or back).
+  bool changeLayout(Graph& g, Rng& rng) const;
+  /// A view op (transpose, narrow, ...) on a value, read by every later reader of that value.
+  bool insertView(Graph& g, Rng& rng) const;
+  /// An in-place op (add_, narrow_mul_, ...) on a value, read by every later reader of that value.
+  bool insertInplace(Graph& g, Rng& rng) const;
+  /// Inserts a node of an op that `fits` right after a random value is defined, reading it as input 0;
+  /// one later reader of the value (every later reader when `everyReader`) reads the node instead.
+  bool insertReader(Graph& g, Rng& rng, const std::function<bool(const OpSpec&)>& fits, bool everyReader) const;
 
   const OpCatalog& catalog_;
   GenPolicy policy_;

@@ -159,6 +159,7 @@ OpCatalog makeDefaultCatalog() {
   addShapeOps(catalog);
   addNeuralOps(catalog);
   addIndexingOps(catalog);
+  addInplaceViewOps(catalog);
   return catalog;
 }
 

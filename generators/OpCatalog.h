@@ -152,6 +152,7 @@ void addReductionOps(OpCatalog& catalog);
 void addShapeOps(OpCatalog& catalog);
 void addNeuralOps(OpCatalog& catalog);
 void addIndexingOps(OpCatalog& catalog);
+void addInplaceViewOps(OpCatalog& catalog);
 
 /// Runs the op's sampler (or the default one) on ctx.
 void sampleAttrs(const OpSpec& op, OpContext& ctx, Rng& rng);

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/InputLayout.h"
+
 namespace tcfuzz::gen {
 
 using nlohmann::json;
@@ -184,8 +186,20 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   for (int v : g.outputs) rets.push_back(names[v]);
   py << fmt::format("        return {}\n\n\n", rets.size() == 1 ? rets[0] + "," : fmt::format("{}", fmt::join(rets, ", ")));
   py << "def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)\n";
-  for (const auto& s : g.inputs)
-    py << fmt::format("    {} = {}  # {}\n", s.name, drawExpr(g.typeOf(s.value), s.dist, "g"), g.typeOf(s.value).str());
+  for (const auto& s : g.inputs) {
+    const TensorType& t = g.typeOf(s.value);
+    if (s.layout.contiguous()) {
+      py << fmt::format("    {} = {}  # {}\n", s.name, drawExpr(t, s.dist, "g"), t.str());
+      continue;
+    }
+    if (auto problem = layoutProblem(s.layout, t, s.dist); !problem.empty())
+      throw std::invalid_argument(fmt::format("input {}: {}", s.name, problem));
+    // The storage is drawn first, then viewed with the layout: same logical shape, other strides.
+    TensorType storage = t;
+    storage.shape = storageShape(s.layout, t);
+    py << fmt::format("    {} = ({}){}  # {}, {}\n", s.name, drawExpr(storage, s.dist, "g"), layoutPython(s.layout, t), t.str(),
+                      describeLayout(s.layout));
+  }
   std::vector<std::string> inputNames;
   for (const auto& s : g.inputs) inputNames.push_back(s.name);
   py << fmt::format("    return [{}]\n", fmt::join(inputNames, ", "));

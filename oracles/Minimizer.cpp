@@ -269,6 +269,24 @@ void resetAttrs(const PassInput& in, CandidateList& out) {
   }
 }
 
+/// contiguous-inputs: every program input contiguous, then one input at a time.
+void contiguousInputs(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  std::vector<size_t> laidOut;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (!g.inputs[i].layout.contiguous()) laidOut.push_back(i);
+  if (laidOut.empty()) return;
+  Graph all = g;
+  for (size_t i : laidOut) all.inputs[i].layout = {};
+  out.proposeGraph(all);
+  if (laidOut.size() == 1) return;
+  for (size_t i : laidOut) {
+    Graph one = g;
+    one.inputs[i].layout = {};
+    out.proposeGraph(one);
+  }
+}
+
 /// shrink-ranks: drop one dimension of one program input or parameter, unit dimensions first.
 void shrinkRanks(const PassInput& in, CandidateList& out) {
   const Graph& g = in.c.graph;
@@ -326,7 +344,7 @@ struct NamedPass {
 constexpr NamedPass kPasses[] = {
     {"hinted-ops", hintedOps},       {"drop-outputs", dropOutputs}, {"remove-nodes", removeNodeChunks},
     {"bypass-nodes", bypassNodes},   {"drop-config", dropConfig},   {"reset-attrs", resetAttrs},
-    {"shrink-ranks", shrinkRanks},   {"shrink-shapes", shrinkShapes},
+    {"contiguous-inputs", contiguousInputs}, {"shrink-ranks", shrinkRanks}, {"shrink-shapes", shrinkShapes},
 };
 
 /// The pass called `name`; null when there is none.
@@ -339,8 +357,8 @@ const NamedPass* findPass(std::string_view name) {
 }  // namespace
 
 std::string CaseSize::str() const {
-  return fmt::format("{} nodes, {} outputs, {} config options, {} input elements", nodes, outputs, configOptions,
-                     elements);
+  return fmt::format("{} nodes, {} outputs, {} config options, {} input elements{}", nodes, outputs, configOptions,
+                     elements, layouts ? fmt::format(", {} non-contiguous inputs", layouts) : "");
 }
 
 CaseSize sizeOf(const MinimizeCase& c, const gen::OpCatalog& catalog) {
@@ -355,6 +373,7 @@ CaseSize sizeOf(const MinimizeCase& c, const gen::OpCatalog& catalog) {
       s.rankSum += t.rank();
     }
   s.complexAttrs = complexAttrCount(c.graph, catalog);
+  for (const gen::Source& src : c.graph.inputs) s.layouts += !src.layout.contiguous();
   return s;
 }
 
@@ -375,24 +394,6 @@ std::vector<std::string> opsOf(const Graph& g) {
   std::vector<std::string> ops;
   for (const Node& n : g.nodes) ops.push_back(n.op);
   return ops;
-}
-
-Graph eliminateDeadNodes(const Graph& g) {
-  Graph out = g;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = out.nodes.size(); i-- > 0;) {
-      const Node& n = out.nodes[i];
-      bool used = false;
-      for (int v : n.outputs)
-        if (out.useCount(v) > 0 || std::find(out.outputs.begin(), out.outputs.end(), v) != out.outputs.end()) used = true;
-      if (!used) {
-        out.nodes.erase(out.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-        changed = true;
-      }
-    }
-  }
-  return gen::compactGraph(out);
 }
 
 // --- MinimizerPolicy ------------------------------------------------------------------------------

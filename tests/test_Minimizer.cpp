@@ -10,6 +10,7 @@
 
 #include "oracles/CompileConfig.h"
 #include "generators/Generator.h"
+#include "generators/InputLayout.h"
 #include "generators/GraphRepair.h"
 #include "oracles/Minimizer.h"
 
@@ -34,7 +35,7 @@ gen::Graph programWith(const gen::OpCatalog& catalog, const std::string& op, int
   for (uint64_t index = 0; index < 200; ++index) {
     gen::Graph g = generator.generate(index);
     // The op must reach an output: a dead node is no bug (Dynamo drops it, and so does the minimizer).
-    if (hasOp(oracles::eliminateDeadNodes(g), op) && static_cast<int>(g.nodes.size()) >= minNodes) return g;
+    if (hasOp(gen::eliminateDeadNodes(g), op) && static_cast<int>(g.nodes.size()) >= minNodes) return g;
   }
   throw std::runtime_error("no generated program with " + op);
 }
@@ -142,7 +143,28 @@ TEST_F(MinimizerTest, EveryPassOfThePolicyIsANamedPassAndUnknownNamesAreRejected
   EXPECT_THROW(minimizer.candidates("shuffle", start), std::invalid_argument);
   EXPECT_EQ(Minimizer::passNames(), (std::vector<std::string>{"hinted-ops", "drop-outputs", "remove-nodes",
                                                               "bypass-nodes", "drop-config", "reset-attrs",
-                                                              "shrink-ranks", "shrink-shapes"}));
+                                                              "contiguous-inputs", "shrink-ranks", "shrink-shapes"}));
+}
+
+// contiguous-inputs: a program whose inputs are laid out gets a candidate with every input contiguous,
+// then one per input; the smaller size counts the layouts it took away.
+TEST_F(MinimizerTest, ContiguousInputsResetsLayouts) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 6);
+  int laidOut = 0;
+  for (gen::Source& s : g.inputs) {
+    gen::Rng rng(laidOut + 1);
+    s.layout = gen::randomLayout(g.typeOf(s.value), s.dist, {{"transposed", 1}, {"strided", 1}}, rng);
+    laidOut += !s.layout.contiguous();
+  }
+  ASSERT_GE(laidOut, 1);
+  MinimizeCase start{g, oracles::CompileConfig{}, false, ""};
+  Minimizer minimizer(catalog_, MinimizerPolicy{});
+  std::vector<MinimizeCase> candidates = minimizer.candidates("contiguous-inputs", start);
+  ASSERT_EQ(candidates.size(), laidOut == 1 ? 1u : 1u + laidOut);
+  for (const gen::Source& s : candidates[0].graph.inputs) EXPECT_TRUE(s.layout.contiguous());
+  EXPECT_EQ(sizeOf(start, catalog_).layouts, laidOut);
+  EXPECT_EQ(sizeOf(candidates[0], catalog_).layouts, 0);
+  EXPECT_LT(sizeOf(candidates[0], catalog_), sizeOf(start, catalog_));
 }
 
 TEST_F(MinimizerTest, AKnownBugsOpsAreTriedFirstAndEndTheSearch) {
@@ -205,7 +227,7 @@ TEST(MinimizerHelpers, DeadNodesGoAndLiveOnesStay) {
   g.nodes.push_back({"sigmoid", {x}, {b}, nlohmann::json::object()});  // read by nothing
   g.nodes.push_back({"tanh", {a}, {c}, nlohmann::json::object()});
   g.outputs = {c};
-  gen::Graph live = oracles::eliminateDeadNodes(g);
+  gen::Graph live = gen::eliminateDeadNodes(g);
   EXPECT_EQ(oracles::opsOf(live), (std::vector<std::string>{"relu", "tanh"}));
   EXPECT_EQ(live.values.size(), 3u);
 }

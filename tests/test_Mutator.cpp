@@ -17,7 +17,8 @@ class MutatorTest : public ::testing::Test {
 TEST_F(MutatorTest, EveryMutatorProducesValidNewPrograms) {
   Mutator mutator(catalog, GenPolicy{});
   ASSERT_EQ(mutator.names(), (std::vector<std::string>{"replace_op", "insert_node", "delete_node", "change_attr",
-                                                        "change_shape", "change_dtype", "splice"}));
+                                                        "change_shape", "change_dtype", "splice", "change_layout",
+                                                        "insert_view", "insert_inplace"}));
   for (const auto& name : mutator.names()) {
     int produced = 0;
     for (uint64_t i = 0; i < 40; ++i) {

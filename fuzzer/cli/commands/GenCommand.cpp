@@ -14,6 +14,7 @@
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/cli/Settings.h"
 #include "generators/Generator.h"
+#include "generators/ProgramFigures.h"
 #include "generators/PythonEmitter.h"
 #include "oracles/OutputLoader.h"
 
@@ -203,6 +204,7 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
   if (!outDir.empty()) fs::create_directories(outDir);
 
   Diversity diversity;
+  gen::ProgramFigures figures;
   std::vector<WrittenProgram> written;
   double genSeconds = 0, emitSeconds = 0;
   int64_t nodes = 0;
@@ -214,6 +216,7 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
     genSeconds += since(t0);
     nodes += static_cast<int64_t>(g.nodes.size());
     diversity.add(g);
+    figures.add(g, catalog);
     auto t1 = Clock::now();
     std::vector<int> lines;
     std::string text = emitter.emit(g, &lines);
@@ -240,7 +243,8 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
              {"distinct_op_edges", diversity.edges.size()},
              {"per_1000_programs_scale", perK},
              {"z3_calls", generator.solverCalls()},
-             {"repair", generator.stats().toJson()}};
+             {"repair", generator.stats().toJson()},
+             {"program_shape", figures.toJson()}};
   if (o.validate) stats["eager_validation"] = validate(o, written, secrets).toJson();
 
   if (o.json) {
@@ -255,6 +259,14 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
     std::cout << fmt::format("repair: {} nodes accepted ({} valid as drawn), {} Z3 fixes, {} casts, {} clamps, {} coercions, "
                              "{} inputs resized, {} rejected\n",
                              r.accepted, r.validAsIs, r.solved, r.casts, r.clamps, r.coercions, r.resized, r.rejected);
+    const json& f = stats["program_shape"];
+    std::cout << fmt::format("shape: {:.1f}% dead nodes, depth {:.1f}, fan-out {:.2f}; programs with a view {:.0f}%, an in-place op "
+                             "{:.0f}% (through a view {:.0f}%), a non-contiguous input {:.0f}% (a storage offset {:.0f}%)\n",
+                             100 * f["dead_node_share"].get<double>(), f["mean_depth"].get<double>(), f["mean_fan_out"].get<double>(),
+                             100 * f["programs_with_view"].get<double>(), 100 * f["programs_with_inplace"].get<double>(),
+                             100 * f["programs_with_inplace_on_view"].get<double>(),
+                             100 * f["programs_with_noncontiguous_input"].get<double>(),
+                             100 * f["programs_with_storage_offset_input"].get<double>());
     if (o.validate) {
       const json& v = stats["eager_validation"];
       std::cout << fmt::format("eager: {}/{} ran without exception ({:.1f}%), {}/{} with finite outputs ({:.1f}%)\n",

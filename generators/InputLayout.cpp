@@ -1,0 +1,237 @@
+#include "generators/InputLayout.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tcfuzz::gen {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxStep = 4;
+constexpr int64_t kMaxOffset = 4;
+
+/// Sizes, strides and storage offset of an input, as torch would report them.
+struct Strided {
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+};
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t i = sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(sizes[i], 1);
+  return strides;
+}
+
+/// The geometry make_inputs produces (layoutProblem must be "").
+Strided geometry(const Layout& l, const TensorType& t) {
+  Strided s;
+  std::vector<int64_t> storage = storageShape(l, t);
+  s.sizes = t.shape;
+  s.strides = contiguousStrides(storage);
+  if (l.kind == "transposed") {
+    std::swap(s.strides[l.dims[0]], s.strides[l.dims[1]]);
+  } else if (l.kind == "strided") {
+    s.offset = l.offset * s.strides[l.dims[0]];
+    s.strides[l.dims[0]] *= l.step;
+  } else if (l.kind == "expanded") {
+    s.strides[l.dims[0]] = 0;
+  } else if (l.kind == "channels_last") {
+    // NC(D)HW stored as N(D)HWC: C varies fastest, then W, H (, D), then N.
+    int r = t.rank();
+    std::vector<int> order{0};  // outermost first
+    for (int d = 2; d < r; ++d) order.push_back(d);
+    order.push_back(1);
+    int64_t stride = 1;
+    for (size_t i = order.size(); i-- > 0;) {
+      s.strides[order[i]] = stride;
+      stride *= std::max<int64_t>(t.shape[order[i]], 1);
+    }
+  }
+  return s;
+}
+
+bool dimInRange(int d, const TensorType& t) { return d >= 0 && d < t.rank(); }
+
+}  // namespace
+
+const std::vector<std::string>& layoutKinds() {
+  static const std::vector<std::string> kinds{"transposed", "strided", "expanded", "channels_last"};
+  return kinds;
+}
+
+std::string layoutProblem(const Layout& l, const TensorType& t, const Distribution& dist) {
+  auto dimsNeeded = [&](size_t n) -> std::string {
+    if (l.dims.size() != n) return fmt::format("a {} layout names {} dim{}", l.kind, n, n == 1 ? "" : "s");
+    for (int d : l.dims)
+      if (!dimInRange(d, t)) return fmt::format("dim {} is out of range for an input of rank {}", d, t.rank());
+    return "";
+  };
+  if (l.kind == "contiguous") return l.dims.empty() ? "" : "a contiguous layout names no dims";
+  if (l.kind == "transposed") {
+    if (auto p = dimsNeeded(2); !p.empty()) return p;
+    if (l.dims[0] == l.dims[1]) return "a transposed layout swaps two different dims";
+    return "";
+  }
+  if (l.kind == "strided") {
+    if (auto p = dimsNeeded(1); !p.empty()) return p;
+    if (l.step < 1 || l.step > kMaxStep) return fmt::format("step {} is outside [1, {}]", l.step, kMaxStep);
+    if (l.offset < 0 || l.offset > kMaxOffset) return fmt::format("offset {} is outside [0, {}]", l.offset, kMaxOffset);
+    if (l.step == 1 && l.offset == 0) return "step 1 at offset 0 is the contiguous layout";
+    if (dist.kind == "randperm") return "a randperm input's distinct values need a storage of its own size";
+    return "";
+  }
+  if (l.kind == "expanded") {
+    if (auto p = dimsNeeded(1); !p.empty()) return p;
+    if (dist.kind == "randperm") return "an expanded randperm input would repeat its distinct values";
+    return "";
+  }
+  if (l.kind == "channels_last") {
+    if (!l.dims.empty()) return "a channels_last layout names no dims";
+    if (t.rank() != 4 && t.rank() != 5) return fmt::format("channels_last needs rank 4 or 5, not {}", t.rank());
+    return "";
+  }
+  return fmt::format("unknown layout '{}' (contiguous, transposed, strided, expanded or channels_last)", l.kind);
+}
+
+std::vector<int64_t> storageShape(const Layout& l, const TensorType& t) {
+  std::vector<int64_t> s = t.shape;
+  if (l.kind == "transposed") {
+    std::swap(s[l.dims[0]], s[l.dims[1]]);
+  } else if (l.kind == "strided") {
+    int64_t n = s[l.dims[0]];
+    s[l.dims[0]] = n == 0 ? l.offset : l.offset + (n - 1) * l.step + 1;
+  } else if (l.kind == "expanded") {
+    s[l.dims[0]] = 1;
+  }
+  return s;
+}
+
+std::string layoutPython(const Layout& l, const TensorType& t) {
+  if (l.kind == "transposed") return fmt::format(".transpose({}, {})", l.dims[0], l.dims[1]);
+  if (l.kind == "strided") {
+    std::string index;
+    for (int d = 0; d < l.dims[0]; ++d) index += ":, ";
+    index += (l.offset ? std::to_string(l.offset) : "") + (l.step == 1 ? ":" : fmt::format("::{}", l.step));
+    return "[" + index + "]";
+  }
+  if (l.kind == "expanded") return fmt::format(".expand({})", fmt::join(t.shape, ", "));
+  if (l.kind == "channels_last")
+    return fmt::format(".contiguous(memory_format=torch.{})", t.rank() == 5 ? "channels_last_3d" : "channels_last");
+  return "";
+}
+
+bool isNonContiguous(const Layout& l, const TensorType& t) {
+  if (l.contiguous() || t.numel() == 0) return false;
+  Strided s = geometry(l, t);
+  int64_t expected = 1;
+  for (size_t i = s.sizes.size(); i-- > 0;) {
+    if (s.sizes[i] == 1) continue;
+    if (s.strides[i] != expected) return true;
+    expected *= s.sizes[i];
+  }
+  return false;
+}
+
+bool hasStorageOffset(const Layout& l, const TensorType& t) { return !l.contiguous() && geometry(l, t).offset != 0; }
+
+std::string describeLayout(const Layout& l) {
+  if (l.kind == "transposed") return fmt::format("transposed (dims {}, {})", l.dims[0], l.dims[1]);
+  if (l.kind == "strided") return fmt::format("strided (dim {}, step {}, offset {})", l.dims[0], l.step, l.offset);
+  if (l.kind == "expanded") return fmt::format("expanded (dim {})", l.dims[0]);
+  return l.kind;
+}
+
+Layout randomLayout(const TensorType& t, const Distribution& dist, const std::map<std::string, double>& weights, Rng& rng) {
+  std::vector<int> wide;  // dims of size > 1
+  for (int d = 0; d < t.rank(); ++d)
+    if (t.shape[d] > 1) wide.push_back(d);
+  std::vector<Layout> fitting;
+  std::vector<double> w;
+  for (const std::string& kind : layoutKinds()) {
+    auto it = weights.find(kind);
+    if (it == weights.end() || it->second <= 0) continue;
+    Layout l;
+    l.kind = kind;
+    if (kind == "transposed") {
+      if (wide.size() < 2) continue;
+      int a = rng.pick(wide), b = a;
+      while (b == a) b = rng.pick(wide);
+      l.dims = {std::min(a, b), std::max(a, b)};
+    } else if (kind == "strided") {
+      if (t.rank() == 0) continue;
+      l.dims = {wide.empty() ? 0 : rng.pick(wide)};
+      l.step = rng.uniform(1, 3);
+      l.offset = l.step == 1 ? rng.uniform(1, 2) : rng.uniform(0, 2);
+    } else if (kind == "expanded") {
+      if (wide.empty()) continue;
+      l.dims = {rng.pick(wide)};
+    }
+    if (!layoutProblem(l, t, dist).empty() || !(isNonContiguous(l, t) || hasStorageOffset(l, t))) continue;
+    fitting.push_back(std::move(l));
+    w.push_back(it->second);
+  }
+  if (fitting.empty()) return {};
+  return fitting[rng.weighted(w)];
+}
+
+int dropInvalidLayouts(Graph& g) {
+  int reset = 0;
+  for (Source& s : g.inputs)
+    if (!s.layout.contiguous() && !layoutProblem(s.layout, g.typeOf(s.value), s.dist).empty()) {
+      s.layout = {};
+      ++reset;
+    }
+  for (Source& s : g.params)
+    if (!s.layout.contiguous()) {
+      s.layout = {};
+      ++reset;
+    }
+  return reset;
+}
+
+json layoutToJson(const Layout& l) {
+  json doc{{"kind", l.kind}};
+  if (l.kind == "transposed") doc["dims"] = l.dims;
+  if (l.kind == "strided") doc.update({{"dim", l.dims.at(0)}, {"step", l.step}, {"offset", l.offset}});
+  if (l.kind == "expanded") doc["dim"] = l.dims.at(0);
+  return doc;
+}
+
+Layout layoutFromJson(const json& doc) {
+  if (!doc.is_object() || !doc.contains("kind") || !doc["kind"].is_string())
+    throw std::invalid_argument("a layout is an object with a string 'kind'");
+  Layout l;
+  l.kind = doc["kind"].get<std::string>();
+  std::vector<std::string> allowed{"kind"};
+  auto integer = [&](const char* key) -> int64_t {
+    allowed.push_back(key);
+    if (!doc.contains(key) || !doc[key].is_number_integer())
+      throw std::invalid_argument(fmt::format("a {} layout needs an integer '{}'", l.kind, key));
+    return doc[key].get<int64_t>();
+  };
+  if (l.kind == "transposed") {
+    allowed.push_back("dims");
+    if (!doc.contains("dims") || !doc["dims"].is_array() || doc["dims"].size() != 2 || !doc["dims"][0].is_number_integer() ||
+        !doc["dims"][1].is_number_integer())
+      throw std::invalid_argument("a transposed layout needs 'dims': two integers");
+    l.dims = {doc["dims"][0].get<int>(), doc["dims"][1].get<int>()};
+  } else if (l.kind == "strided") {
+    l.dims = {static_cast<int>(integer("dim"))};
+    l.step = integer("step");
+    l.offset = integer("offset");
+  } else if (l.kind == "expanded") {
+    l.dims = {static_cast<int>(integer("dim"))};
+  }
+  for (const auto& [key, _] : doc.items())
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      throw std::invalid_argument(fmt::format("a {} layout has no field '{}'", l.kind, key));
+  return l;
+}
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,47 @@
+#pragma once
+// Input layouts (issue 17): a program input can reach forward transposed, strided (sliced with a step,
+// or at a storage offset), expanded (a stride 0) or channels-last, with the same logical shape and the
+// values of its distribution. make_inputs draws the storage, then applies the layout (PythonEmitter).
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generators/Graph.h"
+#include "generators/Rng.h"
+
+namespace tcfuzz::gen {
+
+/// The non-contiguous layout kinds, each a key of GenPolicy::layoutWeights.
+const std::vector<std::string>& layoutKinds();
+
+/// Why `layout` cannot hold an input of type `t` drawn from `dist` ("" when it can): a dim out of
+/// range, a rank channels-last lacks, a step or offset beyond its bound, or a randperm draw (its
+/// distinct values) that a longer storage or an expansion would break.
+std::string layoutProblem(const Layout& layout, const TensorType& t, const Distribution& dist);
+/// The shape make_inputs draws before it applies the layout.
+std::vector<int64_t> storageShape(const Layout& layout, const TensorType& t);
+/// The Python that turns the drawn storage into the input: ".transpose(0, 2)", "[:, 1::2]",
+/// ".expand(3, 4)", ".contiguous(memory_format=torch.channels_last)"; "" when contiguous.
+std::string layoutPython(const Layout& layout, const TensorType& t);
+/// Whether the input is not contiguous (torch's is_contiguous() is false) under this layout.
+bool isNonContiguous(const Layout& layout, const TensorType& t);
+/// Whether the input starts at a storage offset other than 0.
+bool hasStorageOffset(const Layout& layout, const TensorType& t);
+/// A few words for headers and reports: "transposed (dims 0, 2)", "strided (dim 1, step 2, offset 1)".
+std::string describeLayout(const Layout& layout);
+
+/// A random layout that makes `t` non-contiguous or moves its storage offset, its kind drawn with
+/// `weights` (kind -> weight) among the kinds that fit; contiguous when none fits.
+Layout randomLayout(const TensorType& t, const Distribution& dist, const std::map<std::string, double>& weights, Rng& rng);
+/// Resets to contiguous every input layout that no longer fits its input (repair or a shrinking pass
+/// changed the input's shape, dtype or distribution). Returns how many it reset.
+int dropInvalidLayouts(Graph& g);
+
+/// The JSON form ({"kind": ...} with only the fields the kind uses).
+nlohmann::json layoutToJson(const Layout& layout);
+/// Parses the JSON form; std::invalid_argument naming the fault (an unknown kind, a missing field).
+Layout layoutFromJson(const nlohmann::json& doc);
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,69 @@
+#include "generators/ProgramFigures.h"
+
+#include <algorithm>
+
+#include "generators/InputLayout.h"
+
+namespace tcfuzz::gen {
+
+using nlohmann::json;
+
+void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
+  ++programs;
+  nodes += static_cast<int64_t>(g.nodes.size());
+  deadNodes += deadNodeCount(g);
+  bool view = false, inplace = false, inplaceOnView = false, buffer = false;
+  std::vector<int> depth(g.values.size(), 0);  // nodes on the longest chain that defines each value
+  for (const Node& n : g.nodes) {
+    const OpSpec* op = catalog.find(n.op);
+    if (op) {
+      view = view || op->view || op->family == "inplace-view";
+      inplace = inplace || op->inplace;
+      inplaceOnView = inplaceOnView || op->family == "inplace-view";
+      buffer = buffer || op->family == "buffer-update";
+    }
+    int d = 0;
+    for (int in : n.inputs) d = std::max(d, depth[in]);
+    for (int out : n.outputs) depth[out] = d + 1;
+  }
+  withView += view;
+  withInplace += inplace;
+  withInplaceOnView += inplaceOnView;
+  withMutatedBuffer += buffer;
+  withViewOrInplace += view || inplace;
+  bool nonContiguous = false, offset = false;
+  for (const Source& s : g.inputs) {
+    nonContiguous = nonContiguous || isNonContiguous(s.layout, g.typeOf(s.value));
+    offset = offset || hasStorageOffset(s.layout, g.typeOf(s.value));
+  }
+  withNonContiguousInput += nonContiguous;
+  withStorageOffsetInput += offset;
+  int longest = 0;
+  for (int out : g.outputs) longest = std::max(longest, depth[out]);
+  depthSum += longest;
+  for (const Node& n : g.nodes)
+    for (int out : n.outputs)
+      if (int uses = g.useCount(out); uses > 0) {
+        ++consumedValues;
+        consumerSum += uses;
+        sharedValues += uses > 1;
+      }
+}
+
+json ProgramFigures::toJson() const {
+  auto share = [](int64_t part, int64_t whole) { return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0; };
+  return {{"programs", programs},
+          {"dead_node_share", share(deadNodes, nodes)},
+          {"programs_with_view", share(withView, programs)},
+          {"programs_with_inplace", share(withInplace, programs)},
+          {"programs_with_inplace_on_view", share(withInplaceOnView, programs)},
+          {"programs_with_view_or_inplace", share(withViewOrInplace, programs)},
+          {"programs_with_noncontiguous_input", share(withNonContiguousInput, programs)},
+          {"programs_with_storage_offset_input", share(withStorageOffsetInput, programs)},
+          {"programs_with_mutated_buffer", share(withMutatedBuffer, programs)},
+          {"mean_depth", share(depthSum, programs)},
+          {"mean_fan_out", share(consumerSum, consumedValues)},
+          {"shared_value_share", share(sharedValues, consumedValues)}};
+}
+
+}  // namespace tcfuzz::gen

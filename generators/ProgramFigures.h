@@ -1,0 +1,33 @@
+#pragma once
+// The program-shape figures of issue 17, summed over generated programs: dead nodes, views, in-place
+// ops (on views too), non-contiguous inputs, mutated buffers, depth and fan-out. `tcfuzz gen --json`
+// and scripts/bench print them.
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "generators/Graph.h"
+#include "generators/OpCatalog.h"
+
+namespace tcfuzz::gen {
+
+/// Counts over the programs added so far.
+struct ProgramFigures {
+  int64_t programs = 0, nodes = 0, deadNodes = 0;
+  int64_t withView = 0;             // a node whose output is a view of its input
+  int64_t withInplace = 0;          // an in-place op
+  int64_t withInplaceOnView = 0;    // an in-place op that writes through a view
+  int64_t withViewOrInplace = 0;
+  int64_t withNonContiguousInput = 0;
+  int64_t withStorageOffsetInput = 0;
+  int64_t withMutatedBuffer = 0;    // forward writes a registered buffer
+  int64_t depthSum = 0;             // longest chain of nodes from a source to an output
+  int64_t consumedValues = 0, consumerSum = 0, sharedValues = 0;  // node outputs read at least once; reads; read twice or more
+
+  /// Adds one program.
+  void add(const Graph& g, const OpCatalog& catalog);
+  /// Shares (of programs, of nodes) and means, as printed by `tcfuzz gen --json`.
+  nlohmann::json toJson() const;
+};
+
+}  // namespace tcfuzz::gen

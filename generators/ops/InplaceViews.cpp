@@ -1,0 +1,140 @@
+// In-place writes through a view (issue 17, family "inplace-view"): `v.narrow(1, 2, 3).mul_(y)`,
+// `v.select(0, 1).add_(y)`, `v[:, ::2].copy_(y)`, `v.diagonal(0, 0, 1).add_(y)`. The written tensor is
+// input 0 itself when nothing else reads it, else its clone (the emitter's in-place rule), and the
+// result is that tensor after the write: functionalization must turn the view's mutation back into
+// a write of its base. The operand has exactly the view's shape and input 0's dtype, so each entry's
+// ATen spelling is the functional scatter with the same shape rule (slice_scatter, select_scatter,
+// diagonal_scatter).
+#include <algorithm>
+
+#include "generators/ops/Common.h"
+
+namespace tcfuzz::gen {
+namespace {
+
+using namespace ops;
+
+/// One way of taking a view of input 0: its spellings, attributes and the view's shape.
+struct ViewKind {
+  std::string name;    // "narrow"
+  std::string python;  // the view of {out0}: ".narrow({dim}, {start}, {length})"
+  std::string aten;    // the functional scatter, with {1} the written values
+  int minRank = 1;
+  std::vector<AttrSpec> attrs;
+  std::function<void(OpContext&, Rng&)> sample;
+  /// The view's shape (ShapeError when the attributes do not fit input 0).
+  std::function<std::vector<int64_t>(const OpContext&)> shape;
+};
+
+/// A write method: its name and the range of the written elements.
+struct WriteMethod {
+  std::string name;  // "mul_"
+  std::function<Interval(Interval self, Interval other)> range;
+};
+
+int checkedDim(const OpContext& ctx, const std::string& attr) {
+  int64_t d = ctx.attrInt(attr);
+  require(d >= 0 && d < ctx.x().rank(), attr + " must be a dim of input 0");
+  return static_cast<int>(d);
+}
+
+std::vector<ViewKind> viewKinds() {
+  std::vector<ViewKind> kinds;
+  kinds.push_back({"narrow", ".narrow({dim}, {start}, {length})", "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)", 1,
+                   {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64), intAttr("length", 1, 64)},
+                   [](OpContext& ctx, Rng& rng) {
+                     drawSliceAttrs(ctx, rng);
+                     ctx.attrs["length"] = ctx.attrInt("end") - ctx.attrInt("start");
+                   },
+                   [](const OpContext& ctx) {
+                     int d = checkedDim(ctx, "dim");
+                     int64_t start = ctx.attrInt("start"), end = ctx.attrInt("end");
+                     require(start < end && end <= ctx.x().shape[d], "the narrowed part must be a non-empty part of dim");
+                     require(ctx.attrInt("length") == end - start, "length must be end - start");
+                     std::vector<int64_t> s = ctx.x().shape;
+                     s[d] = end - start;
+                     return s;
+                   }});
+  kinds.push_back({"select", ".select({dim}, {index})", "aten::select_scatter({0}, {1}, {dim}, {index})", 1,
+                   {intAttr("dim", 0, 7), intAttr("index", 0, 64)},
+                   [](OpContext& ctx, Rng& rng) {
+                     int64_t d = rng.uniform(0, ctx.x().rank() - 1);
+                     ctx.attrs["dim"] = d;
+                     ctx.attrs["index"] = rng.uniform(0, std::max<int64_t>(ctx.x().shape[d] - 1, 0));
+                   },
+                   [](const OpContext& ctx) {
+                     int d = checkedDim(ctx, "dim");
+                     require(ctx.attrInt("index") < ctx.x().shape[d], "index must be below the size of dim");
+                     std::vector<int64_t> s = ctx.x().shape;
+                     s.erase(s.begin() + d);
+                     return s;
+                   }});
+  kinds.push_back({"stepslice", "[(slice(None),) * {dim} + (slice(None, None, {step}),)]",
+                   "aten::slice_scatter({0}, {1}, {dim}, None, None, {step})", 1, {intAttr("dim", 0, 7), intAttr("step", 2, 3)},
+                   [](OpContext& ctx, Rng& rng) {
+                     ctx.attrs["dim"] = rng.uniform(0, ctx.x().rank() - 1);
+                     ctx.attrs["step"] = rng.uniform(2, 3);
+                   },
+                   [](const OpContext& ctx) {
+                     int d = checkedDim(ctx, "dim");
+                     int64_t step = ctx.attrInt("step");
+                     require(step >= 1, "step must be positive");
+                     std::vector<int64_t> s = ctx.x().shape;
+                     s[d] = (s[d] + step - 1) / step;
+                     return s;
+                   }});
+  kinds.push_back({"diagonal", ".diagonal(0, {dim1}, {dim2})", "aten::diagonal_scatter({0}, {1}, 0, {dim1}, {dim2})", 2,
+                   {intAttr("dim1", 0, 7), intAttr("dim2", 0, 7)},
+                   [](OpContext& ctx, Rng& rng) {
+                     int64_t a = rng.uniform(0, ctx.x().rank() - 1), b = a;
+                     while (b == a) b = rng.uniform(0, ctx.x().rank() - 1);
+                     ctx.attrs["dim1"] = std::min(a, b);
+                     ctx.attrs["dim2"] = std::max(a, b);
+                   },
+                   [](const OpContext& ctx) {
+                     int a = checkedDim(ctx, "dim1"), b = checkedDim(ctx, "dim2");
+                     require(a != b, "the diagonal's dims must differ");
+                     std::vector<int64_t> s;
+                     for (int i = 0; i < ctx.x().rank(); ++i)
+                       if (i != a && i != b) s.push_back(ctx.x().shape[i]);
+                     s.push_back(std::min(ctx.x().shape[a], ctx.x().shape[b]));
+                     return s;
+                   }});
+  return kinds;
+}
+
+void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method) {
+  OpSpec s = entry(view.name + "_" + method.name, "inplace-view",
+                   "stmt:{out0} = {0}\n{out0}" + view.python + "." + method.name + "({1})", view.aten, kNumeric);
+  s.accepts = {kNumeric, kNumeric};
+  s.minInputs = s.maxInputs = 2;
+  s.minRank = view.minRank;
+  s.inplace = true;
+  s.attrs = view.attrs;
+  s.sample = view.sample;
+  auto shapeOf = view.shape;
+  s.propose = [shapeOf](const OpContext& ctx, int, Rng&) { return TensorType{shapeOf(ctx), ctx.x().dtype, ctx.x().device}; };
+  s.infer = [shapeOf](const OpContext& ctx) {
+    require(ctx.x(1).shape == shapeOf(ctx), "the written values must have the view's shape");
+    require(ctx.x(1).dtype == ctx.x().dtype, "the written values must have input 0's dtype");
+    return std::vector<TensorType>{ctx.x()};
+  };
+  auto written = method.range;
+  s.range = [written](const OpContext& ctx) {
+    Interval r = unionI(ctx.ranges[0], written(ctx.ranges[0], ctx.ranges[1]));
+    if (isInt(ctx.x().dtype)) r = {std::floor(r.lo), std::ceil(r.hi)};
+    return std::vector<Interval>{r};
+  };
+  c.add(std::move(s));
+}
+
+}  // namespace
+
+void addInplaceViewOps(OpCatalog& c) {
+  const std::vector<WriteMethod> methods{
+      {"add_", addI}, {"mul_", mulI}, {"copy_", [](Interval, Interval other) { return other; }}};
+  for (const ViewKind& view : viewKinds())
+    for (const WriteMethod& method : methods) addViewWrite(c, view, method);
+}
+
+}  // namespace tcfuzz::gen
