@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/Idioms.h"
 #include "generators/InputLayout.h"
 
 namespace tcfuzz::gen {
@@ -26,7 +27,11 @@ json GenPolicy::toJson() const {
           {"op_weights", opWeights},
           {"input_layout_chance", inputLayoutChance},
           {"layout_weights", layoutWeights},
-          {"merge_ops", mergeOps}};
+          {"merge_ops", mergeOps},
+          {"boundary_chance", boundaryChance},
+          {"boundary_weights", boundaryWeights},
+          {"idiom_chance", idiomChance},
+          {"idiom_weights", idiomWeights}};
 }
 
 GenPolicy GenPolicy::fromJson(const json& doc) {
@@ -54,7 +59,8 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   };
   static const char* kKeys[] = {"min_nodes", "max_nodes", "max_inputs", "max_outputs", "max_rank", "max_dim",
                                 "max_elements", "fresh_operand_chance", "parameter_chance", "dtype_weights",
-                                "family_weights", "op_weights", "input_layout_chance", "layout_weights", "merge_ops"};
+                                "family_weights", "op_weights", "input_layout_chance", "layout_weights", "merge_ops",
+                                "boundary_chance", "boundary_weights", "idiom_chance", "idiom_weights"};
   for (const auto& [k, _] : doc.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw std::invalid_argument("unknown policy key '" + k + "'");
@@ -77,6 +83,22 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
     for (const auto& [k, _] : p.layoutWeights)
       if (std::find(layoutKinds().begin(), layoutKinds().end(), k) == layoutKinds().end())
         throw std::invalid_argument(fmt::format("policy layout_weights: unknown layout '{}' ({})", k, fmt::join(layoutKinds(), ", ")));
+  }
+  chance("boundary_chance", p.boundaryChance);
+  if (doc.contains("boundary_weights")) {
+    p.boundaryWeights.clear();
+    weights("boundary_weights", p.boundaryWeights);
+    for (const auto& [k, _] : p.boundaryWeights)
+      if (std::find(boundaryKinds().begin(), boundaryKinds().end(), k) == boundaryKinds().end())
+        throw std::invalid_argument(
+            fmt::format("policy boundary_weights: unknown kind '{}' ({})", k, fmt::join(boundaryKinds(), ", ")));
+  }
+  chance("idiom_chance", p.idiomChance);
+  if (doc.contains("idiom_weights")) {
+    p.idiomWeights.clear();
+    weights("idiom_weights", p.idiomWeights);
+    for (const auto& [k, _] : p.idiomWeights)
+      if (!findIdiom(k)) throw std::invalid_argument("policy idiom_weights: unknown idiom '" + k + "'");
   }
   if (doc.contains("merge_ops")) {
     if (!doc["merge_ops"].is_array()) throw std::invalid_argument("policy 'merge_ops' must be a list of op names");
@@ -164,6 +186,7 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
     return std::max(0, dangling - policy_.maxOutputs);
   };
   for (int attempts = 0; static_cast<int>(g.nodes.size()) + surplus() < target && attempts < target * 4; ++attempts) {
+    if (rng.chance(policy_.idiomChance) && growIdiom(g, repairer, rng)) continue;
     const OpSpec& op = pickOp(rng);
     Node node;
     node.op = op.name;
@@ -250,9 +273,46 @@ void Generator::settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const
   std::reverse(g.outputs.begin(), g.outputs.end());
 }
 
+bool Generator::growIdiom(Graph& g, GraphRepairer& repairer, Rng& rng) const {
+  // Idioms keep to the ops the policy allows: a step loses the ops of weight 0, an idiom with an empty
+  // step is left out.
+  std::vector<Idiom> table;
+  std::vector<double> w;
+  for (const auto& [name, weight] : policy_.idiomWeights) {
+    const Idiom* idiom = findIdiom(name);
+    if (!idiom || weight <= 0) continue;
+    Idiom allowed = *idiom;
+    bool complete = true;
+    for (IdiomStep& step : allowed.steps) {
+      std::erase_if(step.ops, [&](const std::string& op) {
+        return std::none_of(ops_.begin(), ops_.end(), [&](const OpSpec* o) { return o->name == op; });
+      });
+      complete = complete && !step.ops.empty();
+    }
+    if (!complete) continue;
+    table.push_back(std::move(allowed));
+    w.push_back(weight);
+  }
+  if (table.empty()) return false;
+  const Idiom& idiom = table[rng.weighted(w)];
+  // The idiom grows on a floating value of a rank it takes, one nothing reads yet when there is one.
+  std::vector<int> dangling, usable;
+  for (const auto& v : g.values) {
+    if (!isFloat(v.type.dtype) || v.type.rank() < idiom.minRank || v.type.rank() > idiom.maxRank) continue;
+    usable.push_back(v.id);
+    if (g.producerOf(v.id) >= 0 && g.useCount(v.id) == 0) dangling.push_back(v.id);
+  }
+  if (usable.empty()) return false;
+  int x = !dangling.empty() && rng.chance(0.75) ? rng.pick(dangling) : rng.pick(usable);
+  return appendIdiom(idiom, x, g, repairer, catalog_, policy_.caps, rng) > 0;
+}
+
 void Generator::drawLayouts(Graph& g, Rng& rng) const {
-  for (Source& s : g.inputs)
+  for (Source& s : g.inputs) {
     if (rng.chance(policy_.inputLayoutChance)) s.layout = randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng);
+    if (isFloat(g.typeOf(s.value).dtype) && rng.chance(policy_.boundaryChance))
+      s.boundary = randomBoundary(g.typeOf(s.value), s.dist, policy_.boundaryWeights, rng);
+  }
 }
 
 }  // namespace tcfuzz::gen

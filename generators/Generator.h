@@ -24,11 +24,17 @@ struct GenPolicy {
   double parameterChance = 0.3;      // a new float operand is a model parameter, not an input
   std::map<std::string, double> dtypeWeights{{"float32", 6}, {"float16", 1}, {"bfloat16", 1}, {"float64", 0.5},
                                              {"int64", 0.6}, {"int32", 0.3}, {"bool", 0.3}};
-  std::map<std::string, double> familyWeights;  // family -> weight (default 1)
+  std::map<std::string, double> familyWeights{{"buffer-update", 4}};  // family -> weight (default 1)
   std::map<std::string, double> opWeights;      // op -> weight, overrides the family weight
   double inputLayoutChance = 0.15;              // a program input gets a non-contiguous layout (InputLayout.h)
   std::map<std::string, double> layoutWeights{{"transposed", 2}, {"strided", 2}, {"expanded", 1}, {"channels_last", 1}};
   std::vector<std::string> mergeOps{"add", "mul", "sub"};  // join surplus dangling values (no dead nodes)
+  double idiomChance = 0.1;                     // a growth step appends an idiom (Idioms.h) instead of one op
+  std::map<std::string, double> idiomWeights{{"attention", 1}, {"sdpa", 1}, {"matmul_chain", 1},
+                                             {"norm_activation", 1}, {"reduce_after_pointwise", 1}, {"cat_then_index", 1}};
+  double boundaryChance = 0.05;                 // a floating input gets boundary values (InputLayout.h)
+  std::map<std::string, double> boundaryWeights{{"signed_zero", 2}, {"denormal", 2}, {"tiny", 1},
+                                                {"ties", 2},        {"extremes", 0.5}, {"nonfinite", 0.5}};
 
   nlohmann::json toJson() const;
   /// Reads a policy; unknown keys and bad values raise std::invalid_argument naming them.
@@ -58,7 +64,9 @@ class Generator {
   /// Joins dangling values pairwise with the policy's merge ops until at most maxOutputs remain, then
   /// returns them and drops whatever still reaches no output: a program without dead nodes.
   void settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const;
-  /// Gives each program input a random layout with the policy's chance.
+  /// Appends an idiom drawn with the policy's weights on a value it fits; false when none was appended.
+  bool growIdiom(Graph& g, GraphRepairer& repairer, Rng& rng) const;
+  /// Gives each program input a random layout, and each floating one boundary values, with the policy's chances.
   void drawLayouts(Graph& g, Rng& rng) const;
   TensorType randomType(Rng& rng, const OpSpec& op, int k) const;
   DType pickDType(Rng& rng, DTypeSet allowed) const;

@@ -183,6 +183,7 @@ json Graph::toJson() const {
       json doc{{"value", s.value}, {"name", s.name}, {"dist", distToJson(s.dist)}};
       // Only a non-contiguous layout is written, so a program without one keeps its content hash.
       if (!s.layout.contiguous()) doc["layout"] = layoutToJson(s.layout);
+      if (!s.boundary.empty()) doc["boundary"] = boundaryToJson(s.boundary);
       out.push_back(std::move(doc));
     }
     return out;
@@ -253,7 +254,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
     for (size_t i = 0; i < list.size(); ++i) {
       Reader s = list.at(i);
       bool inputs = std::string(key) == "inputs";
-      if (inputs) s.onlyKeys({"value", "name", "dist", "layout"});
+      if (inputs) s.onlyKeys({"value", "name", "dist", "layout", "boundary"});
       else s.onlyKeys({"value", "name", "dist"});
       Source src;
       src.value = define(s.at("value"));
@@ -271,6 +272,15 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
         }
         if (auto problem = layoutProblem(src.layout, g.typeOf(src.value), src.dist); !problem.empty())
           s.at("layout").fail(problem);
+      }
+      if (inputs && s.has("boundary")) {
+        try {
+          src.boundary = boundaryFromJson(s.at("boundary").raw());
+        } catch (const std::invalid_argument& e) {
+          s.at("boundary").fail(e.what());
+        }
+        if (auto problem = boundaryProblem(src.boundary, g.typeOf(src.value), src.dist); !problem.empty())
+          s.at("boundary").fail(problem);
       }
       out.push_back(std::move(src));
     }

@@ -58,6 +58,16 @@ struct Layout {
   bool operator==(const Layout&) const = default;
 };
 
+/// Boundary values in a program input (InputLayout.h): a share of its elements replaced by values of the
+/// named kinds ("signed_zero", "denormal", "tiny", "extremes", "nonfinite"), after "ties" rounds the
+/// draw to quarters. Empty `kinds`: plain draws.
+struct BoundaryValues {
+  std::vector<std::string> kinds;
+  double share = 0;
+  bool empty() const { return kinds.empty(); }
+  bool operator==(const BoundaryValues&) const = default;
+};
+
 /// One SSA value: a program input, a parameter, or a node output.
 struct Value {
   int id = 0;
@@ -69,7 +79,8 @@ struct Source {
   int value = 0;
   std::string name;
   Distribution dist;
-  Layout layout;  // program inputs only; parameters are always contiguous
+  Layout layout;             // program inputs only; parameters are always contiguous
+  BoundaryValues boundary;   // program inputs only
 };
 
 /// One op application: reads `inputs`, defines `outputs`, configured by `attrs` (a JSON object).

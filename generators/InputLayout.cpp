@@ -182,17 +182,97 @@ Layout randomLayout(const TensorType& t, const Distribution& dist, const std::ma
 
 int dropInvalidLayouts(Graph& g) {
   int reset = 0;
-  for (Source& s : g.inputs)
+  for (Source& s : g.inputs) {
     if (!s.layout.contiguous() && !layoutProblem(s.layout, g.typeOf(s.value), s.dist).empty()) {
       s.layout = {};
       ++reset;
     }
+    if (!s.boundary.empty() && !boundaryProblem(s.boundary, g.typeOf(s.value), s.dist).empty()) {
+      s.boundary = {};
+      ++reset;
+    }
+  }
   for (Source& s : g.params)
-    if (!s.layout.contiguous()) {
+    if (!s.layout.contiguous() || !s.boundary.empty()) {
       s.layout = {};
+      s.boundary = {};
       ++reset;
     }
   return reset;
+}
+
+const std::vector<std::string>& boundaryKinds() {
+  static const std::vector<std::string> kinds{"signed_zero", "denormal", "tiny", "ties", "extremes", "nonfinite"};
+  return kinds;
+}
+
+std::string boundaryProblem(const BoundaryValues& b, const TensorType& t, const Distribution& dist) {
+  if (b.empty()) return "";
+  for (const std::string& k : b.kinds)
+    if (std::find(boundaryKinds().begin(), boundaryKinds().end(), k) == boundaryKinds().end())
+      return fmt::format("unknown boundary value kind '{}' ({})", k, fmt::join(boundaryKinds(), ", "));
+  if (!(b.share > 0 && b.share <= 1)) return fmt::format("share {} is outside (0, 1]", b.share);
+  if (!isFloat(t.dtype)) return fmt::format("boundary values need a floating input, not {}", dtypeName(t.dtype));
+  if (dist.kind != "uniform" || dist.low > -1 || dist.high < 1)
+    return "the input is drawn for an op's value domain; boundary values would leave it";
+  return "";
+}
+
+BoundaryValues randomBoundary(const TensorType& t, const Distribution& dist, const std::map<std::string, double>& weights,
+                              Rng& rng) {
+  std::vector<std::string> kinds;
+  std::vector<double> w;
+  for (const std::string& k : boundaryKinds())
+    if (auto it = weights.find(k); it != weights.end() && it->second > 0) {
+      kinds.push_back(k);
+      w.push_back(it->second);
+    }
+  BoundaryValues b;
+  if (kinds.empty()) return b;
+  b.kinds.push_back(kinds[rng.weighted(w)]);
+  if (rng.chance(0.3)) {
+    std::string second = kinds[rng.weighted(w)];
+    if (second != b.kinds[0]) b.kinds.push_back(second);
+  }
+  b.share = rng.pick(std::vector<double>{0.1, 0.25, 0.5});
+  if (!boundaryProblem(b, t, dist).empty()) return {};
+  return b;
+}
+
+const char* boundaryValuesHelper() {
+  return R"PY(def boundary_values(x, g, share, kinds):
+    """tcfuzz's boundary-value inputs: "ties" rounds x to quarters, then `share` of its elements become
+    values of the other kinds (-0.0, denormals, the smallest normal, +-max, +-inf and NaN)."""
+    info = torch.finfo(x.dtype)
+    if "ties" in kinds:
+        x = (x * 4).round() / 4
+    table = {"signed_zero": [-0.0], "denormal": [info.tiny / 4, -info.tiny / 2], "tiny": [info.tiny, -info.tiny],
+             "extremes": [info.max, -info.max], "nonfinite": [float("inf"), float("-inf"), float("nan")]}
+    values = [v for kind in kinds for v in table.get(kind, [])]
+    if not values:
+        return x
+    keep = torch.rand(x.shape, generator=g, dtype=torch.float64) >= share
+    pick = torch.randint(len(values), x.shape, generator=g)
+    return torch.where(keep, x, torch.tensor(values, dtype=torch.float64).to(x.dtype)[pick])
+)PY";
+}
+
+json boundaryToJson(const BoundaryValues& b) { return {{"kinds", b.kinds}, {"share", b.share}}; }
+
+BoundaryValues boundaryFromJson(const json& doc) {
+  if (!doc.is_object() || !doc.contains("kinds") || !doc["kinds"].is_array() || !doc.contains("share") ||
+      !doc["share"].is_number())
+    throw std::invalid_argument(R"(boundary values are an object {"kinds": [names], "share": number})");
+  BoundaryValues b;
+  for (const auto& k : doc["kinds"]) {
+    if (!k.is_string()) throw std::invalid_argument("boundary value kinds are strings");
+    b.kinds.push_back(k.get<std::string>());
+  }
+  if (b.kinds.empty()) throw std::invalid_argument("boundary values name at least one kind");
+  b.share = doc["share"].get<double>();
+  for (const auto& [key, _] : doc.items())
+    if (key != "kinds" && key != "share") throw std::invalid_argument(fmt::format("boundary values have no field '{}'", key));
+  return b;
 }
 
 json layoutToJson(const Layout& l) {

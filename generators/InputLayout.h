@@ -1,7 +1,9 @@
 #pragma once
-// Input layouts (issue 17): a program input can reach forward transposed, strided (sliced with a step,
-// or at a storage offset), expanded (a stride 0) or channels-last, with the same logical shape and the
-// values of its distribution. make_inputs draws the storage, then applies the layout (PythonEmitter).
+// Input layouts and boundary values (issue 17): a program input can reach forward transposed, strided
+// (sliced with a step, or at a storage offset), expanded (a stride 0) or channels-last, with the same
+// logical shape and the values of its distribution; and a floating input can hold boundary values
+// (-0.0, denormals, the smallest normal, +-max, +-inf and NaN, exact ties). make_inputs draws the
+// storage, puts the boundary values in, then applies the layout (PythonEmitter).
 #include <map>
 #include <string>
 #include <vector>
@@ -35,9 +37,26 @@ std::string describeLayout(const Layout& layout);
 /// A random layout that makes `t` non-contiguous or moves its storage offset, its kind drawn with
 /// `weights` (kind -> weight) among the kinds that fit; contiguous when none fits.
 Layout randomLayout(const TensorType& t, const Distribution& dist, const std::map<std::string, double>& weights, Rng& rng);
-/// Resets to contiguous every input layout that no longer fits its input (repair or a shrinking pass
-/// changed the input's shape, dtype or distribution). Returns how many it reset.
+/// Resets to contiguous every input layout, and to plain draws every input's boundary values, that no
+/// longer fit the input (repair or a shrinking pass changed its shape, dtype or distribution).
+/// Returns how many it reset.
 int dropInvalidLayouts(Graph& g);
+
+/// The boundary-value kinds, each a key of GenPolicy::boundaryWeights.
+const std::vector<std::string>& boundaryKinds();
+/// Why `b` cannot apply to an input of type `t` drawn from `dist` ("" when it can): an unknown kind,
+/// a share outside (0, 1], a non-floating dtype, or a distribution narrowed to an op's value domain
+/// (boundary values would leave the domain the op needs).
+std::string boundaryProblem(const BoundaryValues& b, const TensorType& t, const Distribution& dist);
+/// Random boundary values for a floating input drawn from its default distribution: one or two kinds
+/// drawn with `weights`, a share of 10%, 25% or 50%; empty when the input cannot take them.
+BoundaryValues randomBoundary(const TensorType& t, const Distribution& dist, const std::map<std::string, double>& weights,
+                              Rng& rng);
+/// The Python helper make_inputs calls as boundary_values(x, g, share, kinds).
+const char* boundaryValuesHelper();
+nlohmann::json boundaryToJson(const BoundaryValues& b);
+/// Parses {"kinds": [...], "share": s}; std::invalid_argument naming the fault.
+BoundaryValues boundaryFromJson(const nlohmann::json& doc);
 
 /// The JSON form ({"kind": ...} with only the fields the kind uses).
 nlohmann::json layoutToJson(const Layout& layout);

@@ -136,7 +136,7 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::string where = fmt::format("inputs[{}]", i);
       const json& in = inputs[i];
-      checkKeys(in, where, {"name", "shape", "dtype"}, {"parameter", "layout"});
+      checkKeys(in, where, {"name", "shape", "dtype"}, {"parameter", "layout", "boundary"});
       declare(nameAt(in["name"], where + ".name"), where);
       if (!in["shape"].is_array()) schema(where + ".shape must be an array");
       if (static_cast<int>(in["shape"].size()) > limits.maxRank)
@@ -151,6 +151,11 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
           layoutFromJson(in["layout"]);
         } catch (const std::invalid_argument& e) {
           schema(fmt::format("{}.layout: {}", where, e.what()));
+        }
+      if (in.contains("boundary")) try {
+          boundaryFromJson(in["boundary"]);
+        } catch (const std::invalid_argument& e) {
+          schema(fmt::format("{}.boundary: {}", where, e.what()));
         }
     }
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -180,7 +185,10 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
       t.dtype = *parseDType(in["dtype"].get<std::string>());
       int id = repairer.addSource(t, std::nullopt, in.value("parameter", false));
       values[in["name"].get<std::string>()] = id;
-      if (in.contains("layout") && !g.inputs.empty() && g.inputs.back().value == id) g.inputs.back().layout = layoutFromJson(in["layout"]);
+      if (!g.inputs.empty() && g.inputs.back().value == id) {
+        if (in.contains("layout")) g.inputs.back().layout = layoutFromJson(in["layout"]);
+        if (in.contains("boundary")) g.inputs.back().boundary = boundaryFromJson(in["boundary"]);
+      }
     }
     std::vector<std::string> problems;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -234,7 +242,7 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
     Graph compact = compactGraph(g);
     if (int reset = dropInvalidLayouts(compact); reset > 0) {  // a layout that does not fit its input
       out.repaired = true;
-      out.dropped.push_back(fmt::format("{} input layout(s) that did not fit (made contiguous)", reset));
+      out.dropped.push_back(fmt::format("{} input layout(s) or boundary values that did not fit (made plain)", reset));
     }
     if (std::string problem = firstInvalidNode(catalog, compact); !problem.empty()) {
       out.rejection = "invalid-after-repair";
@@ -278,6 +286,7 @@ json proposalOf(const Graph& g) {
       inputs.push_back({{"name", s.name}, {"shape", t.shape}, {"dtype", std::string(dtypeName(t.dtype))},
                         {"parameter", list == &g.params}});
       if (!s.layout.contiguous()) inputs.back()["layout"] = layoutToJson(s.layout);
+      if (!s.boundary.empty()) inputs.back()["boundary"] = boundaryToJson(s.boundary);
     }
   json nodes = json::array();
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -6,7 +6,8 @@
 //
 // The form:
 //   {"inputs":  [{"name": "x", "shape": [4, 8], "dtype": "float32", "parameter": false,
-//                 "layout": {"kind": "transposed", "dims": [0, 1]}}, ...],   (layout optional: InputLayout.h)
+//                 "layout": {"kind": "transposed", "dims": [0, 1]},
+//                 "boundary": {"kinds": ["nonfinite"], "share": 0.1}}, ...],   (layout, boundary optional: InputLayout.h)
 //    "nodes":   [{"out": "v0", "op": "relu", "args": ["x"], "attrs": {}}, ...],
 //    "outputs": ["v0", ...]}
 // A node's later outputs are named "<out>.1", "<out>.2" (split, max with dim, frexp).

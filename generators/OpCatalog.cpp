@@ -160,6 +160,7 @@ OpCatalog makeDefaultCatalog() {
   addNeuralOps(catalog);
   addIndexingOps(catalog);
   addInplaceViewOps(catalog);
+  addBufferUpdateOps(catalog);
   return catalog;
 }
 

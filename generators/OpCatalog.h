@@ -76,7 +76,8 @@ struct OpSpec {
   /// a Python literal), {?name} (", name=<value>" unless null), {self} (the module attribute), or
   /// statements starting with "stmt:" that assign {out0}, {out1}, ...
   std::string python;
-  /// For nn.Module layers: the constructor expression stored as {self} in __init__ ("" otherwise).
+  /// For nn.Module layers: the constructor expression stored as {self} in __init__ ("" otherwise);
+  /// "buffer:<expr>" registers the tensor <expr> as a buffer instead.
   std::string init;
   /// The dispatcher call with the same shape semantics: "aten::name.overload(args)" with {0}, {*},
   /// {name}, {p:param} (a layer's parameter tensor, or None) and JSON literals.
@@ -153,6 +154,7 @@ void addShapeOps(OpCatalog& catalog);
 void addNeuralOps(OpCatalog& catalog);
 void addIndexingOps(OpCatalog& catalog);
 void addInplaceViewOps(OpCatalog& catalog);
+void addBufferUpdateOps(OpCatalog& catalog);
 
 /// Runs the op's sampler (or the default one) on ctx.
 void sampleAttrs(const OpSpec& op, OpContext& ctx, Rng& rng);

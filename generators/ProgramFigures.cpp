@@ -31,13 +31,15 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withInplaceOnView += inplaceOnView;
   withMutatedBuffer += buffer;
   withViewOrInplace += view || inplace;
-  bool nonContiguous = false, offset = false;
+  bool nonContiguous = false, offset = false, boundary = false;
   for (const Source& s : g.inputs) {
+    boundary = boundary || !s.boundary.empty();
     nonContiguous = nonContiguous || isNonContiguous(s.layout, g.typeOf(s.value));
     offset = offset || hasStorageOffset(s.layout, g.typeOf(s.value));
   }
   withNonContiguousInput += nonContiguous;
   withStorageOffsetInput += offset;
+  withBoundaryValues += boundary;
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -61,6 +63,7 @@ json ProgramFigures::toJson() const {
           {"programs_with_noncontiguous_input", share(withNonContiguousInput, programs)},
           {"programs_with_storage_offset_input", share(withStorageOffsetInput, programs)},
           {"programs_with_mutated_buffer", share(withMutatedBuffer, programs)},
+          {"programs_with_boundary_values", share(withBoundaryValues, programs)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},
           {"shared_value_share", share(sharedValues, consumedValues)}};

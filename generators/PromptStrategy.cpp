@@ -73,6 +73,10 @@ std::string opCallHint(const OpSpec& op) {
     if (auto eq = spelling.find(" = "); eq != std::string::npos && spelling.starts_with("{out0}"))
       spelling = spelling.substr(eq + 3);
   }
+  if (op.init.starts_with("buffer:")) {  // the buffer's update, with the buffer called self.buf
+    spelling = op.python.substr(5, op.python.find('\n') - 5);
+    for (size_t at; (at = spelling.find("{self}")) != std::string::npos;) spelling.replace(at, 6, "self.buf");
+  }
   if (spelling.find("{self}") != std::string::npos && !op.init.empty())
     return op.init.substr(0, op.init.find('(')) + "(...)";
   static const char* operand[] = {"x", "y", "z"};

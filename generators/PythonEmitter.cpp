@@ -1,5 +1,6 @@
 #include "generators/PythonEmitter.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -137,7 +138,11 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
     if (!op->init.empty()) {
       std::string base = op->name.rfind("nn_", 0) == 0 ? op->name.substr(3) : op->name;
       self = fmt::format("self.{}{}", base, layerCount[base]++);
-      init << fmt::format("        {} = {}\n", self, render(op->init, *op, node, ins, outs, self));
+      if (op->init.rfind("buffer:", 0) == 0)  // a tensor registered as a buffer (state the oracle compares)
+        init << fmt::format("        self.register_buffer('{}', {})\n", self.substr(5),
+                            render(op->init.substr(7), *op, node, ins, outs, self));
+      else
+        init << fmt::format("        {} = {}\n", self, render(op->init, *op, node, ins, outs, self));
     }
     // In-place ops write into input 0 itself only when nothing else can observe it.
     if (op->inplace && !ins.empty()) {
@@ -185,20 +190,33 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   std::vector<std::string> rets;
   for (int v : g.outputs) rets.push_back(names[v]);
   py << fmt::format("        return {}\n\n\n", rets.size() == 1 ? rets[0] + "," : fmt::format("{}", fmt::join(rets, ", ")));
+  bool boundary = std::any_of(g.inputs.begin(), g.inputs.end(), [](const Source& s) { return !s.boundary.empty(); });
+  if (boundary) py << boundaryValuesHelper() << "\n\n";
   py << "def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)\n";
   for (const auto& s : g.inputs) {
     const TensorType& t = g.typeOf(s.value);
-    if (s.layout.contiguous()) {
+    if (s.layout.contiguous() && s.boundary.empty()) {
       py << fmt::format("    {} = {}  # {}\n", s.name, drawExpr(t, s.dist, "g"), t.str());
       continue;
     }
-    if (auto problem = layoutProblem(s.layout, t, s.dist); !problem.empty())
-      throw std::invalid_argument(fmt::format("input {}: {}", s.name, problem));
-    // The storage is drawn first, then viewed with the layout: same logical shape, other strides.
+    for (const std::string& problem : {layoutProblem(s.layout, t, s.dist), boundaryProblem(s.boundary, t, s.dist)})
+      if (!problem.empty()) throw std::invalid_argument(fmt::format("input {}: {}", s.name, problem));
+    // The storage is drawn first, boundary values go in, then the layout views it: same logical
+    // shape, other strides.
     TensorType storage = t;
     storage.shape = storageShape(s.layout, t);
-    py << fmt::format("    {} = ({}){}  # {}, {}\n", s.name, drawExpr(storage, s.dist, "g"), layoutPython(s.layout, t), t.str(),
-                      describeLayout(s.layout));
+    std::string draw = drawExpr(storage, s.dist, "g");
+    std::vector<std::string> notes{t.str()};
+    if (!s.boundary.empty()) {
+      std::vector<std::string> kinds;
+      for (const auto& k : s.boundary.kinds) kinds.push_back("'" + k + "'");
+      draw = fmt::format("boundary_values({}, g, {}, [{}])", draw, floatLiteral(s.boundary.share), fmt::join(kinds, ", "));
+      notes.push_back(fmt::format("boundary values ({}) in {:.0f}%", fmt::join(s.boundary.kinds, ", "), 100 * s.boundary.share));
+    } else {
+      draw = "(" + draw + ")";
+    }
+    if (!s.layout.contiguous()) notes.push_back(describeLayout(s.layout));
+    py << fmt::format("    {} = {}{}  # {}\n", s.name, draw, layoutPython(s.layout, t), fmt::join(notes, ", "));
   }
   std::vector<std::string> inputNames;
   for (const auto& s : g.inputs) inputNames.push_back(s.name);

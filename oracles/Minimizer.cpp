@@ -269,21 +269,26 @@ void resetAttrs(const PassInput& in, CandidateList& out) {
   }
 }
 
-/// contiguous-inputs: every program input contiguous, then one input at a time.
-void contiguousInputs(const PassInput& in, CandidateList& out) {
+/// plain-inputs: every program input contiguous and without boundary values, then one input at a
+/// time, then one input's layout or boundary values alone.
+void plainInputs(const PassInput& in, CandidateList& out) {
   const Graph& g = in.c.graph;
-  std::vector<size_t> laidOut;
+  std::vector<size_t> special;
   for (size_t i = 0; i < g.inputs.size(); ++i)
-    if (!g.inputs[i].layout.contiguous()) laidOut.push_back(i);
-  if (laidOut.empty()) return;
+    if (!g.inputs[i].layout.contiguous() || !g.inputs[i].boundary.empty()) special.push_back(i);
+  if (special.empty()) return;
   Graph all = g;
-  for (size_t i : laidOut) all.inputs[i].layout = {};
+  for (size_t i : special) all.inputs[i].layout = {}, all.inputs[i].boundary = {};
   out.proposeGraph(all);
-  if (laidOut.size() == 1) return;
-  for (size_t i : laidOut) {
-    Graph one = g;
-    one.inputs[i].layout = {};
-    out.proposeGraph(one);
+  for (size_t i : special) {
+    Graph one = g, layoutOnly = g, boundaryOnly = g;
+    one.inputs[i].layout = {}, one.inputs[i].boundary = {};
+    if (special.size() > 1) out.proposeGraph(one);
+    if (g.inputs[i].layout.contiguous() || g.inputs[i].boundary.empty()) continue;
+    layoutOnly.inputs[i].layout = {};
+    boundaryOnly.inputs[i].boundary = {};
+    out.proposeGraph(layoutOnly);
+    out.proposeGraph(boundaryOnly);
   }
 }
 
@@ -344,7 +349,7 @@ struct NamedPass {
 constexpr NamedPass kPasses[] = {
     {"hinted-ops", hintedOps},       {"drop-outputs", dropOutputs}, {"remove-nodes", removeNodeChunks},
     {"bypass-nodes", bypassNodes},   {"drop-config", dropConfig},   {"reset-attrs", resetAttrs},
-    {"contiguous-inputs", contiguousInputs}, {"shrink-ranks", shrinkRanks}, {"shrink-shapes", shrinkShapes},
+    {"plain-inputs", plainInputs}, {"shrink-ranks", shrinkRanks}, {"shrink-shapes", shrinkShapes},
 };
 
 /// The pass called `name`; null when there is none.
@@ -358,7 +363,7 @@ const NamedPass* findPass(std::string_view name) {
 
 std::string CaseSize::str() const {
   return fmt::format("{} nodes, {} outputs, {} config options, {} input elements{}", nodes, outputs, configOptions,
-                     elements, layouts ? fmt::format(", {} non-contiguous inputs", layouts) : "");
+                     elements, specialInputs ? fmt::format(", {} inputs with a layout or boundary values", specialInputs) : "");
 }
 
 CaseSize sizeOf(const MinimizeCase& c, const gen::OpCatalog& catalog) {
@@ -373,7 +378,7 @@ CaseSize sizeOf(const MinimizeCase& c, const gen::OpCatalog& catalog) {
       s.rankSum += t.rank();
     }
   s.complexAttrs = complexAttrCount(c.graph, catalog);
-  for (const gen::Source& src : c.graph.inputs) s.layouts += !src.layout.contiguous();
+  for (const gen::Source& src : c.graph.inputs) s.specialInputs += !src.layout.contiguous() || !src.boundary.empty();
   return s;
 }
 

@@ -16,7 +16,8 @@
 //   bypass-nodes   replace a node by one of its inputs of the same type
 //   reset-attrs    set one attribute to its simplest value (null, false, the first choice, the value
 //                  in its domain closest to 0)
-//   contiguous-inputs  make every program input contiguous, or one input (its layout reset)
+//   plain-inputs   make every program input contiguous and plain-valued, or one input, or reset one
+//                  input's layout or boundary values alone
 //   shrink-ranks   drop a dimension of one program input or parameter
 //   shrink-shapes  halve every dimension of all inputs, of one input, or one dimension of one input
 // Every candidate goes through shape repair (generators/GraphRepair) and dead-node elimination,
@@ -48,7 +49,7 @@ struct MinimizeCase {
 /// elements, the sum of input ranks, attributes not at their simplest value.
 struct CaseSize {
   int64_t nodes = 0, outputs = 0, configOptions = 0, elements = 0, rankSum = 0, complexAttrs = 0;
-  int64_t layouts = 0;  ///< program inputs with a non-contiguous layout
+  int64_t specialInputs = 0;  ///< program inputs with a non-contiguous layout or boundary values
   auto operator<=>(const CaseSize&) const = default;
   std::string str() const;
 };
@@ -60,7 +61,7 @@ using CandidateTest = std::function<std::vector<bool>(const std::vector<Minimize
 /// is the order the named passes run in; each name is one of Minimizer::passNames().
 struct MinimizerPolicy {
   std::vector<std::string> passes = {"hinted-ops",  "drop-outputs",      "remove-nodes", "bypass-nodes",  "drop-config",
-                                     "reset-attrs", "contiguous-inputs", "shrink-ranks", "shrink-shapes"};
+                                     "reset-attrs", "plain-inputs", "shrink-ranks", "shrink-shapes"};
   int batch = 2;              ///< candidates per call of the test (the pool's parallelism)
   int maxCandidates = 300;    ///< tested candidates in all; the best case so far is kept when reached
   int maxRounds = 3;          ///< passes over the whole list; stops early at a fixpoint

@@ -2,7 +2,10 @@
 // integer constraints, operand coercion, value-domain clamps, and foreign (hostile) graphs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "generators/Generator.h"
+#include "generators/Idioms.h"
 #include "generators/GraphRepair.h"
 #include "generators/PythonEmitter.h"
 
@@ -232,6 +235,43 @@ TEST(PythonLiteral, RendersEachAttributeKind) {
   EXPECT_EQ(pythonLiteral(json(0.25), AttrKind::Float), "0.25");
   EXPECT_EQ(pythonLiteral(json(), AttrKind::Int), "None");
   EXPECT_EQ(pythonLiteral(json(true), AttrKind::Bool), "True");
+}
+
+// Each idiom grows as a whole on a value it fits: all its steps, valid, in order.
+TEST_F(GeneratorTest, IdiomsGrowAsWholeUnits) {
+  for (const Idiom& idiom : idioms()) {
+    int whole = 0;
+    for (uint64_t seed = 0; seed < 20; ++seed) {
+      Rng rng(seed);
+      IntSolver solver(seed);
+      ShapeCaps caps;
+      Graph g;
+      GraphRepairer repairer(catalog, caps, rng, solver);
+      repairer.attach(g);
+      std::vector<int64_t> shape = idiom.minRank >= 3 ? std::vector<int64_t>{2, 4, 6} : std::vector<int64_t>{4, 6};
+      int x = repairer.addSource({shape, DType::Float32}, std::nullopt, false);
+      int steps = appendIdiom(idiom, x, g, repairer, catalog, caps, rng);
+      ASSERT_EQ(firstInvalidNode(catalog, g), "") << idiom.name;
+      if (steps != static_cast<int>(idiom.steps.size())) continue;
+      ++whole;
+      // The idiom's steps appear in order (repair may put casts or reshapes between them).
+      size_t at = 0;
+      for (const IdiomStep& step : idiom.steps) {
+        while (at < g.nodes.size() && std::find(step.ops.begin(), step.ops.end(), g.nodes[at].op) == step.ops.end()) ++at;
+        EXPECT_LT(at, g.nodes.size()) << idiom.name << ": step " << step.ops[0] << " missing";
+        ++at;
+      }
+    }
+    EXPECT_GE(whole, 10) << idiom.name << " grew whole in " << whole << " of 20 tries";
+  }
+  // The policy's idiom weights steer them; unknown idioms are refused.
+  GenPolicy policy = GenPolicy::fromJson(json{{"idiom_chance", 1.0}, {"idiom_weights", {{"sdpa", 1}}}});
+  Generator gen(catalog, policy, 9);
+  int sdpa = 0;
+  for (uint64_t i = 0; i < 20; ++i)
+    for (const auto& n : gen.generate(i).nodes) sdpa += n.op == "sdpa";
+  EXPECT_GT(sdpa, 10);
+  EXPECT_THROW(GenPolicy::fromJson(json{{"idiom_weights", {{"transformer", 1}}}}), std::invalid_argument);
 }
 
 }  // namespace

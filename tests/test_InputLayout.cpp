@@ -124,6 +124,28 @@ TEST(InputLayout, JsonFormIsStrictAndKeepsOldHashes) {
   EXPECT_THROW(Graph::fromJson(paramDoc), GraphFormatError);
 }
 
+TEST(BoundaryValues, ProblemsAndJsonForm) {
+  TensorType f{{4}, DType::Float32}, i{{4}, DType::Int64};
+  Distribution plain{"uniform", -2, 2}, narrowed{"uniform", 0.05, 2};
+  BoundaryValues b{{"nonfinite", "ties"}, 0.25};
+  EXPECT_EQ(boundaryProblem(b, f, plain), "");
+  EXPECT_NE(boundaryProblem(b, i, plain).find("floating"), std::string::npos);
+  EXPECT_NE(boundaryProblem(b, f, narrowed).find("value domain"), std::string::npos);
+  EXPECT_NE(boundaryProblem(BoundaryValues{{"huge"}, 0.1}, f, plain).find("unknown boundary"), std::string::npos);
+  EXPECT_NE(boundaryProblem(BoundaryValues{{"ties"}, 0}, f, plain).find("share"), std::string::npos);
+  Graph g = oneInputProgram(Layout{}, {4});
+  g.inputs[0].boundary = b;
+  json doc = g.toJson();
+  EXPECT_EQ(doc["inputs"][0]["boundary"], (json{{"kinds", {"nonfinite", "ties"}}, {"share", 0.25}}));
+  EXPECT_TRUE(Graph::fromJson(doc).inputs[0].boundary == b);
+  doc["inputs"][0]["boundary"]["kinds"] = json::array();
+  EXPECT_THROW(Graph::fromJson(doc), GraphFormatError);
+  // Repair narrowing the distribution (a reader needs positive values) takes the boundary values away.
+  g.inputs[0].dist = narrowed;
+  EXPECT_EQ(dropInvalidLayouts(g), 1);
+  EXPECT_TRUE(g.inputs[0].boundary.empty());
+}
+
 TEST(InputLayout, ShapeChangesDropLayoutsThatNoLongerFit) {
   Graph g = oneInputProgram(Layout{"transposed", {0, 2}}, {2, 3, 4});
   EXPECT_EQ(dropInvalidLayouts(g), 0);
@@ -138,34 +160,47 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
   OpCatalog catalog = makeDefaultCatalog();
   GenPolicy policy;
   policy.inputLayoutChance = 1;
+  policy.boundaryChance = 1;
   Generator generator(catalog, policy, 17);
   PythonEmitter emitter(catalog);
   auto dir = std::filesystem::temp_directory_path() / fmt::format("tcfuzz-layout-{}", ::getpid());
   std::filesystem::create_directories(dir);
   json cases = json::array();
-  int laidOut = 0;
+  int laidOut = 0, withBoundary = 0;
   for (uint64_t i = 0; i < 200; ++i) {
     Graph g = generator.generate(i);
     json expect = json::array();
     for (const Source& s : g.inputs) {
       const TensorType& t = g.typeOf(s.value);
       laidOut += !s.layout.contiguous();
+      withBoundary += !s.boundary.empty();
       expect.push_back({{"shape", t.shape},
                         {"dtype", dtypeName(t.dtype)},
                         {"contiguous", !isNonContiguous(s.layout, t)},
                         {"offset", hasStorageOffset(s.layout, t)},
-                        {"layout", describeLayout(s.layout)}});
+                        {"layout", describeLayout(s.layout)},
+                        {"boundary", s.boundary.kinds}});
     }
     std::string file = (dir / fmt::format("p{}.py", i)).string();
     std::ofstream(file) << emitter.emit(g);
     cases.push_back({{"file", file}, {"inputs", expect}});
   }
   EXPECT_GT(laidOut, 150);
+  EXPECT_GT(withBoundary, 50);
   std::ofstream(dir / "cases.json") << cases.dump();
   std::ofstream(dir / "check.py") << R"PY(
 import json, runpy, sys
 import torch
 problems = 0
+seen = set()  # the boundary kinds some input shows
+shows = {
+    "signed_zero": lambda x: bool(((x == 0) & torch.signbit(x)).any()),
+    "denormal": lambda x: bool(((x != 0) & (x.abs() < torch.finfo(x.dtype).tiny)).any()),
+    "tiny": lambda x: bool((x.abs() == torch.finfo(x.dtype).tiny).any()),
+    "ties": lambda x: bool((((x * 4) == (x * 4).round()) | ~x.isfinite()).all()),
+    "extremes": lambda x: bool((x.abs() == torch.finfo(x.dtype).max).any()),
+    "nonfinite": lambda x: bool((~x.isfinite()).any()),
+}
 for case in json.load(open(sys.argv[1])):
     ns = runpy.run_path(case["file"])
     for x, want in zip(ns["make_inputs"](0), case["inputs"]):
@@ -173,7 +208,12 @@ for case in json.load(open(sys.argv[1])):
         if got != (want["shape"], want["dtype"], want["contiguous"], want["offset"]):
             problems += 1
             print(case["file"], want["layout"], "got", got, "want", want)
+        seen.update(kind for kind in want["boundary"] if shows[kind](x))
 print("problems", problems)
+print("boundary kinds seen:", " ".join(sorted(seen)))
+if seen != set(shows):
+    print("boundary kinds never seen:", " ".join(sorted(set(shows) - seen)))
+    problems += 1
 sys.exit(1 if problems else 0)
 )PY";
   std::string out = (dir / "out.txt").string();

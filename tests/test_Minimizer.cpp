@@ -143,12 +143,12 @@ TEST_F(MinimizerTest, EveryPassOfThePolicyIsANamedPassAndUnknownNamesAreRejected
   EXPECT_THROW(minimizer.candidates("shuffle", start), std::invalid_argument);
   EXPECT_EQ(Minimizer::passNames(), (std::vector<std::string>{"hinted-ops", "drop-outputs", "remove-nodes",
                                                               "bypass-nodes", "drop-config", "reset-attrs",
-                                                              "contiguous-inputs", "shrink-ranks", "shrink-shapes"}));
+                                                              "plain-inputs", "shrink-ranks", "shrink-shapes"}));
 }
 
-// contiguous-inputs: a program whose inputs are laid out gets a candidate with every input contiguous,
+// plain-inputs: a program whose inputs are laid out gets a candidate with every input contiguous,
 // then one per input; the smaller size counts the layouts it took away.
-TEST_F(MinimizerTest, ContiguousInputsResetsLayouts) {
+TEST_F(MinimizerTest, PlainInputsResetsLayouts) {
   gen::Graph g = programWith(catalog_, "sigmoid", 6);
   int laidOut = 0;
   for (gen::Source& s : g.inputs) {
@@ -159,11 +159,11 @@ TEST_F(MinimizerTest, ContiguousInputsResetsLayouts) {
   ASSERT_GE(laidOut, 1);
   MinimizeCase start{g, oracles::CompileConfig{}, false, ""};
   Minimizer minimizer(catalog_, MinimizerPolicy{});
-  std::vector<MinimizeCase> candidates = minimizer.candidates("contiguous-inputs", start);
+  std::vector<MinimizeCase> candidates = minimizer.candidates("plain-inputs", start);
   ASSERT_EQ(candidates.size(), laidOut == 1 ? 1u : 1u + laidOut);
   for (const gen::Source& s : candidates[0].graph.inputs) EXPECT_TRUE(s.layout.contiguous());
-  EXPECT_EQ(sizeOf(start, catalog_).layouts, laidOut);
-  EXPECT_EQ(sizeOf(candidates[0], catalog_).layouts, 0);
+  EXPECT_EQ(sizeOf(start, catalog_).specialInputs, laidOut);
+  EXPECT_EQ(sizeOf(candidates[0], catalog_).specialInputs, 0);
   EXPECT_LT(sizeOf(candidates[0], catalog_), sizeOf(start, catalog_));
 }
 

@@ -670,7 +670,7 @@ TEST(OpCatalogCoverage, EveryFamilyIsPresent) {
   for (const auto& op : catalog().ops()) families.insert(op->family);
   for (const char* family : {"elementwise-unary", "elementwise-binary", "comparison", "logical", "bitwise", "cast",
                              "activation", "softmax", "reduction", "shape", "linalg", "conv", "pool", "norm", "loss",
-                             "random", "layer", "indexing"})
+                             "random", "layer", "indexing", "inplace", "inplace-view", "buffer-update"})
     EXPECT_TRUE(families.count(family)) << "no op of family " << family;
 }
 

@@ -229,6 +229,43 @@ void addEinsum(OpCatalog& c) {
   c.add(std::move(s));
 }
 
+/// F.scaled_dot_product_attention(q, k, v): q [..., L, E], k [..., S, E], v [..., S, Ev] with one batch
+/// shape (rank 2 to 4), out [..., L, Ev]; each output row is a convex combination of v's rows.
+void scaledDotProductAttention(OpCatalog& c) {
+  OpSpec s = entry("sdpa", "linalg", "F.scaled_dot_product_attention({0}, {1}, {2}, is_causal={is_causal}{?scale})",
+                   "aten::scaled_dot_product_attention({0}, {1}, {2}, None, 0.0, {is_causal}, {scale})");
+  s.minInputs = s.maxInputs = 3;
+  s.minRank = 2;
+  s.maxRank = 4;
+  s.attrs = {boolAttr("is_causal"), optional(floatAttr("scale", 0.05, 2.0))};
+  s.propose = [](const OpContext& ctx, int k, Rng& rng) {
+    TensorType t = ctx.x();
+    int r = t.rank();
+    if (k == 1) t.shape[r - 2] = ctx.x().shape[r - 2] + (rng.chance(0.5) ? 0 : rng.uniform(-1, 2));
+    if (k == 2) {
+      if (ctx.in.size() > 1) t.shape[r - 2] = ctx.x(1).shape[r - 2];
+      t.shape[r - 1] = rng.chance(0.5) ? t.shape[r - 1] : rng.uniform(1, 8);
+    }
+    t.shape[r - 2] = std::max<int64_t>(t.shape[r - 2], 1);
+    return t;
+  };
+  s.infer = [](const OpContext& ctx) {
+    const TensorType &q = ctx.x(0), &k = ctx.x(1), &v = ctx.x(2);
+    int r = q.rank();
+    require(k.rank() == r && v.rank() == r, "q, k and v must have one rank");
+    require(k.dtype == q.dtype && v.dtype == q.dtype, "q, k and v must have one dtype");
+    for (int d = 0; d < r - 2; ++d) require(k.shape[d] == q.shape[d] && v.shape[d] == q.shape[d], "q, k and v share batch dims");
+    require(k.shape[r - 1] == q.shape[r - 1], "k's last dim must be q's");
+    require(v.shape[r - 2] == k.shape[r - 2], "v's sequence dim must be k's");
+    require(k.shape[r - 2] >= 1 && q.shape[r - 2] >= 1, "q and k need a non-empty sequence");
+    TensorType out = q;
+    out.shape[r - 1] = v.shape[r - 1];
+    return std::vector<TensorType>{out};
+  };
+  s.range = [](const OpContext& ctx) { return std::vector<Interval>{ctx.ranges[2]}; };
+  c.add(std::move(s));
+}
+
 }  // namespace
 
 void addLinearAlgebra(OpCatalog& c) {
@@ -269,6 +306,7 @@ void addLinearAlgebra(OpCatalog& c) {
   productPlusBias(c, "addmm", 2);
   productPlusBias(c, "baddbmm", 3);
   addEinsum(c);
+  scaledDotProductAttention(c);
   functionalLinear(c, "linear", true);
   functionalLinear(c, "linear_nobias", false);
 }
