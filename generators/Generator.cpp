@@ -76,30 +76,23 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   weights("dtype_weights", p.dtypeWeights);
   weights("family_weights", p.familyWeights);
   weights("op_weights", p.opWeights);
+  // A weight table over a closed set of names replaces the default table when given.
+  auto namedWeights = [&](const std::string& key, std::map<std::string, double>& field, const std::vector<std::string>& known) {
+    if (!doc.contains(key)) return;
+    field.clear();
+    weights(key, field);
+    for (const auto& [k, _] : field)
+      if (std::find(known.begin(), known.end(), k) == known.end())
+        throw std::invalid_argument(fmt::format("policy {}: unknown name '{}' ({})", key, k, fmt::join(known, ", ")));
+  };
+  std::vector<std::string> idiomNames;
+  for (const Idiom& i : idioms()) idiomNames.push_back(i.name);
   chance("input_layout_chance", p.inputLayoutChance);
-  if (doc.contains("layout_weights")) {
-    p.layoutWeights.clear();
-    weights("layout_weights", p.layoutWeights);
-    for (const auto& [k, _] : p.layoutWeights)
-      if (std::find(layoutKinds().begin(), layoutKinds().end(), k) == layoutKinds().end())
-        throw std::invalid_argument(fmt::format("policy layout_weights: unknown layout '{}' ({})", k, fmt::join(layoutKinds(), ", ")));
-  }
+  namedWeights("layout_weights", p.layoutWeights, layoutKinds());
   chance("boundary_chance", p.boundaryChance);
-  if (doc.contains("boundary_weights")) {
-    p.boundaryWeights.clear();
-    weights("boundary_weights", p.boundaryWeights);
-    for (const auto& [k, _] : p.boundaryWeights)
-      if (std::find(boundaryKinds().begin(), boundaryKinds().end(), k) == boundaryKinds().end())
-        throw std::invalid_argument(
-            fmt::format("policy boundary_weights: unknown kind '{}' ({})", k, fmt::join(boundaryKinds(), ", ")));
-  }
+  namedWeights("boundary_weights", p.boundaryWeights, boundaryKinds());
   chance("idiom_chance", p.idiomChance);
-  if (doc.contains("idiom_weights")) {
-    p.idiomWeights.clear();
-    weights("idiom_weights", p.idiomWeights);
-    for (const auto& [k, _] : p.idiomWeights)
-      if (!findIdiom(k)) throw std::invalid_argument("policy idiom_weights: unknown idiom '" + k + "'");
-  }
+  namedWeights("idiom_weights", p.idiomWeights, idiomNames);
   if (doc.contains("merge_ops")) {
     if (!doc["merge_ops"].is_array()) throw std::invalid_argument("policy 'merge_ops' must be a list of op names");
     p.mergeOps.clear();

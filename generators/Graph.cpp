@@ -264,24 +264,18 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       if (!identifier) s.at("name").fail(fmt::format("'{}' is not a Python identifier", src.name));
       if (!names.insert(src.name).second) s.at("name").fail(fmt::format("name '{}' is used twice", src.name));
       src.dist = distFromJson(s.at("dist"));
-      if (inputs && s.has("layout")) {
+      // An input's layout and boundary values: parsed, then checked against its type and distribution.
+      auto readInputStyle = [&](const char* field, auto parse, auto problemOf, auto& into) {
+        if (!inputs || !s.has(field)) return;
         try {
-          src.layout = layoutFromJson(s.at("layout").raw());
+          into = parse(s.at(field).raw());
         } catch (const std::invalid_argument& e) {
-          s.at("layout").fail(e.what());
+          s.at(field).fail(e.what());
         }
-        if (auto problem = layoutProblem(src.layout, g.typeOf(src.value), src.dist); !problem.empty())
-          s.at("layout").fail(problem);
-      }
-      if (inputs && s.has("boundary")) {
-        try {
-          src.boundary = boundaryFromJson(s.at("boundary").raw());
-        } catch (const std::invalid_argument& e) {
-          s.at("boundary").fail(e.what());
-        }
-        if (auto problem = boundaryProblem(src.boundary, g.typeOf(src.value), src.dist); !problem.empty())
-          s.at("boundary").fail(problem);
-      }
+        if (auto problem = problemOf(into, g.typeOf(src.value), src.dist); !problem.empty()) s.at(field).fail(problem);
+      };
+      readInputStyle("layout", layoutFromJson, layoutProblem, src.layout);
+      readInputStyle("boundary", boundaryFromJson, boundaryProblem, src.boundary);
       out.push_back(std::move(src));
     }
   };
