@@ -207,7 +207,9 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
     sampleAttrs(op, ctx, rng);
     int arity = static_cast<int>(rng.uniform(op.minInputs, std::min(op.maxInputs, op.minInputs + 2)));
     for (int k = 1; k < arity; ++k) {
-      TensorType want = op.propose ? op.propose(ctx, k, rng) : ctx.x();
+      std::optional<TensorType> proposed = proposedOperand(op, ctx, k, rng);
+      if (!proposed) break;  // repair's add_missing_inputs tries again, or rejects the node
+      TensorType want = *proposed;
       DTypeSet ok = op.accepts[std::min<size_t>(k, op.accepts.size() - 1)];
       if (!ok.has(want.dtype)) want.dtype = pickDType(rng, ok);
       auto need = inputNeed(op, ctx, k);

@@ -83,6 +83,17 @@ Distribution distributionFor(const TensorType& type, std::optional<Interval> nee
   return d;
 }
 
+std::optional<TensorType> proposedOperand(const OpSpec& op, const OpContext& ctx, int k, Rng& rng) {
+  if (!op.propose) return ctx.x();
+  try {
+    return op.propose(ctx, k, rng);
+  } catch (const ShapeError&) {  // attributes or inputs the proposal cannot work from
+    return std::nullopt;
+  } catch (const std::out_of_range&) {  // a rule indexing a dim the inputs lack
+    return std::nullopt;
+  }
+}
+
 std::string firstInvalidNode(const OpCatalog& catalog, const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -421,8 +432,12 @@ bool GraphRepairer::addMissingInputs(AppendAttempt& a) {
   const OpSpec& op = *a.op;
   while (static_cast<int>(a.node.inputs.size()) < op.minInputs) {
     int k = static_cast<int>(a.node.inputs.size());
-    TensorType t = op.propose ? op.propose(a.ctx, k, rng_) : a.ctx.x();
-    a.node.inputs.push_back(addSource(t, inputNeed(op, a.ctx, k), false));
+    std::optional<TensorType> t = proposedOperand(op, a.ctx, k, rng_);
+    if (!t) {
+      a.reason = "the op proposes no operand for these inputs";
+      return false;
+    }
+    a.node.inputs.push_back(addSource(*t, inputNeed(op, a.ctx, k), false));
     refreshContext(a);
     a.repaired = true;
   }
@@ -573,7 +588,12 @@ bool GraphRepairer::solveIntConstraints(AppendAttempt& a) {
 bool GraphRepairer::proposeOperands(AppendAttempt& a) {
   const OpSpec& op = *a.op;
   for (size_t k = 1; k < a.node.inputs.size(); ++k) {
-    TensorType want = op.propose(a.ctx, static_cast<int>(k), rng_);
+    std::optional<TensorType> proposed = proposedOperand(op, a.ctx, static_cast<int>(k), rng_);
+    if (!proposed) {
+      a.reason = "the op proposes no operand for these inputs";
+      return false;
+    }
+    TensorType want = *proposed;
     DTypeSet okTypes = op.accepts[std::min(k, op.accepts.size() - 1)];
     if (!okTypes.has(want.dtype)) want.dtype = g_->typeOf(a.node.inputs[k]).dtype;
     if (g_->typeOf(a.node.inputs[k]) == want) continue;

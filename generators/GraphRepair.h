@@ -129,6 +129,10 @@ class GraphRepairer {
   RepairStats stats_;
 };
 
+/// The type the op proposes for operand `k` (input 0's type when it proposes none); nullopt when its
+/// rule cannot work from these inputs and attributes (it threw ShapeError or indexed a missing dim).
+std::optional<TensorType> proposedOperand(const OpSpec& op, const OpContext& ctx, int k, Rng& rng);
+
 /// Re-derives every node's output types from its inputs and attributes: "" when the graph is
 /// valid, else the first problem ("node 3 (conv2d): ...").
 std::string firstInvalidNode(const OpCatalog& catalog, const Graph& g);

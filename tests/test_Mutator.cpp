@@ -64,5 +64,32 @@ TEST_F(MutatorTest, SpliceCarriesTheDonorsOps) {
   EXPECT_THROW(mutator.mutate(generator.generate(0), nullptr, 0, "no_such_mutator"), std::invalid_argument);
 }
 
+// Regression (a campaign's fuzzer segfaulted): sdpa's operand rule read dim -2 of a key of lower rank
+// when repair replayed a mutant. A rule that cannot work from its inputs now rejects the node, and
+// hundreds of random mutations of generated programs finish without an exception or a crash.
+TEST_F(MutatorTest, RandomMutationsOfGeneratedProgramsNeverThrow) {
+  OpContext ctx;
+  ctx.in = {TensorType{{2, 4, 6}, DType::Float32}, TensorType{{5}, DType::Float32}};
+  ctx.attrs = {{"is_causal", false}, {"scale", nullptr}};
+  Rng rng(1);
+  std::optional<TensorType> v = proposedOperand(catalog.at("sdpa"), ctx, 2, rng);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->rank(), 3);
+  EXPECT_EQ(v->shape[0], 2);
+  EXPECT_EQ(v->shape[1], 4);  // the key's rank differs: its length is not read
+  EXPECT_FALSE(proposedOperand(catalog.at("narrow_mul_"), OpContext{{TensorType{{3}, DType::Float32}}, {}, {{"dim", 4}, {"start", 0}, {"end", 1}, {"length", 1}}}, 1, rng));
+  Mutator mutator(catalog, GenPolicy{});
+  int produced = 0;
+  for (uint64_t i = 0; i < 400; ++i) {
+    Graph parent = generator.generate(i % 60), donor = generator.generate(1000 + i % 7);
+    std::optional<Mutant> m;
+    ASSERT_NO_THROW(m = mutator.mutate(parent, &donor, i)) << "mutation " << i;
+    if (!m) continue;
+    ++produced;
+    ASSERT_EQ(firstInvalidNode(catalog, m->graph), "") << m->mutator << " on program " << i % 60;
+  }
+  EXPECT_GT(produced, 200);
+}
+
 }  // namespace
 }  // namespace tcfuzz::gen

@@ -241,9 +241,10 @@ void scaledDotProductAttention(OpCatalog& c) {
   s.propose = [](const OpContext& ctx, int k, Rng& rng) {
     TensorType t = ctx.x();
     int r = t.rank();
+    require(r >= 2, "sdpa takes q of rank 2 or more");
     if (k == 1) t.shape[r - 2] = ctx.x().shape[r - 2] + (rng.chance(0.5) ? 0 : rng.uniform(-1, 2));
     if (k == 2) {
-      if (ctx.in.size() > 1) t.shape[r - 2] = ctx.x(1).shape[r - 2];
+      if (ctx.in.size() > 1 && ctx.x(1).rank() == r) t.shape[r - 2] = ctx.x(1).shape[r - 2];
       t.shape[r - 1] = rng.chance(0.5) ? t.shape[r - 1] : rng.uniform(1, 8);
     }
     t.shape[r - 2] = std::max<int64_t>(t.shape[r - 2], 1);
