@@ -657,6 +657,8 @@ Graph GraphRepairer::repair(const Graph& foreign, std::vector<std::string>* drop
       out.outputs.push_back(it->second);
   if (out.outputs.empty() && !out.values.empty()) out.outputs.push_back(out.values.back().id);
   dropInvalidLayouts(out);  // repair may have resized or retyped a fresh input
+  for (Source& s : out.inputs)  // a mutation may have put an op that needs a dense input on it
+    if (!s.layout.contiguous() && readByDenseInputOp(out, catalog_, s.value)) s.layout = {};
   g_ = nullptr;
   return out;
 }

@@ -180,6 +180,13 @@ Layout randomLayout(const TensorType& t, const Distribution& dist, const std::ma
   return fitting[rng.weighted(w)];
 }
 
+bool readByDenseInputOp(const Graph& g, const OpCatalog& catalog, int value) {
+  for (const Node& n : g.nodes)
+    if (!n.inputs.empty() && n.inputs[0] == value)
+      if (const OpSpec* op = catalog.find(n.op); op && op->denseInput) return true;
+  return false;
+}
+
 int dropInvalidLayouts(Graph& g) {
   int reset = 0;
   for (Source& s : g.inputs) {

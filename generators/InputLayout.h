@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generators/Graph.h"
+#include "generators/OpCatalog.h"
 #include "generators/Rng.h"
 
 namespace tcfuzz::gen {
@@ -37,6 +38,9 @@ std::string describeLayout(const Layout& layout);
 /// A random layout that makes `t` non-contiguous or moves its storage offset, its kind drawn with
 /// `weights` (kind -> weight) among the kinds that fit; contiguous when none fits.
 Layout randomLayout(const TensorType& t, const Distribution& dist, const std::map<std::string, double>& weights, Rng& rng);
+/// Whether a node reads `value` as input 0 of an op that eager refuses in some strided layouts
+/// (OpSpec::denseInput): such an input stays contiguous.
+bool readByDenseInputOp(const Graph& g, const OpCatalog& catalog, int value);
 /// Resets to contiguous every input layout, and to plain draws every input's boundary values, that no
 /// longer fit the input (repair or a shrinking pass changed its shape, dtype or distribution).
 /// Returns how many it reset.

@@ -104,6 +104,7 @@ bool Mutator::insertInplace(Graph& g, Rng& rng) const {
 bool Mutator::changeLayout(Graph& g, Rng& rng) const {
   if (g.inputs.empty()) return false;
   Source& s = g.inputs[rng.uniform(0, static_cast<int64_t>(g.inputs.size()) - 1)];
+  if (readByDenseInputOp(g, catalog_, s.value)) return false;
   Layout before = s.layout;
   s.layout = before.contiguous() || rng.chance(0.5) ? randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng) : Layout{};
   return !(s.layout == before);

@@ -95,6 +95,7 @@ struct OpSpec {
   bool view = false;     // output aliases input 0
   bool inplace = false;  // mutates input 0
   bool random = false;   // draws from the RNG (run under fallback_random)
+  bool denseInput = false;  // eager refuses input 0 in some strided layouts (a .view inside, a memory-format check)
   bool tupleResult = false;  // the Python spelling returns a sequence even for one output (split)
 
   /// Fills ctx.attrs for the chosen inputs (at least input 0 is set). Default: draws each

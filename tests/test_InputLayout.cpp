@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "generators/Generator.h"
+#include "generators/GraphRepair.h"
 #include "generators/InputLayout.h"
 #include "generators/Mutator.h"
 #include "generators/ProgramFigures.h"
@@ -144,6 +145,29 @@ TEST(BoundaryValues, ProblemsAndJsonForm) {
   g.inputs[0].dist = narrowed;
   EXPECT_EQ(dropInvalidLayouts(g), 1);
   EXPECT_TRUE(g.inputs[0].boundary.empty());
+}
+
+// Eager refuses some ops on some layouts (take_along_dim without a dim views its input flat): an
+// input such an op reads stays contiguous, in generation and after repair.
+TEST(InputLayout, DenseInputOpsKeepTheirInputContiguous) {
+  OpCatalog catalog = makeDefaultCatalog();
+  EXPECT_TRUE(catalog.at("take_along_dim").denseInput);
+  Graph g;
+  int x = g.addValue({{3, 4}, DType::Float32});
+  int idx = g.addValue({{3, 4}, DType::Int64});
+  g.inputs.push_back({x, "x0", Distribution{}, Layout{"transposed", {0, 1}}});
+  g.inputs.push_back({idx, "x1", Distribution{"randint", 0, 12}});
+  int y = g.addValue({{12}, DType::Float32});
+  g.nodes.push_back({"take_along_dim", {x, idx}, {y}, {{"dim", nullptr}}});
+  g.outputs = {y};
+  EXPECT_TRUE(readByDenseInputOp(g, catalog, x));
+  EXPECT_FALSE(readByDenseInputOp(g, catalog, idx));
+  Rng rng(1);
+  IntSolver solver(1);
+  GraphRepairer repairer(catalog, ShapeCaps{}, rng, solver);
+  Graph repaired = repairer.repair(g);
+  ASSERT_EQ(repaired.nodes.size(), 1u);
+  EXPECT_TRUE(repaired.inputs[0].layout.contiguous());
 }
 
 TEST(InputLayout, ShapeChangesDropLayoutsThatNoLongerFit) {

@@ -189,6 +189,7 @@ void pool(OpCatalog& c, bool max, int n, DTypeSet accepts) {
   std::string fn = fmt::format("{}_pool{}d", max ? "max" : "avg", n);
   s.name = fn;
   s.family = "pool";
+  s.denseInput = n == 3;  // an unbatched 4-d input in channels-last: "Supports only ChannelsLast3d, Contiguous"
   if (max) {
     s.python = "F." + fn + "({0}, {kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, ceil_mode={ceil_mode})";
     s.aten = "aten::" + fn + "({0}, {kernel_size}, {stride}, {padding}, {dilation}, {ceil_mode})";

@@ -365,6 +365,7 @@ void addSlicesAndGathers(OpCatalog& c) {
     OpSpec s = shapeOp("take_along_dim", "torch.take_along_dim({0}, {1}{?dim})", "aten::take_along_dim({0}, {1}, {dim})", 1);
     s.minInputs = s.maxInputs = 2;
     s.accepts = {kAllDTypes, only(DType::Int64)};
+    s.denseInput = true;  // with dim None it views its input flat: a transposed input is refused
     s.attrs = {optional(dimAttr())};
     s.sample = [](OpContext& ctx, Rng& rng) {
       if (ctx.hasAttr("dim")) ctx.attrs["dim"] = drawDim(rng, ctx.x().rank());
