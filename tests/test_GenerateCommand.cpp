@@ -50,7 +50,9 @@ TEST(GenerateCommand, GeneratedProgramsRunInEager) {
   const json& v = stats["eager_validation"];
   EXPECT_EQ(v["programs"], 40);
   EXPECT_EQ(v["ran_without_exception"], 40) << v.dump(2);
-  EXPECT_EQ(v["finite_outputs"], 40) << v.dump(2);
+  // Programs whose inputs hold +-inf, NaN or +-max on purpose (boundary values) are not judged on it.
+  EXPECT_EQ(v["finite_outputs"].get<int>() + v["nonfinite_inputs_by_design"].get<int>(), 40) << v.dump(2);
+  EXPECT_GE(v["finite_outputs"].get<int>(), 30) << v.dump(2);
   EXPECT_GE(stats["distinct_ops"].get<int>(), 100);
 }
 

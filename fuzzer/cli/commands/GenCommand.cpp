@@ -75,6 +75,7 @@ std::string failingOp(const WrittenProgram& p, const std::string& traceback) {
 
 struct ValidationReport {
   int64_t programs = 0, ran = 0, finite = 0;
+  int64_t nonFiniteInputs = 0;  // ran with +-inf, NaN or +-max in an input on purpose: finiteness not judged
   std::map<std::string, int64_t> failuresByOp, nonFiniteByOp, failureTypes;
   std::vector<std::string> examples;
   json toJson() const {
@@ -82,13 +83,22 @@ struct ValidationReport {
             {"ran_without_exception", ran},
             {"valid_rate", programs ? double(ran) / programs : 0},
             {"finite_outputs", finite},
-            {"finite_rate", ran ? double(finite) / ran : 0},
+            {"nonfinite_inputs_by_design", nonFiniteInputs},
+            {"finite_rate", ran - nonFiniteInputs ? double(finite) / double(ran - nonFiniteInputs) : 0},
             {"failures_by_op", failuresByOp},
             {"failure_types", failureTypes},
             {"nonfinite_by_last_op", nonFiniteByOp},
             {"examples", examples}};
   }
 };
+
+/// Whether an input holds +-inf, NaN or +-max on purpose (boundary values): its outputs may be non-finite.
+bool nonFiniteByDesign(const gen::Graph& g) {
+  for (const gen::Source& s : g.inputs)
+    for (const std::string& kind : s.boundary.kinds)
+      if (kind == "nonfinite" || kind == "extremes") return true;
+  return false;
+}
 
 bool outputsFinite(const oracles::RunResult& r, const fs::path& jobDir) {
   if (!r.outputs) return true;
@@ -121,7 +131,8 @@ ValidationReport validate(const Options& o, const std::vector<WrittenProgram>& p
     ++report.programs;
     if (r.status == oracles::RunStatus::Ok) {
       ++report.ran;
-      if (outputsFinite(r, pending.jobDir)) ++report.finite;
+      if (nonFiniteByDesign(p.graph)) ++report.nonFiniteInputs;
+      else if (outputsFinite(r, pending.jobDir)) ++report.finite;
       else ++report.nonFiniteByOp[p.graph.nodes.empty() ? "(none)" : p.graph.nodes.back().op];
     } else {
       std::string op = r.exception ? failingOp(p, r.exception->traceback) : "(" + std::string(oracles::toString(r.status)) + ")";
@@ -272,10 +283,12 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
                              100 * f["programs_with_boundary_values"].get<double>());
     if (o.validate) {
       const json& v = stats["eager_validation"];
-      std::cout << fmt::format("eager: {}/{} ran without exception ({:.1f}%), {}/{} with finite outputs ({:.1f}%)\n",
+      std::cout << fmt::format("eager: {}/{} ran without exception ({:.1f}%), {}/{} with finite outputs ({:.1f}%; "
+                               "{} with non-finite inputs by design not judged)\n",
                                v["ran_without_exception"].get<int64_t>(), v["programs"].get<int64_t>(),
                                100 * v["valid_rate"].get<double>(), v["finite_outputs"].get<int64_t>(),
-                               v["ran_without_exception"].get<int64_t>(), 100 * v["finite_rate"].get<double>());
+                               v["ran_without_exception"].get<int64_t>() - v["nonfinite_inputs_by_design"].get<int64_t>(),
+                               100 * v["finite_rate"].get<double>(), v["nonfinite_inputs_by_design"].get<int64_t>());
       for (const auto& [op, n] : v["failures_by_op"].items()) std::cout << fmt::format("  failures in {}: {}\n", op, n.get<int64_t>());
       for (const auto& [op, n] : v["nonfinite_by_last_op"].items())
         std::cout << fmt::format("  non-finite output (last op {}): {}\n", op, n.get<int64_t>());
