@@ -182,7 +182,7 @@ void hintedOps(const PassInput& in, CandidateList& out) {
     std::multiset<std::string> wanted(hint.begin(), hint.end());
     std::vector<bool> remove(n, true);
     for (size_t i = n; i-- > 0;)
-      if (auto it = wanted.find(g.nodes[i].op); it != wanted.end()) {
+      if (auto it = wanted.find(signatureOpName(g.nodes[i].op)); it != wanted.end()) {
         remove[i] = false;
         wanted.erase(it);
       }
@@ -395,9 +395,13 @@ MinimizeCase withoutConfigOption(const MinimizeCase& c, const std::string& name)
   return m;
 }
 
+std::string signatureOpName(const std::string& op) {
+  return op.size() > 1 && op.back() == '_' ? op.substr(0, op.size() - 1) : op;
+}
+
 std::vector<std::string> opsOf(const Graph& g) {
   std::vector<std::string> ops;
-  for (const Node& n : g.nodes) ops.push_back(n.op);
+  for (const Node& n : g.nodes) ops.push_back(signatureOpName(n.op));
   return ops;
 }
 

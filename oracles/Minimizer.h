@@ -114,7 +114,10 @@ std::vector<std::string> configOptionNames(const MinimizeCase& c);
 /// A copy with option `name` (one of configOptionNames) reset to its default.
 MinimizeCase withoutConfigOption(const MinimizeCase& c, const std::string& name);
 
-/// The program's operator names in node order (for the signature's op multiset).
+/// An op's name in a signature: an in-place variant is named as its op ("sigmoid_" is "sigmoid",
+/// "narrow_mul_" is "narrow_mul"), so one lowering bug met through both spellings is one report.
+std::string signatureOpName(const std::string& op);
+/// The program's operator names in node order, as signatureOpName gives them (the signature's op multiset).
 std::vector<std::string> opsOf(const gen::Graph& g);
 
 }  // namespace tcfuzz::oracles

@@ -185,6 +185,7 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
   GenPolicy policy;
   policy.inputLayoutChance = 1;
   policy.boundaryChance = 1;
+  for (const std::string& kind : boundaryKinds()) policy.boundaryWeights[kind] = 1;  // the off-by-default ones too
   Generator generator(catalog, policy, 17);
   PythonEmitter emitter(catalog);
   auto dir = std::filesystem::temp_directory_path() / fmt::format("tcfuzz-layout-{}", ::getpid());
