@@ -10,6 +10,18 @@
 
 namespace tcfuzz::gen {
 
+namespace {
+
+/// The node outputs nothing reads yet, oldest first: what generation grows on and what becomes an output.
+std::vector<int> danglingValues(const Graph& g) {
+  std::vector<int> out;
+  for (const auto& v : g.values)
+    if (g.producerOf(v.id) >= 0 && g.useCount(v.id) == 0) out.push_back(v.id);
+  return out;
+}
+
+}  // namespace
+
 using nlohmann::json;
 
 json GenPolicy::toJson() const {
@@ -173,11 +185,7 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
   }
 
   // The nodes settleOutputs will add to join surplus dangling values count toward the target.
-  auto surplus = [&] {
-    int dangling = 0;
-    for (const auto& v : g.values) dangling += g.producerOf(v.id) >= 0 && g.useCount(v.id) == 0;
-    return std::max(0, dangling - policy_.maxOutputs);
-  };
+  auto surplus = [&] { return std::max(0, static_cast<int>(danglingValues(g).size()) - policy_.maxOutputs); };
   for (int attempts = 0; static_cast<int>(g.nodes.size()) + surplus() < target && attempts < target * 4; ++attempts) {
     if (rng.chance(policy_.idiomChance) && growIdiom(g, repairer, rng)) continue;
     const OpSpec& op = pickOp(rng);
@@ -238,13 +246,7 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
 }
 
 void Generator::settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const {
-  auto danglingValues = [&] {  // oldest first
-    std::vector<int> out;
-    for (const auto& v : g.values)
-      if (g.producerOf(v.id) >= 0 && g.useCount(v.id) == 0) out.push_back(v.id);
-    return out;
-  };
-  std::vector<int> dangling = danglingValues();
+  std::vector<int> dangling = danglingValues(g);
   // Join the oldest surplus value into a newer one (input 0 keeps the newer value's type; repair fits
   // the older one to it): fan-in that re-converges, the pattern fusion decisions are made on.
   for (int failures = 0; static_cast<int>(dangling.size()) > policy_.maxOutputs && failures < 4 && !policy_.mergeOps.empty();) {
@@ -259,7 +261,7 @@ void Generator::settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const
       std::rotate(dangling.begin(), dangling.begin() + 1, dangling.end());  // try another pair
       continue;
     }
-    dangling = danglingValues();
+    dangling = danglingValues(g);
   }
   // Return the values nothing reads (latest first); eliminateDeadNodes drops the rest.
   for (auto it = dangling.rbegin(); it != dangling.rend() && static_cast<int>(g.outputs.size()) < policy_.maxOutputs; ++it)
@@ -295,9 +297,10 @@ bool Generator::growIdiom(Graph& g, GraphRepairer& repairer, Rng& rng) const {
   for (const auto& v : g.values) {
     if (!isFloat(v.type.dtype) || v.type.rank() < idiom.minRank || v.type.rank() > idiom.maxRank) continue;
     usable.push_back(v.id);
-    if (g.producerOf(v.id) >= 0 && g.useCount(v.id) == 0) dangling.push_back(v.id);
   }
   if (usable.empty()) return false;
+  for (int v : danglingValues(g))
+    if (std::find(usable.begin(), usable.end(), v) != usable.end()) dangling.push_back(v);
   int x = !dangling.empty() && rng.chance(0.75) ? rng.pick(dangling) : rng.pick(usable);
   return appendIdiom(idiom, x, g, repairer, catalog_, policy_.caps, rng) > 0;
 }
