@@ -34,6 +34,7 @@ json GenPolicy::toJson() const {
           {"max_elements", caps.maxElements},
           {"fresh_operand_chance", freshOperandChance},
           {"parameter_chance", parameterChance},
+          {"reuse_chance", reuseChance},
           {"dtype_weights", dtypeWeights},
           {"family_weights", familyWeights},
           {"op_weights", opWeights},
@@ -70,7 +71,7 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
     }
   };
   static const char* kKeys[] = {"min_nodes", "max_nodes", "max_inputs", "max_outputs", "max_rank", "max_dim",
-                                "max_elements", "fresh_operand_chance", "parameter_chance", "dtype_weights",
+                                "max_elements", "fresh_operand_chance", "parameter_chance", "reuse_chance", "dtype_weights",
                                 "family_weights", "op_weights", "input_layout_chance", "layout_weights", "merge_ops",
                                 "boundary_chance", "boundary_weights", "idiom_chance", "idiom_weights"};
   for (const auto& [k, _] : doc.items())
@@ -85,6 +86,7 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   intIn("max_elements", p.caps.maxElements, 1, int64_t{1} << 26);
   chance("fresh_operand_chance", p.freshOperandChance);
   chance("parameter_chance", p.parameterChance);
+  chance("reuse_chance", p.reuseChance);
   weights("dtype_weights", p.dtypeWeights);
   weights("family_weights", p.familyWeights);
   weights("op_weights", p.opWeights);
@@ -196,14 +198,16 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
     std::vector<int> uses(g.values.size(), 0);
     for (const auto& n : g.nodes)
       for (int in : n.inputs) ++uses[in];
-    std::vector<int> dangling, usable;
+    std::vector<int> dangling, usable, consumed;
     for (const auto& v : g.values) {
       if (!op.accepts[0].has(v.type.dtype) || v.type.rank() < op.minRank || v.type.rank() > op.maxRank) continue;
       usable.push_back(v.id);
       if (uses[v.id] == 0) dangling.push_back(v.id);
+      else if (g.producerOf(v.id) >= 0) consumed.push_back(v.id);  // a node's value another node reads: fan-out
     }
     int first;
-    if (!dangling.empty() && rng.chance(0.75)) first = rng.pick(dangling);
+    if (!consumed.empty() && rng.chance(policy_.reuseChance)) first = rng.pick(consumed);
+    else if (!dangling.empty() && rng.chance(0.75)) first = rng.pick(dangling);
     else if (!usable.empty() && rng.chance(0.85)) first = rng.pick(usable);
     else first = repairer.addSource(randomType(rng, op, 0), std::nullopt, false);
     node.inputs.push_back(first);
@@ -242,6 +246,7 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
   // Drop inputs that a rejected candidate created and nothing reads, and the nodes no output needs.
   g = eliminateDeadNodes(g);
   drawLayouts(g, rng);
+  repairIllegalViews(g, catalog_);
   return g;
 }
 

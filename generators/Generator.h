@@ -22,9 +22,10 @@ struct GenPolicy {
   ShapeCaps caps;                    // rank, dim and element caps
   double freshOperandChance = 0.5;   // an extra operand is a new input rather than an existing value
   double parameterChance = 0.3;      // a new float operand is a model parameter, not an input
+  double reuseChance = 0.2;          // a node's input 0 is a value another node reads already (fan-out)
   std::map<std::string, double> dtypeWeights{{"float32", 6}, {"float16", 1}, {"bfloat16", 1}, {"float64", 0.5},
                                              {"int64", 0.6}, {"int32", 0.3}, {"bool", 0.3}};
-  std::map<std::string, double> familyWeights{{"buffer-update", 4}};  // family -> weight (default 1)
+  std::map<std::string, double> familyWeights{{"buffer-update", 4}, {"param-data", 2}};  // family -> weight (default 1)
   std::map<std::string, double> opWeights;      // op -> weight, overrides the family weight
   double inputLayoutChance = 0.15;              // a program input gets a non-contiguous layout (InputLayout.h)
   std::map<std::string, double> layoutWeights{{"transposed", 2}, {"strided", 2}, {"expanded", 1}, {"channels_last", 1}};

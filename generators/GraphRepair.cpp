@@ -479,9 +479,15 @@ bool GraphRepairer::fitValueDomains(AppendAttempt& a) {
   std::vector<int>& inputs = a.node.inputs;
   for (size_t k = 0; k < inputs.size(); ++k) {
     auto need = inputNeed(op, a.ctx, static_cast<int>(k));
-    if (!need || ranges_.at(inputs[k]).within(*need)) continue;
+    if (!need) continue;
+    bool fresh = isFreshSource(inputs[k]) && std::count(inputs.begin(), inputs.end(), inputs[k]) == 1;
+    // A fresh index for an op that needs distinct indices is drawn as a permutation even when its
+    // range fits already (the generator creates operands before it knows they index).
+    bool distinct = op.uniqueIndex && fresh && isInt(g_->typeOf(inputs[k]).dtype);
+    if (distinct && g_->sourceOf(inputs[k])->dist.kind == "randperm") continue;
+    if (!distinct && ranges_.at(inputs[k]).within(*need)) continue;
     a.repaired = true;
-    if (isFreshSource(inputs[k]) && std::count(inputs.begin(), inputs.end(), inputs[k]) == 1) {
+    if (fresh) {
       fitSourceTo(inputs[k], *need);
       if (op.uniqueIndex) g_->sourceOf(inputs[k])->dist.kind = "randperm";
     } else {
@@ -659,6 +665,7 @@ Graph GraphRepairer::repair(const Graph& foreign, std::vector<std::string>* drop
   dropInvalidLayouts(out);  // repair may have resized or retyped a fresh input
   for (Source& s : out.inputs)  // a mutation may have put an op that needs a dense input on it
     if (!s.layout.contiguous() && readByDenseInputOp(out, catalog_, s.value)) s.layout = {};
+  repairIllegalViews(out, catalog_);  // a layout or a new producer may have made a view illegal
   g_ = nullptr;
   return out;
 }

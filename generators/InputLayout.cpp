@@ -1,6 +1,7 @@
 #include "generators/InputLayout.h"
 
 #include <algorithm>
+#include <set>
 #include <numeric>
 #include <stdexcept>
 
@@ -185,6 +186,42 @@ bool readByDenseInputOp(const Graph& g, const OpCatalog& catalog, int value) {
     if (!n.inputs.empty() && n.inputs[0] == value)
       if (const OpSpec* op = catalog.find(n.op); op && op->denseInput) return true;
   return false;
+}
+
+int viewBaseOf(const Graph& g, const OpCatalog& catalog, int value) {
+  for (int producer = g.producerOf(value); producer >= 0; producer = g.producerOf(value)) {
+    const Node& n = g.nodes[static_cast<size_t>(producer)];
+    const OpSpec* op = catalog.find(n.op);
+    if (!op || !op->view || n.inputs.empty()) break;
+    value = n.inputs[0];
+  }
+  return value;
+}
+
+bool provablyContiguous(const Graph& g, const OpCatalog& catalog, int value) {
+  int producer = g.producerOf(value);
+  if (producer < 0) {
+    for (const Source& s : g.inputs)
+      if (s.value == value) return !isNonContiguous(s.layout, g.typeOf(value));
+    return true;  // a parameter or buffer
+  }
+  const Node& n = g.nodes[static_cast<size_t>(producer)];
+  const OpSpec* op = catalog.find(n.op);
+  if (!op) return false;
+  if (op->name == "contiguous") return true;
+  static const std::set<std::string> rowMajorViews{"view", "reshape", "squeeze", "squeeze_dims", "unsqueeze", "flatten", "unflatten"};
+  if (op->view && !rowMajorViews.contains(op->name)) return false;
+  return std::all_of(n.inputs.begin(), n.inputs.end(), [&](int in) { return provablyContiguous(g, catalog, in); });
+}
+
+int repairIllegalViews(Graph& g, const OpCatalog& catalog) {
+  int changed = 0;
+  for (Node& n : g.nodes)
+    if (n.op == "view" && !n.inputs.empty() && !provablyContiguous(g, catalog, n.inputs[0])) {
+      n.op = "reshape";
+      ++changed;
+    }
+  return changed;
 }
 
 int dropInvalidLayouts(Graph& g) {

@@ -41,6 +41,17 @@ Layout randomLayout(const TensorType& t, const Distribution& dist, const std::ma
 /// Whether a node reads `value` as input 0 of an op that eager refuses in some strided layouts
 /// (OpSpec::denseInput): such an input stays contiguous.
 bool readByDenseInputOp(const Graph& g, const OpCatalog& catalog, int value);
+/// The value whose storage `value` views: follows producers whose op returns a view of input 0
+/// (OpSpec::view) back to the first value that is none; `value` itself when it is no view.
+int viewBaseOf(const Graph& g, const OpCatalog& catalog, int value);
+/// Whether torch's is_contiguous() is sure to hold for `value` in eager: a contiguous input layout,
+/// a parameter, `.contiguous()`, or an op that is no view (or one of the views that keep row-major
+/// order: view, reshape, squeeze, unsqueeze, flatten, unflatten) whose tensor inputs all are.
+/// False where unsure.
+bool provablyContiguous(const Graph& g, const OpCatalog& catalog, int value);
+/// Turns every `view` whose input 0 is not provably contiguous into `reshape` (same shape rule;
+/// eager's .view raises on a layout it cannot view). Returns how many it changed.
+int repairIllegalViews(Graph& g, const OpCatalog& catalog);
 /// Resets to contiguous every input layout, and to plain draws every input's boundary values, that no
 /// longer fit the input (repair or a shrinking pass changed its shape, dtype or distribution).
 /// Returns how many it reset.

@@ -244,6 +244,10 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
       out.repaired = true;
       out.dropped.push_back(fmt::format("{} input layout(s) or boundary values that did not fit (made plain)", reset));
     }
+    if (int views = repairIllegalViews(compact, catalog); views > 0) {
+      out.repaired = true;
+      out.dropped.push_back(fmt::format("{} view(s) of a tensor that may not be contiguous (made reshape)", views));
+    }
     if (std::string problem = firstInvalidNode(catalog, compact); !problem.empty()) {
       out.rejection = "invalid-after-repair";
       out.detail = problem;

@@ -12,15 +12,17 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   ++programs;
   nodes += static_cast<int64_t>(g.nodes.size());
   deadNodes += deadNodeCount(g);
-  bool view = false, inplace = false, inplaceOnView = false, buffer = false;
+  bool view = false, inplace = false, inplaceOnView = false, buffer = false, parameter = false;
   std::vector<int> depth(g.values.size(), 0);  // nodes on the longest chain that defines each value
   for (const Node& n : g.nodes) {
     const OpSpec* op = catalog.find(n.op);
     if (op) {
       view = view || op->view || op->family == "inplace-view";
       inplace = inplace || op->inplace;
-      inplaceOnView = inplaceOnView || op->family == "inplace-view";
+      inplaceOnView = inplaceOnView || op->family == "inplace-view" ||
+                      (op->inplace && !n.inputs.empty() && viewBaseOf(g, catalog, n.inputs[0]) != n.inputs[0]);
       buffer = buffer || op->family == "buffer-update";
+      parameter = parameter || op->family == "param-data";
     }
     int d = 0;
     for (int in : n.inputs) d = std::max(d, depth[in]);
@@ -30,6 +32,7 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withInplace += inplace;
   withInplaceOnView += inplaceOnView;
   withMutatedBuffer += buffer;
+  withMutatedParameter += parameter;
   withViewOrInplace += view || inplace;
   bool nonContiguous = false, offset = false, boundary = false;
   for (const Source& s : g.inputs) {
@@ -63,6 +66,7 @@ json ProgramFigures::toJson() const {
           {"programs_with_noncontiguous_input", share(withNonContiguousInput, programs)},
           {"programs_with_storage_offset_input", share(withStorageOffsetInput, programs)},
           {"programs_with_mutated_buffer", share(withMutatedBuffer, programs)},
+          {"programs_with_parameter_written_through_data", share(withMutatedParameter, programs)},
           {"programs_with_boundary_values", share(withBoundaryValues, programs)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},

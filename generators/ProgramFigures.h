@@ -21,6 +21,7 @@ struct ProgramFigures {
   int64_t withNonContiguousInput = 0;
   int64_t withStorageOffsetInput = 0;
   int64_t withMutatedBuffer = 0;    // forward writes a registered buffer
+  int64_t withMutatedParameter = 0; // forward writes a parameter through .data or .detach()
   int64_t withBoundaryValues = 0;   // an input holds boundary values
   int64_t depthSum = 0;             // longest chain of nodes from a source to an output
   int64_t consumedValues = 0, consumerSum = 0, sharedValues = 0;  // node outputs read at least once; reads; read twice or more

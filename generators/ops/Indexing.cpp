@@ -189,6 +189,10 @@ void addIndexingOps(OpCatalog& c) {
   // --- indexing writes -----------------------------------------------------------------------------
   indexPut(c, "index_add_assign", "stmt:{out0} = {0}.clone()\n{out0}[{1}] += {2}", false);
   indexPut(c, "index_put_accumulate", "{0}.clone().index_put_(({1},), {2}, accumulate=True)", true);
+  // The same writes in place (the emitter's in-place rule clones input 0 unless nothing else reads it):
+  // assignment through advanced indexing with distinct indices, and index_put_ accumulating duplicates.
+  indexPut(c, "index_assign", "stmt:{out0} = {0}\n{out0}[{1}] = {2}", false).inplace = true;
+  indexPut(c, "index_put_", "{0}.index_put_(({1},), {2}, accumulate=True)", true).inplace = true;
   {
     OpSpec s = base("index_add", "indexing", "torch.index_add({0}, {dim}, {1}, {2}, alpha={alpha})",
                     "aten::index_add({0}, {dim}, {1}, {2}, {alpha})", {kNumeric, only(DType::Int64), kNumeric});

@@ -1,5 +1,6 @@
 // In-place writes through a view (issue 17, family "inplace-view"): `v.narrow(1, 2, 3).mul_(y)`,
-// `v.select(0, 1).add_(y)`, `v[:, ::2].copy_(y)`, `v.diagonal(0, 0, 1).add_(y)`. The written tensor is
+// `v.select(0, 1).add_(y)`, `v[:, ::2].copy_(y)`, `v.diagonal(0, 0, 1).add_(y)`, `v[:, 1:3].fill_(s)` with a
+// 0-d s, and assignment to a subscripted view (`v[:, 1:3] = y`). The written tensor is
 // input 0 itself when nothing else reads it, else its clone (the emitter's in-place rule), and the
 // result is that tensor after the write: functionalization must turn the view's mutation back into
 // a write of its base. The operand has exactly the view's shape and input 0's dtype, so each entry's
@@ -18,6 +19,7 @@ using namespace ops;
 struct ViewKind {
   std::string name;    // "narrow"
   std::string python;  // the view of {out0}: ".narrow({dim}, {start}, {length})"
+  bool subscript;      // python is a subscript, so the view can be assigned to
   std::string aten;    // the functional scatter, with {1} the written values
   int minRank = 1;
   std::vector<AttrSpec> attrs;
@@ -26,9 +28,12 @@ struct ViewKind {
   std::function<std::vector<int64_t>(const OpContext&)> shape;
 };
 
-/// A write method: its name and the range of the written elements.
+/// A write through the view: its name, statement and the range of the written elements.
 struct WriteMethod {
-  std::string name;  // "mul_"
+  std::string name;       // "mul_"
+  std::string statement;  // "{view}.mul_({1})", with {view} the view of {out0}
+  bool needsSubscript;    // an assignment: only to a subscripted view
+  bool scalarOperand;     // the written value is a 0-d tensor (fill_), not the view's shape
   std::function<Interval(Interval self, Interval other)> range;
 };
 
@@ -40,7 +45,7 @@ int checkedDim(const OpContext& ctx, const std::string& attr) {
 
 std::vector<ViewKind> viewKinds() {
   std::vector<ViewKind> kinds;
-  kinds.push_back({"narrow", ".narrow({dim}, {start}, {length})", "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)", 1,
+  kinds.push_back({"narrow", ".narrow({dim}, {start}, {length})", false, "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)", 1,
                    {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64), intAttr("length", 1, 64)},
                    [](OpContext& ctx, Rng& rng) {
                      drawSliceAttrs(ctx, rng);
@@ -55,7 +60,19 @@ std::vector<ViewKind> viewKinds() {
                      s[d] = end - start;
                      return s;
                    }});
-  kinds.push_back({"select", ".select({dim}, {index})", "aten::select_scatter({0}, {1}, {dim}, {index})", 1,
+  kinds.push_back({"slice", "[(slice(None),) * {dim} + (slice({start}, {end}),)]", true,
+                   "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)", 1,
+                   {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64)},
+                   [](OpContext& ctx, Rng& rng) { drawSliceAttrs(ctx, rng); },
+                   [](const OpContext& ctx) {
+                     int d = checkedDim(ctx, "dim");
+                     int64_t start = ctx.attrInt("start"), end = ctx.attrInt("end");
+                     require(start < end && end <= ctx.x().shape[d], "the sliced part must be a non-empty part of dim");
+                     std::vector<int64_t> s = ctx.x().shape;
+                     s[d] = end - start;
+                     return s;
+                   }});
+  kinds.push_back({"select", ".select({dim}, {index})", false, "aten::select_scatter({0}, {1}, {dim}, {index})", 1,
                    {intAttr("dim", 0, 7), intAttr("index", 0, 64)},
                    [](OpContext& ctx, Rng& rng) {
                      int64_t d = rng.uniform(0, ctx.x().rank() - 1);
@@ -69,7 +86,7 @@ std::vector<ViewKind> viewKinds() {
                      s.erase(s.begin() + d);
                      return s;
                    }});
-  kinds.push_back({"stepslice", "[(slice(None),) * {dim} + (slice(None, None, {step}),)]",
+  kinds.push_back({"stepslice", "[(slice(None),) * {dim} + (slice(None, None, {step}),)]", true,
                    "aten::slice_scatter({0}, {1}, {dim}, None, None, {step})", 1, {intAttr("dim", 0, 7), intAttr("step", 2, 3)},
                    [](OpContext& ctx, Rng& rng) {
                      ctx.attrs["dim"] = rng.uniform(0, ctx.x().rank() - 1);
@@ -83,7 +100,7 @@ std::vector<ViewKind> viewKinds() {
                      s[d] = (s[d] + step - 1) / step;
                      return s;
                    }});
-  kinds.push_back({"diagonal", ".diagonal(0, {dim1}, {dim2})", "aten::diagonal_scatter({0}, {1}, 0, {dim1}, {dim2})", 2,
+  kinds.push_back({"diagonal", ".diagonal(0, {dim1}, {dim2})", false, "aten::diagonal_scatter({0}, {1}, 0, {dim1}, {dim2})", 2,
                    {intAttr("dim1", 0, 7), intAttr("dim2", 0, 7)},
                    [](OpContext& ctx, Rng& rng) {
                      int64_t a = rng.uniform(0, ctx.x().rank() - 1), b = a;
@@ -104,8 +121,11 @@ std::vector<ViewKind> viewKinds() {
 }
 
 void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method) {
-  OpSpec s = entry(view.name + "_" + method.name, "inplace-view",
-                   "stmt:{out0} = {0}\n{out0}" + view.python + "." + method.name + "({1})", view.aten, kNumeric);
+  std::string write = method.statement;
+  write.replace(write.find("{view}"), 6, "{out0}" + view.python);
+  // fill_'s ATen proxy: the result has input 0's shape, as add with a 0-d operand has.
+  OpSpec s = entry(view.name + "_" + method.name, "inplace-view", "stmt:{out0} = {0}\n" + write,
+                   method.scalarOperand ? "aten::add.Tensor({0}, {1})" : view.aten, kNumeric);
   s.accepts = {kNumeric, kNumeric};
   s.minInputs = s.maxInputs = 2;
   s.minRank = view.minRank;
@@ -113,9 +133,14 @@ void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
   s.attrs = view.attrs;
   s.sample = view.sample;
   auto shapeOf = view.shape;
-  s.propose = [shapeOf](const OpContext& ctx, int, Rng&) { return TensorType{shapeOf(ctx), ctx.x().dtype, ctx.x().device}; };
-  s.infer = [shapeOf](const OpContext& ctx) {
-    require(ctx.x(1).shape == shapeOf(ctx), "the written values must have the view's shape");
+  bool scalar = method.scalarOperand;
+  s.propose = [shapeOf, scalar](const OpContext& ctx, int, Rng&) {
+    return TensorType{scalar ? std::vector<int64_t>{} : shapeOf(ctx), ctx.x().dtype, ctx.x().device};
+  };
+  s.infer = [shapeOf, scalar](const OpContext& ctx) {
+    std::vector<int64_t> viewShape = shapeOf(ctx);  // checks the attributes
+    if (scalar) require(ctx.x(1).rank() == 0, "fill_ takes a 0-d tensor");
+    else require(ctx.x(1).shape == viewShape, "the written values must have the view's shape");
     require(ctx.x(1).dtype == ctx.x().dtype, "the written values must have input 0's dtype");
     return std::vector<TensorType>{ctx.x()};
   };
@@ -131,10 +156,15 @@ void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
 }  // namespace
 
 void addInplaceViewOps(OpCatalog& c) {
-  const std::vector<WriteMethod> methods{
-      {"add_", addI}, {"mul_", mulI}, {"copy_", [](Interval, Interval other) { return other; }}};
+  auto written = [](Interval, Interval other) { return other; };
+  const std::vector<WriteMethod> methods{{"add_", "{view}.add_({1})", false, false, addI},
+                                         {"mul_", "{view}.mul_({1})", false, false, mulI},
+                                         {"copy_", "{view}.copy_({1})", false, false, written},
+                                         {"fill_", "{view}.fill_({1})", false, true, written},
+                                         {"assign", "{view} = {1}", true, false, written}};
   for (const ViewKind& view : viewKinds())
-    for (const WriteMethod& method : methods) addViewWrite(c, view, method);
+    for (const WriteMethod& method : methods)
+      if (view.subscript || !method.needsSubscript) addViewWrite(c, view, method);
 }
 
 }  // namespace tcfuzz::gen

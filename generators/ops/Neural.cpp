@@ -127,6 +127,54 @@ void interpolate(OpCatalog& c, const std::string& mode, int n) {
   c.add(std::move(s));
 }
 
+/// F.interpolate by a fractional `scale_factor` (the output size is floor(size * scale), and unless
+/// `recompute_scale_factor` the kernel samples with the scale itself, not the size ratio), with
+/// `align_corners` both ways for the modes that take it. `out_size` is that output size: only the
+/// ATen spelling reads it, as the output_size of the same shape.
+void interpolateFractional(OpCatalog& c, const std::string& mode, int n) {
+  OpSpec s;
+  bool corners = mode != "nearest";
+  s.name = fmt::format("interpolate_{}{}d_fractional", mode, n);
+  s.family = "resample";
+  s.python = "F.interpolate({0}, scale_factor={scale_factor}, mode='" + mode + "'" +
+             (corners ? ", align_corners={align_corners}" : "") + ", recompute_scale_factor={recompute_scale_factor})";
+  s.aten = fmt::format("aten::upsample_{}{}d.vec({{0}}, {{out_size}}, {}None)", mode, n, corners ? "{align_corners}, " : "");
+  s.accepts = {mode == "nearest" ? kFloats : only(DType::Float32) | only(DType::Float64) | only(DType::BFloat16)};
+  s.minRank = s.maxRank = n + 2;
+  s.attrs = {floatAttr("scale_factor", 0.25, 3.0), boolAttr("recompute_scale_factor"), intListAttr("out_size", 1, 36)};
+  if (corners) s.attrs.push_back(boolAttr("align_corners"));
+  auto outSize = [n](const OpContext& ctx) {
+    Shape out;
+    double scale = ctx.attrFloat("scale_factor");
+    for (int i = 0; i < n; ++i) out.push_back(static_cast<int64_t>(static_cast<double>(ctx.x().shape[2 + i]) * scale));
+    return out;
+  };
+  s.sample = [corners, outSize](OpContext& ctx, Rng& rng) {
+    // Scales whose products with small sizes land near, on and between integers.
+    ctx.attrs["scale_factor"] = rng.pick(std::vector<double>{0.5, 0.6, 0.75, 1.25, 1.5, 1.7, 2.3, 2.5, 0.4, 1.1});
+    ctx.attrs["recompute_scale_factor"] = rng.chance(0.3);
+    if (corners) ctx.attrs["align_corners"] = rng.chance(0.5);
+    ctx.attrs["out_size"] = outSize(ctx);
+  };
+  s.infer = [n, outSize](const OpContext& ctx) {
+    Shape size = outSize(ctx);
+    require(ctx.attrInts("out_size") == size, "out_size must be floor(size * scale_factor) for each spatial dim");
+    Shape out = ctx.x().shape;
+    for (int i = 0; i < n; ++i) {
+      require(size[i] >= 1, "the scaled size must be at least 1");
+      out[2 + i] = size[i];
+    }
+    return single(ctx.x(), out, ctx.x().dtype);
+  };
+  if (corners) s.range = [](const OpContext& ctx) {
+    // Linear weights stay in [0, 1]; cubic ones overshoot by at most a quarter of the span each way.
+    Interval r = ctx.ranges[0];
+    double span = r.hi - r.lo;
+    return std::vector<Interval>{{r.lo - 0.3 * span, r.hi + 0.3 * span}};
+  };
+  c.add(std::move(s));
+}
+
 }  // namespace
 
 void addNeuralOps(OpCatalog& c) {
@@ -243,6 +291,11 @@ void addNeuralOps(OpCatalog& c) {
   pixelShuffle(c, false);
   for (int n = 1; n <= 3; ++n) interpolate(c, "nearest", n);
   interpolate(c, "bilinear", 2);
+  interpolateFractional(c, "nearest", 2);
+  interpolateFractional(c, "linear", 1);
+  interpolateFractional(c, "bilinear", 2);
+  interpolateFractional(c, "bicubic", 2);
+  interpolateFractional(c, "trilinear", 3);
 }
 
 }  // namespace tcfuzz::gen

@@ -55,10 +55,10 @@ Shape inferSizes(Shape sizes, int64_t numel, const std::string& what) {
 // --- views and reshapes ----------------------------------------------------------------------
 
 void addReshapes(OpCatalog& c) {
-  // view spells .contiguous() first: the IR does not track strides, and view fails on a
-  // non-viewable layout (a transposed input); reshape copies only when it has to.
+  // view raises on a layout it cannot view (a transposed input): repairIllegalViews turns a view of
+  // a value not provably contiguous into reshape, which copies only when it has to.
   for (auto [name, python, aten] :
-       {std::tuple{"view", "{0}.contiguous().view({shape})", "aten::view({0}, {shape})"},
+       {std::tuple{"view", "{0}.view({shape})", "aten::view({0}, {shape})"},
         std::tuple{"reshape", "torch.reshape({0}, {shape})", "aten::reshape({0}, {shape})"}}) {
     OpSpec s = shapeOp(name, python, aten);
     s.view = true;  // reshape aliases whenever it can
@@ -277,6 +277,82 @@ void addReshapes(OpCatalog& c) {
       }
       TensorType t = ctx.x();
       for (int i = 0; i < r; ++i) t.shape[i] = ctx.x().shape[order[i]];
+      return std::vector<TensorType>{t};
+    };
+    add(c, std::move(s));
+  }
+  {
+    OpSpec s = shapeOp("t", "{0}.t()", "aten::t({0})");
+    s.view = true;
+    s.maxRank = 2;
+    s.infer = [](const OpContext& ctx) {
+      require(ctx.x().rank() <= 2, "t takes a tensor of at most 2 dims");
+      TensorType t = ctx.x();
+      std::reverse(t.shape.begin(), t.shape.end());
+      return std::vector<TensorType>{t};
+    };
+    add(c, std::move(s));
+  }
+  {
+    // as_strided over input 0's elements in row-major order (.contiguous() first: the IR does not
+    // track an intermediate's strides, and compiled code need not keep them). The view is a sub-grid
+    // (steps, gaps, dims reordered) or overlaps itself (sliding windows, a stride of 0): reading an
+    // overlapping view is defined, and the emitter clones before any in-place write to a view.
+    OpSpec s = shapeOp("as_strided", "{0}.contiguous().as_strided({size}, {stride}, {storage_offset})",
+                       "aten::as_strided({0}, {size}, {stride}, {storage_offset})");
+    s.view = true;
+    s.attrs = {intListAttr("size", 0, 64), intListAttr("stride", 0, 1 << 16), intAttr("storage_offset", 0, 1 << 16)};
+    s.sample = [](OpContext& ctx, Rng& rng) {
+      int64_t n = std::max<int64_t>(ctx.x().numel(), 1);
+      int rank = static_cast<int>(rng.uniform(1, std::clamp(maxRankOf(ctx), 1, 3)));
+      Shape size(rank), stride(rank);
+      bool overlapping = rng.chance(0.35);
+      int64_t inner = rng.chance(0.3) ? 2 : 1;
+      for (int i = rank - 1; i >= 0; --i) {
+        size[i] = rng.uniform(1, 5);
+        stride[i] = inner;
+        inner *= size[i] * (rng.chance(0.25) ? 2 : 1);
+      }
+      if (overlapping && rank >= 2) {
+        // Windows of the inner dim that start `step` apart, step below the window's length; or a
+        // stride of 0 that repeats a dim.
+        int d = static_cast<int>(rng.uniform(0, rank - 2));
+        stride[d] = rng.chance(0.2) ? 0 : rng.uniform(1, std::max<int64_t>(size[rank - 1] - 1, 1));
+      }
+      if (rank >= 2 && rng.chance(0.3)) {
+        int64_t a = rng.uniform(0, rank - 1), b = rng.uniform(0, rank - 1);
+        std::swap(size[a], size[b]);
+        std::swap(stride[a], stride[b]);
+      }
+      auto extent = [&] {
+        int64_t e = 1;
+        for (int i = 0; i < rank; ++i) e += (size[i] - 1) * stride[i];
+        return e;
+      };
+      while (extent() > n) {  // shrink the dim that reaches furthest until the view fits
+        int worst = 0;
+        for (int i = 1; i < rank; ++i)
+          if ((size[i] - 1) * stride[i] > (size[worst] - 1) * stride[worst]) worst = i;
+        if (size[worst] > 1) --size[worst];
+        else stride[worst] = 0;
+      }
+      ctx.attrs["size"] = size;
+      ctx.attrs["stride"] = stride;
+      ctx.attrs["storage_offset"] = rng.uniform(0, n - extent());
+    };
+    s.infer = [](const OpContext& ctx) {
+      Shape size = ctx.attrInts("size"), stride = ctx.attrInts("stride");
+      require(size.size() == stride.size(), "as_strided needs one stride per size");
+      require(static_cast<int>(size.size()) <= 8, "as_strided takes at most 8 dims");
+      int64_t last = ctx.attrInt("storage_offset"), elements = 1;
+      for (size_t i = 0; i < size.size(); ++i) {
+        require(size[i] >= 0 && stride[i] >= 0, "as_strided sizes and strides must be non-negative");
+        elements *= size[i];
+        last += size[i] > 0 ? (size[i] - 1) * stride[i] : 0;
+      }
+      require(elements == 0 || last < ctx.x().numel(), "as_strided must stay inside input 0's elements");
+      TensorType t = ctx.x();
+      t.shape = size;
       return std::vector<TensorType>{t};
     };
     add(c, std::move(s));
