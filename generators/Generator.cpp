@@ -314,7 +314,8 @@ void Generator::drawLayouts(Graph& g, Rng& rng) const {
   for (Source& s : g.inputs) {
     if (rng.chance(policy_.inputLayoutChance) && !readByDenseInputOp(g, catalog_, s.value))
       s.layout = randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng);
-    if (isFloat(g.typeOf(s.value).dtype) && rng.chance(policy_.boundaryChance))
+    DType d = g.typeOf(s.value).dtype;
+    if ((isFloat(d) || isInt(d)) && rng.chance(policy_.boundaryChance))
       s.boundary = randomBoundary(g.typeOf(s.value), s.dist, policy_.boundaryWeights, rng);
   }
 }

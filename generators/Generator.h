@@ -24,7 +24,8 @@ struct GenPolicy {
   double parameterChance = 0.3;      // a new float operand is a model parameter, not an input
   double reuseChance = 0.2;          // a node's input 0 is a value another node reads already (fan-out)
   std::map<std::string, double> dtypeWeights{{"float32", 6}, {"float16", 1}, {"bfloat16", 1}, {"float64", 0.5},
-                                             {"int64", 0.6}, {"int32", 0.3}, {"bool", 0.3}};
+                                             {"int64", 0.6}, {"int32", 0.3}, {"bool", 0.3},
+                                             {"complex64", 0.4}, {"complex128", 0.2}};
   std::map<std::string, double> familyWeights{{"buffer-update", 4}, {"param-data", 2}};  // family -> weight (default 1)
   std::map<std::string, double> opWeights;      // op -> weight, overrides the family weight
   double inputLayoutChance = 0.15;              // a program input gets a non-contiguous layout (InputLayout.h)
@@ -35,10 +36,13 @@ struct GenPolicy {
                                              {"norm_activation", 1}, {"reduce_after_pointwise", 1}, {"cat_then_index", 1}};
   // +-max and +-inf/NaN are off by default: which formula overflows differs between eager and compiled
   // code without a bug (bilinear interpolation of +-max gave inf in one and not the other), and the
-  // oracle has no rule yet that tells that apart. A policy can turn them on.
+  // oracle has no rule yet that tells that apart. Integer limits are off for the same reason: the IR's
+  // value ranges do not know them, so a sum or a cast downstream may overflow in one formula only.
+  // A policy can turn them on.
   double boundaryChance = 0.05;                 // a floating input gets boundary values (InputLayout.h)
   std::map<std::string, double> boundaryWeights{{"signed_zero", 2}, {"denormal", 2}, {"tiny", 1},
-                                                {"ties", 2},        {"extremes", 0},   {"nonfinite", 0}};
+                                                {"ties", 2},        {"extremes", 0},   {"nonfinite", 0},
+                                                {"int_limits", 0}};
 
   nlohmann::json toJson() const;
   /// Reads a policy; unknown keys and bad values raise std::invalid_argument naming them.

@@ -166,6 +166,7 @@ int GraphRepairer::insert(const std::string& op, std::vector<int> inputs, json a
 }
 
 int GraphRepairer::castTo(int value, DType dtype) {
+  if (isComplex(dtype) || isComplex(g_->typeOf(value).dtype)) return -1;  // to_dtype casts real dtypes only
   ++stats_.casts;
   return insert("to_dtype", {value}, {{"dtype", dtypeName(dtype)}});
 }
@@ -356,7 +357,8 @@ bool GraphRepairer::fitDTypes(AppendAttempt& a) {
     DType have = g_->typeOf(a.node.inputs[k]).dtype;
     if (ok.has(have)) continue;
     DType want = DType::Float32;
-    for (DType d : {DType::Float32, have, DType::Int64, DType::Bool, DType::Float64, DType::Int32, DType::Float16})
+    for (DType d : {DType::Float32, have, DType::Int64, DType::Bool, DType::Float64, DType::Int32, DType::Float16,
+                    complexOf(have)})
       if (ok.has(d)) {
         want = d;
         break;
@@ -365,7 +367,13 @@ bool GraphRepairer::fitDTypes(AppendAttempt& a) {
       a.reason = "no accepted dtype";
       return false;
     }
-    int v = isFreshSource(a.node.inputs[k]) ? -1 : castTo(a.node.inputs[k], want);
+    bool fresh = isFreshSource(a.node.inputs[k]);
+    // The cast op casts between real dtypes only: a complex value, or a cast to complex, needs a fresh input.
+    if (!fresh && (isComplex(have) || isComplex(want))) {
+      a.reason = fmt::format("no cast from {} to {}", dtypeName(have), dtypeName(want));
+      return false;
+    }
+    int v = fresh ? -1 : castTo(a.node.inputs[k], want);
     if (v < 0) {  // a fresh input simply changes dtype
       g_->typeOf(a.node.inputs[k]).dtype = want;
       fitSourceTo(a.node.inputs[k], Interval{});

@@ -246,7 +246,7 @@ int dropInvalidLayouts(Graph& g) {
 }
 
 const std::vector<std::string>& boundaryKinds() {
-  static const std::vector<std::string> kinds{"signed_zero", "denormal", "tiny", "ties", "extremes", "nonfinite"};
+  static const std::vector<std::string> kinds{"signed_zero", "denormal", "tiny", "ties", "extremes", "nonfinite", "int_limits"};
   return kinds;
 }
 
@@ -256,6 +256,13 @@ std::string boundaryProblem(const BoundaryValues& b, const TensorType& t, const 
     if (std::find(boundaryKinds().begin(), boundaryKinds().end(), k) == boundaryKinds().end())
       return fmt::format("unknown boundary value kind '{}' ({})", k, fmt::join(boundaryKinds(), ", "));
   if (!(b.share > 0 && b.share <= 1)) return fmt::format("share {} is outside (0, 1]", b.share);
+  bool integer = std::find(b.kinds.begin(), b.kinds.end(), "int_limits") != b.kinds.end();
+  if (integer) {
+    if (b.kinds.size() != 1 || !isInt(t.dtype)) return "int_limits stands alone, on an int32 or int64 input";
+    if (dist.kind != "randint" || dist.low > -4 || dist.high < 4)
+      return "the input is drawn for an op's value domain (an index); its dtype's limits would leave it";
+    return "";
+  }
   if (!isFloat(t.dtype)) return fmt::format("boundary values need a floating input, not {}", dtypeName(t.dtype));
   if (dist.kind != "uniform" || dist.low > -1 || dist.high < 1)
     return "the input is drawn for an op's value domain; boundary values would leave it";
@@ -267,7 +274,7 @@ BoundaryValues randomBoundary(const TensorType& t, const Distribution& dist, con
   std::vector<std::string> kinds;
   std::vector<double> w;
   for (const std::string& k : boundaryKinds())
-    if (auto it = weights.find(k); it != weights.end() && it->second > 0) {
+    if (auto it = weights.find(k); it != weights.end() && it->second > 0 && (k == "int_limits") == isInt(t.dtype)) {
       kinds.push_back(k);
       w.push_back(it->second);
     }
@@ -286,18 +293,23 @@ BoundaryValues randomBoundary(const TensorType& t, const Distribution& dist, con
 const char* boundaryValuesHelper() {
   return R"PY(def boundary_values(x, g, share, kinds):
     """tcfuzz's boundary-value inputs: "ties" rounds x to quarters, then `share` of its elements become
-    values of the other kinds (-0.0, denormals, the smallest normal, +-max, +-inf and NaN)."""
-    info = torch.finfo(x.dtype)
-    if "ties" in kinds:
-        x = (x * 4).round() / 4
-    table = {"signed_zero": [-0.0], "denormal": [info.tiny / 4, -info.tiny / 2], "tiny": [info.tiny, -info.tiny],
-             "extremes": [info.max, -info.max], "nonfinite": [float("inf"), float("-inf"), float("nan")]}
-    values = [v for kind in kinds for v in table.get(kind, [])]
-    if not values:
+    values of the other kinds (-0.0, denormals, the smallest normal, +-max, +-inf and NaN; for an
+    integer input, its dtype's limits and their neighbours)."""
+    if not x.is_floating_point():
+        info = torch.iinfo(x.dtype)
+        values = torch.tensor([info.max, info.min, info.max - 1, info.min + 1], dtype=torch.int64).to(x.dtype)
+    else:
+        info = torch.finfo(x.dtype)
+        if "ties" in kinds:
+            x = (x * 4).round() / 4
+        table = {"signed_zero": [-0.0], "denormal": [info.tiny / 4, -info.tiny / 2], "tiny": [info.tiny, -info.tiny],
+                 "extremes": [info.max, -info.max], "nonfinite": [float("inf"), float("-inf"), float("nan")]}
+        values = torch.tensor([v for kind in kinds for v in table.get(kind, [])], dtype=torch.float64).to(x.dtype)
+    if values.numel() == 0:
         return x
     keep = torch.rand(x.shape, generator=g, dtype=torch.float64) >= share
-    pick = torch.randint(len(values), x.shape, generator=g)
-    return torch.where(keep, x, torch.tensor(values, dtype=torch.float64).to(x.dtype)[pick])
+    pick = torch.randint(values.numel(), x.shape, generator=g)
+    return torch.where(keep, x, values[pick])
 )PY";
 }
 

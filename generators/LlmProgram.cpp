@@ -317,8 +317,8 @@ std::string proposalGrammar(const OpCatalog& catalog, const std::vector<std::str
   std::string opRule;
   for (size_t i = 0; i < allowed.size(); ++i) opRule += fmt::format("{}\"\\\"{}\\\"\"", i ? " | " : "", allowed[i]);
   std::string dtypes;
-  for (const char* d : {"float32", "float16", "bfloat16", "float64", "int64", "int32", "bool"})
-    dtypes += fmt::format("{}\"\\\"{}\\\"\"", dtypes.empty() ? "" : " | ", d);
+  for (int i = 0; i < kDTypeCount; ++i)
+    dtypes += fmt::format("{}\"\\\"{}\\\"\"", dtypes.empty() ? "" : " | ", dtypeName(static_cast<DType>(i)));
   maxNodes = std::max(1, maxNodes);
   return fmt::format(R"(root ::= "{{" ws "\"inputs\":" ws "[" ws input ("," ws input){{0,2}} ws "]," ws "\"nodes\":" ws "[" ws node ("," ws node){{0,{}}} ws "]," ws "\"outputs\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ws "}}"
 input ::= "{{" ws "\"name\":" ws newname "," ws "\"shape\":" ws "[" ws dim ("," ws dim){{0,3}} ws "]," ws "\"dtype\":" ws dtype ws "}}"

@@ -193,6 +193,7 @@ bool Mutator::changeDType(Graph& g, Rng& rng) const {
   TensorType& t = g.typeOf(s.value);
   DType before = t.dtype;
   t.dtype = static_cast<DType>(rng.uniform(0, kDTypeCount - 1));
+  if (isComplex(t.dtype)) t.dtype = DType::Float32;  // complex inputs come from generation, where an op takes them
   if (t.dtype == before) return false;
   // Keep the distribution meaningful for the new dtype (repair refits it to each reader's domain).
   if (t.dtype == DType::Bool) s.dist = {"bernoulli", 0, 1, 0.5};

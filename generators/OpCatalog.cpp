@@ -161,6 +161,7 @@ OpCatalog makeDefaultCatalog() {
   addIndexingOps(catalog);
   addInplaceViewOps(catalog);
   addBufferUpdateOps(catalog);
+  addComplexOps(catalog);
   return catalog;
 }
 

@@ -156,6 +156,7 @@ void addNeuralOps(OpCatalog& catalog);
 void addIndexingOps(OpCatalog& catalog);
 void addInplaceViewOps(OpCatalog& catalog);
 void addBufferUpdateOps(OpCatalog& catalog);
+void addComplexOps(OpCatalog& catalog);
 
 /// Runs the op's sampler (or the default one) on ctx.
 void sampleAttrs(const OpSpec& op, OpContext& ctx, Rng& rng);

@@ -49,6 +49,8 @@ std::string drawExpr(const TensorType& t, const Distribution& d, const std::stri
   std::string base = fmt::format("torch.rand({}{}, dtype=torch.float64) * {} + {}", shape, g,
                                  floatLiteral(d.high - d.low), floatLiteral(d.low));
   if (isFloat(t.dtype)) return fmt::format("({}).to({})", base, dtype);
+  // A complex value: real and imaginary parts each drawn like a float in [low, high).
+  if (isComplex(t.dtype)) return fmt::format("torch.complex({}, {}).to({})", base, base, dtype);
   return fmt::format("({}).floor().to({})", base, dtype);
 }
 

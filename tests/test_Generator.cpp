@@ -226,6 +226,54 @@ TEST_F(GeneratorTest, EmittedProgramFollowsTheContract) {
   }
 }
 
+// Complex dtypes: torch's promotion, generated programs whose complex values come from inputs and
+// from real values, flow through the complex family and the shape family's views, and never reach an
+// op that takes only real values (such an op's dtypes hold no complex dtype; the cast op casts
+// between real dtypes only).
+TEST(ComplexDTypes, PromotionFollowsTorch) {
+  EXPECT_EQ(promote(DType::Complex64, DType::Float32), DType::Complex64);
+  EXPECT_EQ(promote(DType::Float64, DType::Complex64), DType::Complex128);  // torch.result_type agrees
+  EXPECT_EQ(promote(DType::Complex64, DType::Int64), DType::Complex64);
+  EXPECT_EQ(promote(DType::Complex128, DType::Float16), DType::Complex128);
+  EXPECT_EQ(complexOf(DType::Float64), DType::Complex128);
+  EXPECT_EQ(realOf(DType::Complex64), DType::Float32);
+  EXPECT_EQ(parseDType("complex128"), DType::Complex128);
+  EXPECT_FALSE(kAllDTypes.has(DType::Complex64));
+  EXPECT_FALSE(isFloat(DType::Complex64));
+}
+
+TEST_F(GeneratorTest, ComplexValuesFlowThroughTheOpsThatTakeThem) {
+  GenPolicy policy;
+  policy.familyWeights["complex"] = 20;
+  Generator gen(catalog, policy, 8);
+  PythonEmitter emitter(catalog);
+  int withComplex = 0, complexInputs = 0, complexThroughShape = 0;
+  for (uint64_t i = 0; i < 150; ++i) {
+    Graph g = gen.generate(i);
+    ASSERT_EQ(firstInvalidNode(catalog, g), "") << "program " << i;
+    bool any = false;
+    for (const Node& n : g.nodes) {
+      const OpSpec& op = catalog.at(n.op);
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        DType d = g.typeOf(n.inputs[k]).dtype;
+        if (!isComplex(d)) continue;
+        any = true;
+        EXPECT_TRUE(op.accepts[std::min(k, op.accepts.size() - 1)].has(d)) << n.op << " in program " << i;
+        complexThroughShape += op.family == "shape";
+      }
+    }
+    for (const Source& s : g.inputs)
+      if (isComplex(g.typeOf(s.value).dtype)) {
+        ++complexInputs;
+        EXPECT_NE(emitter.emit(g).find("torch.complex(torch.rand("), std::string::npos) << "program " << i;
+      }
+    withComplex += any;
+  }
+  EXPECT_GE(withComplex, 30);
+  EXPECT_GE(complexInputs, 10);
+  EXPECT_GE(complexThroughShape, 5);
+}
+
 TEST(PythonLiteral, RendersEachAttributeKind) {
   EXPECT_EQ(pythonLiteral(json("float16"), AttrKind::DType), "torch.float16");
   EXPECT_EQ(pythonLiteral(json("reflect"), AttrKind::Choice), "'reflect'");

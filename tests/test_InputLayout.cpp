@@ -170,6 +170,79 @@ TEST(InputLayout, DenseInputOpsKeepTheirInputContiguous) {
   EXPECT_TRUE(repaired.inputs[0].layout.contiguous());
 }
 
+// A value knows its base: views chain back to the value that owns the storage. A `view` of a value
+// eager may not hold contiguous becomes `reshape`; one of a provably contiguous value stays a view.
+TEST(InputLayout, ViewBasesAndIllegalViewsRepairedToReshape) {
+  OpCatalog catalog = makeDefaultCatalog();
+  auto program = [](Layout layout, bool transposeFirst, bool contiguousFirst) {
+    Graph g;
+    int x = g.addValue({{3, 4}, DType::Float32});
+    g.inputs.push_back({x, "x0", Distribution{}, std::move(layout)});
+    int v = g.addValue({{3, 4}, DType::Float32});
+    g.nodes.push_back({"sin", {x}, {v}, json::object()});
+    if (transposeFirst) {
+      int t = g.addValue({{4, 3}, DType::Float32});
+      g.nodes.push_back({"transpose", {v}, {t}, {{"dim0", 0}, {"dim1", 1}}});
+      v = t;
+    }
+    if (contiguousFirst) {
+      int c = g.addValue(g.typeOf(v));
+      g.nodes.push_back({"contiguous", {v}, {c}, json::object()});
+      v = c;
+    }
+    int y = g.addValue({{12}, DType::Float32});
+    g.nodes.push_back({"view", {v}, {y}, {{"shape", {12}}}});
+    g.outputs = {y};
+    return g;
+  };
+  Graph plain = program(Layout{}, false, false);
+  EXPECT_TRUE(provablyContiguous(plain, catalog, 1));
+  EXPECT_EQ(viewBaseOf(plain, catalog, 2), 1);  // the view's storage is sin's output
+  EXPECT_EQ(viewBaseOf(plain, catalog, 1), 1);
+  EXPECT_EQ(repairIllegalViews(plain, catalog), 0);
+  EXPECT_EQ(plain.nodes.back().op, "view");
+
+  Graph transposedInput = program(Layout{"transposed", {0, 1}}, false, false);  // sin keeps the layout
+  EXPECT_FALSE(provablyContiguous(transposedInput, catalog, 1));
+  EXPECT_EQ(repairIllegalViews(transposedInput, catalog), 1);
+  EXPECT_EQ(transposedInput.nodes.back().op, "reshape");
+
+  Graph transposedValue = program(Layout{}, true, false);
+  EXPECT_EQ(viewBaseOf(transposedValue, catalog, 3), 1);  // view -> transpose -> sin's output
+  EXPECT_EQ(repairIllegalViews(transposedValue, catalog), 1);
+
+  Graph madeContiguous = program(Layout{}, true, true);
+  EXPECT_EQ(repairIllegalViews(madeContiguous, catalog), 0);
+  EXPECT_EQ(madeContiguous.nodes.back().op, "view");
+
+  // Repair applies the rule, and eager accepts what it leaves: the emitted programs run.
+  Rng rng(3);
+  IntSolver solver(1);
+  GraphRepairer repairer(catalog, ShapeCaps{}, rng, solver);
+  EXPECT_EQ(repairer.repair(program(Layout{}, true, false)).nodes.back().op, "reshape");
+  EXPECT_EQ(repairer.repair(program(Layout{}, true, true)).nodes.back().op, "view");
+}
+
+// Ops that need distinct indices (index_assign, scatter without accumulation) are generated: their
+// fresh index operand is drawn as a permutation even when its range already fits.
+TEST(InputLayout, DistinctIndexOpsAreGeneratedWithPermutationIndices) {
+  OpCatalog catalog = makeDefaultCatalog();
+  GenPolicy policy;
+  policy.opWeights = {{"index_assign", 200}, {"index_add_assign", 200}};
+  Generator generator(catalog, policy, 1);
+  int found = 0;
+  for (uint64_t i = 0; i < 20; ++i) {
+    Graph g = generator.generate(i);
+    for (const Node& n : g.nodes) {
+      if (n.op != "index_assign" && n.op != "index_add_assign") continue;
+      ++found;
+      const Source* index = g.sourceOf(n.inputs[1]);
+      if (index) EXPECT_EQ(index->dist.kind, "randperm") << "program " << i;
+    }
+  }
+  EXPECT_GE(found, 20);  // none was generated before the fix
+}
+
 TEST(InputLayout, ShapeChangesDropLayoutsThatNoLongerFit) {
   Graph g = oneInputProgram(Layout{"transposed", {0, 2}}, {2, 3, 4});
   EXPECT_EQ(dropInvalidLayouts(g), 0);
@@ -225,6 +298,7 @@ shows = {
     "ties": lambda x: bool((((x * 4) == (x * 4).round()) | ~x.isfinite()).all()),
     "extremes": lambda x: bool((x.abs() == torch.finfo(x.dtype).max).any()),
     "nonfinite": lambda x: bool((~x.isfinite()).any()),
+    "int_limits": lambda x: bool(((x == torch.iinfo(x.dtype).max) | (x == torch.iinfo(x.dtype).min)).any()),
 }
 for case in json.load(open(sys.argv[1])):
     ns = runpy.run_path(case["file"])

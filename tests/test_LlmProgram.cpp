@@ -75,7 +75,7 @@ TEST(LlmProgram, RejectionsNameTheirReason) {
   ProposalOutcome wrongKey = build(R"({"inputs": [], "nodes": [{"out": "a", "op": "relu", "args": []}], "extra": 1})");
   EXPECT_EQ(wrongKey.rejection, "schema");
   EXPECT_NE(wrongKey.detail.find("unknown key 'extra'"), std::string::npos) << wrongKey.detail;
-  ProposalOutcome badDtype = build(R"({"inputs": [{"name": "x", "shape": [2], "dtype": "complex64"}], "nodes": [{"out": "a", "op": "relu", "args": ["x"]}]})");
+  ProposalOutcome badDtype = build(R"({"inputs": [{"name": "x", "shape": [2], "dtype": "uint8"}], "nodes": [{"out": "a", "op": "relu", "args": ["x"]}]})");
   EXPECT_EQ(badDtype.rejection, "schema");
   ProposalOutcome twice = build(R"({"inputs": [{"name": "x", "shape": [2], "dtype": "float32"}], "nodes": [{"out": "x", "op": "relu", "args": ["x"]}]})");
   EXPECT_EQ(twice.rejection, "schema");

@@ -58,7 +58,7 @@ uint64_t seedFor(const std::string& name) {
 
 c10::ScalarType scalarType(DType d) {
   constexpr c10::ScalarType kByDType[kDTypeCount] = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kDouble,
-                                                     c10::kLong,  c10::kInt,  c10::kBool};
+                                                     c10::kLong,  c10::kInt,  c10::kBool,     c10::kComplexFloat, c10::kComplexDouble};
   return kByDType[static_cast<int>(d)];
 }
 
@@ -89,6 +89,10 @@ at::Tensor makeTensor(const TensorType& type, Interval range, Mode mode, bool un
     return at::randint(lo, hi + 1, type.shape, at::TensorOptions().dtype(c10::kLong)).to(options.dtype());
   }
   auto u = at::rand(type.shape, at::TensorOptions().dtype(c10::kDouble));
+  if (isComplex(type.dtype)) {  // both parts in range
+    auto v = at::rand(type.shape, at::TensorOptions().dtype(c10::kDouble));
+    return at::complex(u * (range.hi - range.lo) + range.lo, v * (range.hi - range.lo) + range.lo).to(options.dtype());
+  }
   return (u * (range.hi - range.lo) + range.lo).to(options.dtype());
 }
 
@@ -417,7 +421,8 @@ std::string checkRanges(const std::vector<Interval>& predicted, const std::vecto
                         const std::vector<at::Tensor>& actual) {
   for (size_t i = 0; i < predicted.size() && i < actual.size(); ++i) {
     if (actual[i].numel() == 0) continue;
-    at::Tensor v = actual[i].to(c10::kDouble);
+    // A complex output's range bounds its real and imaginary parts alike.
+    at::Tensor v = (actual[i].is_complex() ? at::view_as_real(actual[i]) : actual[i]).to(c10::kDouble);
     if (v.isnan().any().item<bool>()) return fmt::format("output {} holds NaN, predicted range [{}, {}]", i, predicted[i].lo, predicted[i].hi);
     DType d = types[i].dtype;
     // An overflow is predicted when the range reaches beyond the dtype's finite values.
@@ -670,7 +675,7 @@ TEST(OpCatalogCoverage, EveryFamilyIsPresent) {
   for (const auto& op : catalog().ops()) families.insert(op->family);
   for (const char* family : {"elementwise-unary", "elementwise-binary", "comparison", "logical", "bitwise", "cast",
                              "activation", "softmax", "reduction", "shape", "linalg", "conv", "pool", "norm", "loss",
-                             "random", "layer", "indexing", "inplace", "inplace-view", "buffer-update"})
+                             "random", "layer", "indexing", "inplace", "inplace-view", "buffer-update", "param-data", "complex"})
     EXPECT_TRUE(families.count(family)) << "no op of family " << family;
 }
 

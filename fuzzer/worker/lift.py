@@ -15,7 +15,7 @@ from torch.overrides import TorchFunctionMode
 from allowlist import LiftRefused, check_program_ast, lift_builtins
 from program_guard import GUARD
 
-LIFT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool")
+LIFT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "complex64", "complex128")
 
 
 def run_lift_job(run):
@@ -355,6 +355,29 @@ def _result_tensors(result):
     return []
 
 
+# Writes through a view become the catalog's inplace-view ops (generators/ops/InplaceViews.cpp): the view
+# kinds the lift maps (a method call, not a subscript), with their attributes in the composite's form,
+# and the write methods that take a tensor operand.
+VIEW_WRITE_KINDS = ("narrow", "select", "diagonal")
+VIEW_WRITE_METHODS = ("add_", "mul_", "copy_", "fill_")
+
+
+def _view_write_attrs(kind, attrs, rank):
+    """A view node's attributes as its inplace-view composite takes them (dims non-negative), or None
+    where the composite cannot say it (a diagonal off the main one)."""
+    wrap = lambda d: d + rank if d < 0 else d
+    if kind == "narrow":
+        start, length = attrs["start"], attrs["length"]
+        return {"dim": wrap(attrs["dim"]), "start": start, "end": start + length, "length": length}
+    if kind == "select":
+        dim = wrap(attrs["dim"])
+        return {"dim": dim, "index": attrs["index"]}
+    if attrs.get("offset", 0) != 0:
+        return None
+    a, b = sorted((wrap(attrs["dim1"]), wrap(attrs["dim2"])))
+    return {"dim1": a, "dim2": b}
+
+
 class Lifter:
     """Turns a recorded forward into a proposal: forward inputs are x0, x1, ...; mapped calls become
     nodes v0, v1, ... (further outputs vK.1, vK.2, ...); any other tensor a node reads (a parameter,
@@ -366,6 +389,8 @@ class Lifter:
         self.max_rank = int(spec.get("max_rank", 6))
         self.max_elements = int(spec.get("max_elements", 1 << 20))
         self.names = {}
+        self.views = {}  # id(view) -> (base tensor, kind, composite attrs), for writes through it
+        self.stale = set()  # ids of views written through: reading one again is refused
         self.inputs = []
         self.nodes = []
         self.fresh = 0
@@ -385,10 +410,32 @@ class Lifter:
         return name
 
     def name(self, t):
+        if id(t) in self.stale:
+            raise LiftRefused("a view is read after a write through it (the IR writes through a view in one node)")
         if id(t) in self.names:
             return self.names[id(t)]
         self.fresh += 1
         return self.add_input(t, f"p{self.fresh - 1}", isinstance(t, torch.nn.Parameter))
+
+    def write_through_view(self, func, args, kwargs, outs):
+        """`view.add_(y)` (add_, mul_, copy_, fill_) on a view the lift mapped: one inplace-view node that
+        reads the view's base and y and stands for the base after the write. True when it took the call."""
+        method = getattr(func, "__name__", "")
+        if method not in VIEW_WRITE_METHODS or kwargs or len(args) != 2 or not outs:
+            return False
+        view, operand = args
+        if not isinstance(view, torch.Tensor) or id(view) not in self.views or not isinstance(operand, torch.Tensor):
+            return False
+        base, kind, attrs = self.views[id(view)]
+        if id(base) not in self.names or (method == "fill_" and operand.dim() != 0):
+            return False
+        reads = [self.name(base), self.name(operand)]
+        out = f"v{len(self.nodes)}"
+        self.nodes.append({"out": out, "op": f"{kind}_{method}", "args": reads, "attrs": dict(attrs)})
+        self.names[id(base)] = out  # later reads of the base see the write
+        self.stale.add(id(view))
+        del self.views[id(view)]
+        return True
 
     def match(self, func, args, kwargs):
         """The first candidate that binds completely, else the first that binds at all: (entry, tensors, attrs)."""
@@ -413,6 +460,9 @@ class Lifter:
             if not outs:
                 continue  # x.shape, x.size(0): nothing a node could stand for
             counted += 1
+            if self.write_through_view(func, args, kwargs, outs):
+                mapped += 1
+                continue
             found = self.match(func, args, kwargs)
             if found is None:
                 name = function_name(func)
@@ -427,6 +477,10 @@ class Lifter:
                 self.check(t)
                 self.names[id(t)] = out if k == 0 else f"{out}.{k}"
             self.nodes.append({"out": out, "op": entry["op"], "args": arg_names, "attrs": attrs})
+            if entry["op"] in VIEW_WRITE_KINDS and len(reads) == 1 and outs[0]._base is not None:
+                composite = _view_write_attrs(entry["op"], attrs, reads[0].dim())
+                if composite is not None:
+                    self.views[id(outs[0])] = (reads[0], entry["op"], composite)
         outputs = []
         for leaf in pytree.tree_leaves(output):
             if isinstance(leaf, torch.Tensor):

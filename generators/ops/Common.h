@@ -63,6 +63,7 @@ inline int64_t drawDim(Rng& rng, int rank) {
 /// Draws a slice of input 0 into attributes dim (non-negative), start and end; with probability
 /// `overshootChance` end may pass the dim's size by up to 4 (torch clamps it).
 inline void drawSliceAttrs(OpContext& ctx, Rng& rng, double overshootChance = 0) {
+  require(ctx.x().rank() >= 1, "a slice needs a dim");  // a repair may offer a 0-d value
   int64_t d = rng.uniform(0, ctx.x().rank() - 1);
   int64_t size = ctx.x().shape[d];
   int64_t start = rng.uniform(0, size - 1);

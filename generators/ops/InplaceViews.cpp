@@ -123,15 +123,20 @@ std::vector<ViewKind> viewKinds() {
 void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method) {
   std::string write = method.statement;
   write.replace(write.find("{view}"), 6, "{out0}" + view.python);
-  // fill_'s ATen proxy: the result has input 0's shape, as add with a 0-d operand has.
+  // fill_'s ATen proxy: maximum with the 0-d value has input 0's shape and dtype, and its values lie
+  // between input 0's and the fill value's, as the filled tensor's do.
   OpSpec s = entry(view.name + "_" + method.name, "inplace-view", "stmt:{out0} = {0}\n" + write,
-                   method.scalarOperand ? "aten::add.Tensor({0}, {1})" : view.aten, kNumeric);
+                   method.scalarOperand ? "aten::maximum({0}, {1})" : view.aten, kNumeric);
   s.accepts = {kNumeric, kNumeric};
   s.minInputs = s.maxInputs = 2;
   s.minRank = view.minRank;
   s.inplace = true;
   s.attrs = view.attrs;
-  s.sample = view.sample;
+  // A repair may offer input 0 below the view's rank: refuse it before the sampler indexes a dim.
+  s.sample = [sample = view.sample, minRank = view.minRank](OpContext& ctx, Rng& rng) {
+    require(ctx.x().rank() >= minRank, "the view needs more dims than input 0 has");
+    sample(ctx, rng);
+  };
   auto shapeOf = view.shape;
   bool scalar = method.scalarOperand;
   s.propose = [shapeOf, scalar](const OpContext& ctx, int, Rng&) {

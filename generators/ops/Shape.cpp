@@ -24,6 +24,12 @@ Shape randomFactors(int64_t n, int parts, Rng& rng) {
   return out;
 }
 
+/// Adds a view or reshape entry that also takes complex tensors (it moves values, never computes).
+void addWithComplex(OpCatalog& c, OpSpec s) {
+  s.accepts[0] = s.accepts[0] | kComplex;
+  add(c, std::move(s));
+}
+
 /// Replaces one entry with -1 (inferred by torch) with probability p.
 void maybeInferOne(Shape& s, double p, Rng& rng) {
   if (!s.empty() && rng.chance(p)) s[rng.uniform(0, static_cast<int64_t>(s.size()) - 1)] = -1;
@@ -75,7 +81,7 @@ void addReshapes(OpCatalog& c) {
       t.shape = inferSizes(ctx.attrInts("shape"), ctx.x().numel(), "view");
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("permute", "{0}.permute({dims})", "aten::permute({0}, {dims})");
@@ -90,7 +96,7 @@ void addReshapes(OpCatalog& c) {
       for (size_t i = 0; i < order.size(); ++i) t.shape[i] = ctx.x().shape[order[i]];
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("transpose", "torch.transpose({0}, {dim0}, {dim1})", "aten::transpose.int({0}, {dim0}, {dim1})");
@@ -106,7 +112,7 @@ void addReshapes(OpCatalog& c) {
       if (t.rank() > 0) std::swap(t.shape[a], t.shape[b]);
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("expand", "{0}.expand({shape})", "aten::expand({0}, {shape})");
@@ -148,7 +154,7 @@ void addReshapes(OpCatalog& c) {
       }
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("squeeze", "torch.squeeze({0}, {dim})", "aten::squeeze.dim({0}, {dim})");
@@ -167,7 +173,7 @@ void addReshapes(OpCatalog& c) {
       if (t.rank() > 0 && t.shape[d] == 1) t.shape.erase(t.shape.begin() + d);
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("squeeze_dims", "torch.squeeze({0}, {dims})", "aten::squeeze.dims({0}, {dims})", 1);
@@ -187,7 +193,7 @@ void addReshapes(OpCatalog& c) {
       }
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("unsqueeze", "torch.unsqueeze({0}, {dim})", "aten::unsqueeze({0}, {dim})");
@@ -200,7 +206,7 @@ void addReshapes(OpCatalog& c) {
       t.shape.insert(t.shape.begin() + d, 1);
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("flatten", "torch.flatten({0}, {start_dim}, {end_dim})",
@@ -224,7 +230,7 @@ void addReshapes(OpCatalog& c) {
       t.shape.insert(t.shape.begin() + start, merged);
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("unflatten", "torch.unflatten({0}, {dim}, {sizes})", "aten::unflatten.int({0}, {dim}, {sizes})", 1);
@@ -248,7 +254,7 @@ void addReshapes(OpCatalog& c) {
       t.shape.insert(t.shape.begin() + d, sizes.begin(), sizes.end());
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("movedim", "torch.movedim({0}, {source}, {destination})",
@@ -279,7 +285,7 @@ void addReshapes(OpCatalog& c) {
       for (int i = 0; i < r; ++i) t.shape[i] = ctx.x().shape[order[i]];
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("t", "{0}.t()", "aten::t({0})");
@@ -291,7 +297,7 @@ void addReshapes(OpCatalog& c) {
       std::reverse(t.shape.begin(), t.shape.end());
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     // as_strided over input 0's elements in row-major order (.contiguous() first: the IR does not
@@ -355,19 +361,19 @@ void addReshapes(OpCatalog& c) {
       t.shape = size;
       return std::vector<TensorType>{t};
     };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     // contiguous returns its input when it already is contiguous.
     OpSpec s = shapeOp("contiguous", "{0}.contiguous()", "aten::contiguous({0})");
     s.view = true;
     s.infer = [](const OpContext& ctx) { return std::vector<TensorType>{ctx.x()}; };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
   {
     OpSpec s = shapeOp("clone", "torch.clone({0})", "aten::clone({0})");
     s.infer = [](const OpContext& ctx) { return std::vector<TensorType>{ctx.x()}; };
-    add(c, std::move(s));
+    addWithComplex(c, std::move(s));
   }
 }
 
