@@ -15,6 +15,17 @@ using nlohmann::json;
 
 namespace {
 
+/// Ops whose backward reads their own output (derivatives.yaml's `result`): an in-place write into that
+/// output makes eager's backward raise ("modified by an inplace operation"), so it goes into a clone.
+const std::set<std::string>& opsSavingTheirOutput() {
+  static const std::set<std::string> ops{
+      "sqrt",    "rsqrt",      "exp",        "exp2",       "expm1",   "tan",     "tanh",        "sigmoid",
+      "reciprocal", "relu",    "softmax",    "log_softmax", "softmin", "logsumexp", "logcumsumexp", "cumprod",
+      "prod",    "std",        "std_mean",   "vector_norm", "amax",    "amin",    "max_all",     "min_all",
+      "pow",     "normalize",  "sdpa",       "complex_exp", "relu_",   "sigmoid_"};
+  return ops;
+}
+
 std::string floatLiteral(double v) {
   if (std::isinf(v)) return v > 0 ? "float('inf')" : "float('-inf')";
   std::string s = fmt::format("{}", v);
@@ -146,12 +157,13 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
       else
         init << fmt::format("        {} = {}\n", self, render(op->init, *op, node, ins, outs, self));
     }
-    // In-place ops write into input 0 itself only when nothing else can observe it.
+    // In-place ops write into input 0 itself only when nothing else can observe it, autograd included.
     if (op->inplace && !ins.empty()) {
       int target = node.inputs[0];
       int producer = g.producerOf(target);
       bool privateValue = producer >= 0 && !catalog_.at(g.nodes[producer].op).view && g.useCount(target) == 1 &&
-                          std::find(g.outputs.begin(), g.outputs.end(), target) == g.outputs.end();
+                          std::find(g.outputs.begin(), g.outputs.end(), target) == g.outputs.end() &&
+                          !opsSavingTheirOutput().contains(g.nodes[producer].op);
       if (!privateValue) ins[0] += ".clone()";
     }
     std::vector<TensorType> types;

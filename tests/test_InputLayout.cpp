@@ -223,6 +223,26 @@ TEST(InputLayout, ViewBasesAndIllegalViewsRepairedToReshape) {
   EXPECT_EQ(repairer.repair(program(Layout{}, true, true)).nodes.back().op, "view");
 }
 
+// An in-place write lands in its target only when nothing can observe it: not another reader, not a
+// view's base, and not autograd, which saves the output of exp (among others) for backward.
+TEST(InputLayout, InPlaceWriteIntoAnOutputSavedForBackwardGoesToAClone) {
+  OpCatalog catalog = makeDefaultCatalog();
+  PythonEmitter emitter(catalog);
+  auto program = [](const std::string& producer) {
+    Graph g;
+    int x = g.addValue({{3, 4}, DType::Float32});
+    g.inputs.push_back({x, "x0", Distribution{}});
+    int v = g.addValue({{3, 4}, DType::Float32});
+    g.nodes.push_back({producer, {x}, {v}, json::object()});
+    int y = g.addValue({{3, 4}, DType::Float32});
+    g.nodes.push_back({"sigmoid_", {v}, {y}, json::object()});
+    g.outputs = {y};
+    return g;
+  };
+  EXPECT_NE(emitter.emit(program("exp")).find("v1.clone().sigmoid_()"), std::string::npos) << emitter.emit(program("exp"));
+  EXPECT_NE(emitter.emit(program("sin")).find("= v1.sigmoid_()"), std::string::npos) << emitter.emit(program("sin"));
+}
+
 // Ops that need distinct indices (index_assign, scatter without accumulation) are generated: their
 // fresh index operand is drawn as a permutation even when its range already fits.
 TEST(InputLayout, DistinctIndexOpsAreGeneratedWithPermutationIndices) {
