@@ -182,9 +182,15 @@ Layout randomLayout(const TensorType& t, const Distribution& dist, const std::ma
 }
 
 bool readByDenseInputOp(const Graph& g, const OpCatalog& catalog, int value) {
-  for (const Node& n : g.nodes)
-    if (!n.inputs.empty() && n.inputs[0] == value)
-      if (const OpSpec* op = catalog.find(n.op); op && op->denseInput) return true;
+  // Values computed from `value` (nodes come in topological order).
+  std::vector<bool> derived(g.values.size(), false);
+  derived.at(static_cast<size_t>(value)) = true;
+  for (const Node& n : g.nodes) {
+    if (n.inputs.empty()) continue;
+    if (const OpSpec* op = catalog.find(n.op); op && op->denseInput && derived.at(static_cast<size_t>(n.inputs[0]))) return true;
+    bool fromValue = std::any_of(n.inputs.begin(), n.inputs.end(), [&](int in) { return derived.at(static_cast<size_t>(in)); });
+    for (int out : n.outputs) derived.at(static_cast<size_t>(out)) = derived.at(static_cast<size_t>(out)) || fromValue;
+  }
   return false;
 }
 

@@ -38,8 +38,9 @@ std::string describeLayout(const Layout& layout);
 /// A random layout that makes `t` non-contiguous or moves its storage offset, its kind drawn with
 /// `weights` (kind -> weight) among the kinds that fit; contiguous when none fits.
 Layout randomLayout(const TensorType& t, const Distribution& dist, const std::map<std::string, double>& weights, Rng& rng);
-/// Whether a node reads `value` as input 0 of an op that eager refuses in some strided layouts
-/// (OpSpec::denseInput): such an input stays contiguous.
+/// Whether input 0 of an op that eager refuses in some strided layouts (OpSpec::denseInput) is
+/// `value` or computed from it: clone, copy_ and pointwise ops keep their input's strides, so such
+/// an input stays contiguous.
 bool readByDenseInputOp(const Graph& g, const OpCatalog& catalog, int value);
 /// The value whose storage `value` views: follows producers whose op returns a view of input 0
 /// (OpSpec::view) back to the first value that is none; `value` itself when it is no view.

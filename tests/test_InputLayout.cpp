@@ -168,6 +168,21 @@ TEST(InputLayout, DenseInputOpsKeepTheirInputContiguous) {
   Graph repaired = repairer.repair(g);
   ASSERT_EQ(repaired.nodes.size(), 1u);
   EXPECT_TRUE(repaired.inputs[0].layout.contiguous());
+
+  // Through ops that keep their input's strides (x0.clone().copy_(x2) kept x0 transposed, and
+  // take_along_dim refused it): the input stays contiguous too.
+  Graph through;
+  int a = through.addValue({{3, 4}, DType::Float32});
+  int index = through.addValue({{3, 4}, DType::Int64});
+  through.inputs.push_back({a, "x0", Distribution{}, Layout{"transposed", {0, 1}}});
+  through.inputs.push_back({index, "x1", Distribution{"randint", 0, 12}});
+  int s = through.addValue({{3, 4}, DType::Float32});
+  through.nodes.push_back({"sin", {a}, {s}, json::object()});
+  int taken = through.addValue({{12}, DType::Float32});
+  through.nodes.push_back({"take_along_dim", {s, index}, {taken}, {{"dim", nullptr}}});
+  through.outputs = {taken};
+  EXPECT_TRUE(readByDenseInputOp(through, catalog, a));
+  EXPECT_TRUE(repairer.repair(through).inputs[0].layout.contiguous());
 }
 
 // A value knows its base: views chain back to the value that owns the storage. A `view` of a value
