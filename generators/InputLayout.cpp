@@ -23,12 +23,6 @@ struct Strided {
   int64_t offset = 0;
 };
 
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (size_t i = sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(sizes[i], 1);
-  return strides;
-}
-
 /// The geometry make_inputs produces (layoutProblem must be "").
 Strided geometry(const Layout& l, const TensorType& t) {
   Strided s;
@@ -204,29 +198,83 @@ int viewBaseOf(const Graph& g, const OpCatalog& catalog, int value) {
   return value;
 }
 
-bool provablyContiguous(const Graph& g, const OpCatalog& catalog, int value) {
-  int producer = g.producerOf(value);
-  if (producer < 0) {
-    for (const Source& s : g.inputs)
-      if (s.value == value) return !isNonContiguous(s.layout, g.typeOf(value));
-    return true;  // a parameter or buffer
+Geometry inputGeometry(const Layout& layout, const TensorType& t) {
+  if (layout.contiguous() || !layoutProblem(layout, t, {}).empty()) return contiguousGeometry(t.shape);
+  Strided s = geometry(layout, t);
+  return {s.strides, s.offset};
+}
+
+std::vector<std::optional<Geometry>> valueGeometries(const Graph& g, const OpCatalog& catalog) {
+  std::map<int, std::optional<Geometry>> known;
+  for (const Source& s : g.params) known[s.value] = contiguousGeometry(g.typeOf(s.value).shape);
+  for (const Source& s : g.inputs) known[s.value] = inputGeometry(s.layout, g.typeOf(s.value));
+  auto contiguousValue = [&](int v) {
+    auto it = known.find(v);
+    return it != known.end() && it->second && isContiguous(g.typeOf(v).shape, it->second->strides);
+  };
+  for (const Node& n : g.nodes) {
+    const OpSpec* op = catalog.find(n.op);
+    std::vector<std::optional<Geometry>> out(n.outputs.size());
+    auto fresh = [&] {
+      for (size_t k = 0; k < n.outputs.size(); ++k) out[k] = contiguousGeometry(g.typeOf(n.outputs[k]).shape);
+    };
+    if (!op || n.inputs.empty()) {
+      // unknown op: nothing known
+    } else if (op->strides) {
+      auto in0 = known.find(n.inputs[0]);
+      if (in0 != known.end() && in0->second) {
+        OpContext ctx;
+        for (int v : n.inputs) ctx.in.push_back(g.typeOf(v));
+        ctx.attrs = n.attrs;
+        std::vector<TensorType> outs;
+        for (int v : n.outputs) outs.push_back(g.typeOf(v));
+        try {
+          if (auto rule = op->strides(ctx, *in0->second, outs)) {
+            for (size_t k = 0; k < out.size() && k < rule->size(); ++k) out[k] = (*rule)[k];
+          } else if (!viewRaisesInstead(*op)) {
+            fresh();
+          }
+        } catch (const std::exception&) {  // a node its own rules reject: nothing known
+        }
+      }
+    } else if (op->inplace) {
+      // The result is input 0 or its clone, which keeps a row-major layout.
+      if (contiguousValue(n.inputs[0])) fresh();
+    } else if (!op->view && !op->stridedOutput && std::all_of(n.inputs.begin(), n.inputs.end(), contiguousValue)) {
+      fresh();
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) known[n.outputs[k]] = out[k];
   }
-  const Node& n = g.nodes[static_cast<size_t>(producer)];
-  const OpSpec* op = catalog.find(n.op);
-  if (!op) return false;
-  if (op->name == "contiguous") return true;
-  static const std::set<std::string> rowMajorViews{"view", "reshape", "squeeze", "squeeze_dims", "unsqueeze", "flatten", "unflatten"};
-  if (op->view && !rowMajorViews.contains(op->name)) return false;
-  return std::all_of(n.inputs.begin(), n.inputs.end(), [&](int in) { return provablyContiguous(g, catalog, in); });
+  std::vector<std::optional<Geometry>> byValue(g.values.size());
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    auto it = known.find(g.values[i].id);
+    if (it != known.end()) byValue[i] = it->second;
+  }
+  return byValue;
+}
+
+bool viewRaisesInstead(const OpSpec& op) { return op.name == "view"; }
+
+bool provablyContiguous(const Graph& g, const OpCatalog& catalog, int value) {
+  auto geometries = valueGeometries(g, catalog);
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (g.values[i].id == value) return geometries[i] && isContiguous(g.values[i].type.shape, geometries[i]->strides);
+  return false;
 }
 
 int repairIllegalViews(Graph& g, const OpCatalog& catalog) {
   int changed = 0;
-  for (Node& n : g.nodes)
-    if (n.op == "view" && !n.inputs.empty() && !provablyContiguous(g, catalog, n.inputs[0])) {
-      n.op = "reshape";
-      ++changed;
-    }
+  auto geometries = valueGeometries(g, catalog);
+  std::map<int, size_t> index;
+  for (size_t i = 0; i < g.values.size(); ++i) index[g.values[i].id] = i;
+  for (Node& n : g.nodes) {
+    if (n.op != "view" || n.inputs.empty() || n.outputs.empty()) continue;
+    const auto& in = geometries[index.at(n.inputs[0])];
+    if (in && viewStrides(g.typeOf(n.inputs[0]).shape, in->strides, g.typeOf(n.outputs[0]).shape)) continue;
+    n.op = "reshape";
+    ++changed;
+    geometries = valueGeometries(g, catalog);  // what this node's readers see has changed
+  }
   return changed;
 }
 

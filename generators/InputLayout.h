@@ -45,13 +45,21 @@ bool readByDenseInputOp(const Graph& g, const OpCatalog& catalog, int value);
 /// The value whose storage `value` views: follows producers whose op returns a view of input 0
 /// (OpSpec::view) back to the first value that is none; `value` itself when it is no view.
 int viewBaseOf(const Graph& g, const OpCatalog& catalog, int value);
-/// Whether torch's is_contiguous() is sure to hold for `value` in eager: a contiguous input layout,
-/// a parameter, `.contiguous()`, or an op that is no view (or one of the views that keep row-major
-/// order: view, reshape, squeeze, unsqueeze, flatten, unflatten) whose tensor inputs all are.
-/// False where unsure.
+/// The strides and storage offset make_inputs gives an input of type `t` under `layout`.
+Geometry inputGeometry(const Layout& layout, const TensorType& t);
+/// The geometry eager gives each value (indexed like g.values) where the IR determines it: an
+/// input's layout, a parameter (row-major), a view op's stride rule over input 0's geometry, a fresh
+/// row-major result (a copying reshape, `.contiguous()`, an in-place op on a contiguous value, an op
+/// that is no view and not OpSpec::stridedOutput on contiguous inputs); nullopt where unsure.
+std::vector<std::optional<Geometry>> valueGeometries(const Graph& g, const OpCatalog& catalog);
+/// Whether a view op raises, rather than copying, where its stride rule cannot view input 0 (`view`).
+bool viewRaisesInstead(const OpSpec& op);
+/// Whether torch's is_contiguous() is sure to hold for `value` in eager (valueGeometries knows it and
+/// it is row-major). False where unsure.
 bool provablyContiguous(const Graph& g, const OpCatalog& catalog, int value);
-/// Turns every `view` whose input 0 is not provably contiguous into `reshape` (same shape rule;
-/// eager's .view raises on a layout it cannot view). Returns how many it changed.
+/// Turns every `view` that eager could not take of its input into `reshape` (same shape rule;
+/// eager's .view raises on a layout it cannot view): where valueGeometries does not know input 0's
+/// strides, or they do not allow the view. Returns how many it changed.
 int repairIllegalViews(Graph& g, const OpCatalog& catalog);
 /// Resets to contiguous every input layout, and to plain draws every input's boundary values, that no
 /// longer fit the input (repair or a shrinking pass changed its shape, dtype or distribution).

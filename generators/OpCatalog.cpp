@@ -141,6 +141,12 @@ OpSpec& OpCatalog::add(OpSpec spec) {
   return *ops_.back();
 }
 
+OpSpec& OpCatalog::edit(const std::string& name) {
+  auto it = byName_.find(name);
+  if (it == byName_.end()) throw std::out_of_range("no catalog op " + name);
+  return *const_cast<OpSpec*>(it->second);
+}
+
 const OpSpec* OpCatalog::find(const std::string& name) const {
   auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : it->second;
@@ -162,6 +168,7 @@ OpCatalog makeDefaultCatalog() {
   addInplaceViewOps(catalog);
   addBufferUpdateOps(catalog);
   addComplexOps(catalog);
+  addViewStrideRules(catalog);
   return catalog;
 }
 

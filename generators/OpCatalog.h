@@ -14,6 +14,7 @@
 #include "generators/Graph.h"
 #include "generators/IntConstraints.h"
 #include "generators/Rng.h"
+#include "generators/Strides.h"
 
 namespace tcfuzz::gen {
 
@@ -97,6 +98,9 @@ struct OpSpec {
   bool random = false;   // draws from the RNG (run under fallback_random)
   bool denseInput = false;  // eager refuses input 0 in some strided layouts (a .view inside, a memory-format check)
   bool tupleResult = false;  // the Python spelling returns a sequence even for one output (split)
+  /// An op that is no view whose output eager may lay out other than row-major even for contiguous
+  /// inputs (rot90's flip of a transpose, einsum's permuted bmm, linalg's column-major results).
+  bool stridedOutput = false;
 
   /// Fills ctx.attrs for the chosen inputs (at least input 0 is set). Default: draws each
   /// attribute from its domain.
@@ -110,6 +114,12 @@ struct OpSpec {
   std::optional<IntConstraintSet> constraints;
   /// Types of a layer's parameters (name, type), for the ATen cross-check; empty for functional ops.
   std::function<std::vector<std::pair<std::string, TensorType>>(const OpContext&)> params;
+  /// A view op's stride rule (generators/ops/ViewStrides.cpp): the geometry of each output given
+  /// input 0's and the output types, exactly as eager reports it; nullopt where the op cannot view
+  /// this input (`view` raises, reshape and flatten copy into a fresh row-major tensor).
+  std::function<std::optional<std::vector<Geometry>>(const OpContext&, const Geometry& in0,
+                                                     const std::vector<TensorType>& outs)>
+      strides;
   /// The value range of each output, given the input ranges. Unset: the range of input 0.
   std::function<std::vector<Interval>(const OpContext&)> range;
 };
@@ -136,6 +146,8 @@ class OpCatalog {
   /// Adds an entry (std::invalid_argument on a duplicate name or a missing shape rule).
   OpSpec& add(OpSpec spec);
   const OpSpec* find(const std::string& name) const;
+  /// An entry to complete after its family registered it (std::out_of_range when absent).
+  OpSpec& edit(const std::string& name);
   const OpSpec& at(const std::string& name) const;
   const std::vector<std::unique_ptr<OpSpec>>& ops() const { return ops_; }
   size_t size() const { return ops_.size(); }
@@ -157,6 +169,8 @@ void addIndexingOps(OpCatalog& catalog);
 void addInplaceViewOps(OpCatalog& catalog);
 void addBufferUpdateOps(OpCatalog& catalog);
 void addComplexOps(OpCatalog& catalog);
+/// Sets the stride rule of every view op (std::logic_error when a view op lacks one).
+void addViewStrideRules(OpCatalog& catalog);
 
 /// Runs the op's sampler (or the default one) on ctx.
 void sampleAttrs(const OpSpec& op, OpContext& ctx, Rng& rng);

@@ -22,7 +22,15 @@ const std::set<std::string>& opsSavingTheirOutput() {
       "sqrt",    "rsqrt",      "exp",        "exp2",       "expm1",   "tan",     "tanh",        "sigmoid",
       "reciprocal", "relu",    "softmax",    "log_softmax", "softmin", "logsumexp", "logcumsumexp", "cumprod",
       "prod",    "std",        "std_mean",   "vector_norm", "amax",    "amin",    "max_all",     "min_all",
-      "pow",     "normalize",  "sdpa",       "complex_exp", "relu_",   "sigmoid_"};
+      "pow",     "normalize",  "sdpa",       "complex_exp", "relu_",   "sigmoid_", "hypot",   "cdist",
+      "pairwise_distance", "copysign", "aminmax"};
+  return ops;
+}
+
+/// Ops that are no view but may return input 0 itself: `.to()` to the dtype it has, dropout with p = 0.
+/// An in-place write into their result would write into their input (a program input, a leaf).
+const std::set<std::string>& opsMayReturnTheirInput() {
+  static const std::set<std::string> ops{"to_dtype", "dropout"};
   return ops;
 }
 
@@ -163,7 +171,8 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
       int producer = g.producerOf(target);
       bool privateValue = producer >= 0 && !catalog_.at(g.nodes[producer].op).view && g.useCount(target) == 1 &&
                           std::find(g.outputs.begin(), g.outputs.end(), target) == g.outputs.end() &&
-                          !opsSavingTheirOutput().contains(g.nodes[producer].op);
+                          !opsSavingTheirOutput().contains(g.nodes[producer].op) &&
+                          !opsMayReturnTheirInput().contains(g.nodes[producer].op);
       if (!privateValue) ins[0] += ".clone()";
     }
     std::vector<TensorType> types;

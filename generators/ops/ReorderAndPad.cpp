@@ -47,6 +47,7 @@ void addReorderings(OpCatalog& c) {
   }
   {
     OpSpec s = shapeOp("rot90", "torch.rot90({0}, {k}, {dims})", "aten::rot90({0}, {k}, {dims})", 2);
+    s.stridedOutput = true;  // an odd k is a flip of a transpose, not copied back to row-major
     s.attrs = {intAttr("k", -4, 4), intListAttr("dims", -8, 7)};
     s.sample = [](OpContext& ctx, Rng& rng) { ctx.attrs["dims"] = distinctDims(rng, ctx.x().rank(), 2); };
     s.infer = [](const OpContext& ctx) {

@@ -269,18 +269,7 @@ void addReshapes(OpCatalog& c) {
     };
     s.infer = [](const OpContext& ctx) {
       int r = ctx.x().rank();
-      auto src = wrapDistinct(ctx.attrInts("source"), r, "movedim source");
-      auto dst = wrapDistinct(ctx.attrInts("destination"), r, "movedim destination");
-      require(src.size() == dst.size(), "movedim: source and destination must have the same length");
-      // Moved dims land at their destinations; the others keep their order in the free slots.
-      std::vector<int> order(r, -1);
-      for (size_t i = 0; i < src.size(); ++i) order[dst[i]] = src[i];
-      int next = 0;
-      for (auto& o : order) {
-        if (o >= 0) continue;
-        while (std::find(src.begin(), src.end(), next) != src.end()) ++next;
-        o = next++;
-      }
+      std::vector<int> order = movedimOrder(ctx);
       TensorType t = ctx.x();
       for (int i = 0; i < r; ++i) t.shape[i] = ctx.x().shape[order[i]];
       return std::vector<TensorType>{t};
@@ -300,11 +289,12 @@ void addReshapes(OpCatalog& c) {
     addWithComplex(c, std::move(s));
   }
   {
-    // as_strided over input 0's elements in row-major order (.contiguous() first: the IR does not
-    // track an intermediate's strides, and compiled code need not keep them). The view is a sub-grid
+    // as_strided over input 0's elements in row-major order (a contiguous clone first: as_strided's
+    // offset counts from the start of the storage, which a view of input 0 would not start at, and
+    // compiled code need not keep an intermediate's storage). The view is a sub-grid
     // (steps, gaps, dims reordered) or overlaps itself (sliding windows, a stride of 0): reading an
     // overlapping view is defined, and the emitter clones before any in-place write to a view.
-    OpSpec s = shapeOp("as_strided", "{0}.contiguous().as_strided({size}, {stride}, {storage_offset})",
+    OpSpec s = shapeOp("as_strided", "{0}.clone(memory_format=torch.contiguous_format).as_strided({size}, {stride}, {storage_offset})",
                        "aten::as_strided({0}, {size}, {stride}, {storage_offset})");
     s.view = true;
     s.attrs = {intListAttr("size", 0, 64), intListAttr("stride", 0, 1 << 16), intAttr("storage_offset", 0, 1 << 16)};

@@ -74,6 +74,24 @@ inline std::vector<int> wrapDistinct(const Shape& dims, int rank, const std::str
   return out;
 }
 
+/// movedim's dim order: output dim i is input dim order[i]. Moved dims land at their destinations;
+/// the others keep their order in the free slots.
+inline std::vector<int> movedimOrder(const OpContext& ctx) {
+  int r = ctx.x().rank();
+  auto src = wrapDistinct(ctx.attrInts("source"), r, "movedim source");
+  auto dst = wrapDistinct(ctx.attrInts("destination"), r, "movedim destination");
+  require(src.size() == dst.size(), "movedim: source and destination must have the same length");
+  std::vector<int> order(r, -1);
+  for (size_t i = 0; i < src.size(); ++i) order[dst[i]] = src[i];
+  int next = 0;
+  for (auto& o : order) {
+    if (o >= 0) continue;
+    while (std::find(src.begin(), src.end(), next) != src.end()) ++next;
+    o = next++;
+  }
+  return order;
+}
+
 /// The dim attribute `name` wrapped against input 0 (or `rank` when given).
 inline int dimOf(const OpContext& ctx, const std::string& name, int rank = -1) {
   return wrapDim(ctx.attrInt(name), rank < 0 ? ctx.x().rank() : rank);
