@@ -237,7 +237,7 @@ std::vector<std::optional<Geometry>> valueGeometries(const Graph& g, const OpCat
         } catch (const std::exception&) {  // a node its own rules reject: nothing known
         }
       }
-    } else if (op->inplace) {
+    } else if (op->inplace && !op->view) {
       // The result is input 0 or its clone, which keeps a row-major layout.
       if (contiguousValue(n.inputs[0])) fresh();
     } else if (!op->view && !op->stridedOutput && std::all_of(n.inputs.begin(), n.inputs.end(), contiguousValue)) {

@@ -321,7 +321,11 @@ std::string proposalGrammar(const OpCatalog& catalog, const std::vector<std::str
     dtypes += fmt::format("{}\"\\\"{}\\\"\"", dtypes.empty() ? "" : " | ", dtypeName(static_cast<DType>(i)));
   maxNodes = std::max(1, maxNodes);
   return fmt::format(R"(root ::= "{{" ws "\"inputs\":" ws "[" ws input ("," ws input){{0,2}} ws "]," ws "\"nodes\":" ws "[" ws node ("," ws node){{0,{}}} ws "]," ws "\"outputs\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ws "}}"
-input ::= "{{" ws "\"name\":" ws newname "," ws "\"shape\":" ws "[" ws dim ("," ws dim){{0,3}} ws "]," ws "\"dtype\":" ws dtype ws "}}"
+input ::= "{{" ws "\"name\":" ws newname "," ws "\"shape\":" ws "[" ws dim ("," ws dim){{0,3}} ws "]," ws "\"dtype\":" ws dtype ("," ws "\"layout\":" ws layout)? ws "}}"
+layout ::= "{{" ws "\"kind\":" ws (transposed | strided | expanded | "\"channels_last\"") ws "}}"
+transposed ::= "\"transposed\"," ws "\"dims\":" ws "[" [0-3] "," ws [0-3] "]"
+strided ::= "\"strided\"," ws "\"dim\":" ws [0-3] "," ws "\"step\":" ws [1-4] "," ws "\"offset\":" ws [0-4]
+expanded ::= "\"expanded\"," ws "\"dim\":" ws [0-3]
 node ::= "{{" ws "\"out\":" ws newname "," ws "\"op\":" ws op "," ws "\"args\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ("," ws "\"attrs\":" ws attrs)? ws "}}"
 attrs ::= "{{" ws (attr ("," ws attr){{0,4}})? ws "}}"
 attr ::= "\"" [a-z_] [a-z0-9_]{{0,23}} "\":" ws value

@@ -12,15 +12,16 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   ++programs;
   nodes += static_cast<int64_t>(g.nodes.size());
   deadNodes += deadNodeCount(g);
-  bool view = false, inplace = false, inplaceOnView = false, buffer = false, parameter = false;
+  bool view = false, inplace = false, inplaceOnView = false, staleView = false, buffer = false, parameter = false;
   std::vector<int> depth(g.values.size(), 0);  // nodes on the longest chain that defines each value
   for (const Node& n : g.nodes) {
     const OpSpec* op = catalog.find(n.op);
     if (op) {
       view = view || op->view || op->family == "inplace-view";
       inplace = inplace || op->inplace;
-      inplaceOnView = inplaceOnView || op->family == "inplace-view" ||
-                      (op->inplace && !n.inputs.empty() && viewBaseOf(g, catalog, n.inputs[0]) != n.inputs[0]);
+      // Only writes that land through a view: an in-place op reading a view writes into its clone.
+      inplaceOnView = inplaceOnView || op->family == "inplace-view";
+      staleView = staleView || op->family == "stale-view";
       buffer = buffer || op->family == "buffer-update";
       parameter = parameter || op->family == "param-data";
     }
@@ -31,6 +32,7 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withView += view;
   withInplace += inplace;
   withInplaceOnView += inplaceOnView;
+  withStaleView += staleView;
   withMutatedBuffer += buffer;
   withMutatedParameter += parameter;
   withViewOrInplace += view || inplace;
@@ -62,6 +64,7 @@ json ProgramFigures::toJson() const {
           {"programs_with_view", share(withView, programs)},
           {"programs_with_inplace", share(withInplace, programs)},
           {"programs_with_inplace_on_view", share(withInplaceOnView, programs)},
+          {"programs_with_view_read_after_its_base_is_written", share(withStaleView, programs)},
           {"programs_with_view_or_inplace", share(withViewOrInplace, programs)},
           {"programs_with_noncontiguous_input", share(withNonContiguousInput, programs)},
           {"programs_with_storage_offset_input", share(withStorageOffsetInput, programs)},

@@ -16,7 +16,8 @@ struct ProgramFigures {
   int64_t programs = 0, nodes = 0, deadNodes = 0;
   int64_t withView = 0;             // a node whose output is a view of its input
   int64_t withInplace = 0;          // an in-place op
-  int64_t withInplaceOnView = 0;    // an in-place op that writes through a view
+  int64_t withInplaceOnView = 0;    // an in-place op that writes through a view (family inplace-view)
+  int64_t withStaleView = 0;        // a view read after its base is written (family stale-view)
   int64_t withViewOrInplace = 0;
   int64_t withNonContiguousInput = 0;
   int64_t withStorageOffsetInput = 0;

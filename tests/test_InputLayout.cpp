@@ -377,6 +377,7 @@ TEST(ProgramShape, GeneratedProgramsHaveNoDeadNodesAndTheAskedShares) {
   EXPECT_GE(f["programs_with_view_or_inplace"].get<double>(), 0.30) << f.dump();
   EXPECT_GE(f["programs_with_noncontiguous_input"].get<double>(), 0.20) << f.dump();
   EXPECT_GT(f["programs_with_inplace_on_view"].get<double>(), 0.05) << f.dump();
+  EXPECT_GT(f["programs_with_view_read_after_its_base_is_written"].get<double>(), 0.02) << f.dump();
   EXPECT_GT(f["programs_with_storage_offset_input"].get<double>(), 0.02) << f.dump();
   EXPECT_GT(f["shared_value_share"].get<double>(), 0.0) << f.dump();
 }

@@ -1,4 +1,5 @@
-// In-place writes through a view (issue 17, family "inplace-view"): `v.narrow(1, 2, 3).mul_(y)`,
+// In-place writes through a view (issue 17, family "inplace-view"), and views read before their base
+// is written (family "stale-view", below): `v.narrow(1, 2, 3).mul_(y)`,
 // `v.select(0, 1).add_(y)`, `v[:, ::2].copy_(y)`, `v.diagonal(0, 0, 1).add_(y)`, `v[:, 1:3].fill_(s)` with a
 // 0-d s, and assignment to a subscripted view (`v[:, 1:3] = y`). The written tensor is
 // input 0 itself when nothing else reads it, else its clone (the emitter's in-place rule), and the
@@ -21,6 +22,7 @@ struct ViewKind {
   std::string python;  // the view of {out0}: ".narrow({dim}, {start}, {length})"
   bool subscript;      // python is a subscript, so the view can be assigned to
   std::string aten;    // the functional scatter, with {1} the written values
+  std::string atenView;  // the view itself in ATen (the shape of what reads it)
   int minRank = 1;
   std::vector<AttrSpec> attrs;
   std::function<void(OpContext&, Rng&)> sample;
@@ -45,7 +47,8 @@ int checkedDim(const OpContext& ctx, const std::string& attr) {
 
 std::vector<ViewKind> viewKinds() {
   std::vector<ViewKind> kinds;
-  kinds.push_back({"narrow", ".narrow({dim}, {start}, {length})", false, "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)", 1,
+  kinds.push_back({"narrow", ".narrow({dim}, {start}, {length})", false, "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)",
+                   "aten::narrow({0}, {dim}, {start}, {length})", 1,
                    {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64), intAttr("length", 1, 64)},
                    [](OpContext& ctx, Rng& rng) {
                      drawSliceAttrs(ctx, rng);
@@ -61,7 +64,8 @@ std::vector<ViewKind> viewKinds() {
                      return s;
                    }});
   kinds.push_back({"slice", "[(slice(None),) * {dim} + (slice({start}, {end}),)]", true,
-                   "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)", 1,
+                   "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)",
+                   "aten::slice.Tensor({0}, {dim}, {start}, {end}, 1)", 1,
                    {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64)},
                    [](OpContext& ctx, Rng& rng) { drawSliceAttrs(ctx, rng); },
                    [](const OpContext& ctx) {
@@ -72,7 +76,7 @@ std::vector<ViewKind> viewKinds() {
                      s[d] = end - start;
                      return s;
                    }});
-  kinds.push_back({"select", ".select({dim}, {index})", false, "aten::select_scatter({0}, {1}, {dim}, {index})", 1,
+  kinds.push_back({"select", ".select({dim}, {index})", false, "aten::select_scatter({0}, {1}, {dim}, {index})", "aten::select.int({0}, {dim}, {index})", 1,
                    {intAttr("dim", 0, 7), intAttr("index", 0, 64)},
                    [](OpContext& ctx, Rng& rng) {
                      int64_t d = rng.uniform(0, ctx.x().rank() - 1);
@@ -87,7 +91,8 @@ std::vector<ViewKind> viewKinds() {
                      return s;
                    }});
   kinds.push_back({"stepslice", "[(slice(None),) * {dim} + (slice(None, None, {step}),)]", true,
-                   "aten::slice_scatter({0}, {1}, {dim}, None, None, {step})", 1, {intAttr("dim", 0, 7), intAttr("step", 2, 3)},
+                   "aten::slice_scatter({0}, {1}, {dim}, None, None, {step})",
+                   "aten::slice.Tensor({0}, {dim}, None, None, {step})", 1, {intAttr("dim", 0, 7), intAttr("step", 2, 3)},
                    [](OpContext& ctx, Rng& rng) {
                      ctx.attrs["dim"] = rng.uniform(0, ctx.x().rank() - 1);
                      ctx.attrs["step"] = rng.uniform(2, 3);
@@ -100,7 +105,8 @@ std::vector<ViewKind> viewKinds() {
                      s[d] = (s[d] + step - 1) / step;
                      return s;
                    }});
-  kinds.push_back({"diagonal", ".diagonal(0, {dim1}, {dim2})", false, "aten::diagonal_scatter({0}, {1}, 0, {dim1}, {dim2})", 2,
+  kinds.push_back({"diagonal", ".diagonal(0, {dim1}, {dim2})", false, "aten::diagonal_scatter({0}, {1}, 0, {dim1}, {dim2})",
+                   "aten::diagonal({0}, 0, {dim1}, {dim2})", 2,
                    {intAttr("dim1", 0, 7), intAttr("dim2", 0, 7)},
                    [](OpContext& ctx, Rng& rng) {
                      int64_t a = rng.uniform(0, ctx.x().rank() - 1), b = a;
@@ -158,6 +164,42 @@ void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
   c.add(std::move(s));
 }
 
+/// A view read before its base is written (family "stale-view"): `{out0} = base.narrow(...)`, then
+/// `base.mul_(y)`; the program reads the view, which must show the write. Functionalization has to
+/// replay the base's mutation onto every live view of it. The base is input 0 itself when nothing
+/// else reads it, else its clone (the emitter's in-place rule), and the written operand has input
+/// 0's shape. The ATen spelling is the view alone (the output's shape).
+void addStaleView(OpCatalog& c, const ViewKind& view, const WriteMethod& method) {
+  std::string python = "stmt:{out0}_base = {0}\n{out0} = {out0}_base" + view.python + "\n{out0}_base." + method.name + "({1})";
+  OpSpec s = entry(view.name + "_read_before_" + method.name, "stale-view", python, view.atenView, kNumeric);
+  s.accepts = {kNumeric, kNumeric};
+  s.minInputs = s.maxInputs = 2;
+  s.minRank = view.minRank;
+  s.inplace = true;  // writes input 0 (or its clone)
+  s.view = true;     // and returns a view of it
+  s.attrs = view.attrs;
+  s.sample = [sample = view.sample, minRank = view.minRank](OpContext& ctx, Rng& rng) {
+    require(ctx.x().rank() >= minRank, "the view needs more dims than input 0 has");
+    sample(ctx, rng);
+  };
+  s.propose = [](const OpContext& ctx, int, Rng&) { return ctx.x(); };
+  auto shapeOf = view.shape;
+  s.infer = [shapeOf](const OpContext& ctx) {
+    TensorType t = ctx.x();
+    t.shape = shapeOf(ctx);  // checks the attributes
+    require(ctx.x(1).shape == ctx.x().shape, "the written values must have input 0's shape");
+    require(ctx.x(1).dtype == ctx.x().dtype, "the written values must have input 0's dtype");
+    return std::vector<TensorType>{t};
+  };
+  auto written = method.range;
+  s.range = [written](const OpContext& ctx) {
+    Interval r = unionI(ctx.ranges[0], written(ctx.ranges[0], ctx.ranges[1]));
+    if (isInt(ctx.x().dtype)) r = {std::floor(r.lo), std::ceil(r.hi)};
+    return std::vector<Interval>{r};
+  };
+  c.add(std::move(s));
+}
+
 }  // namespace
 
 void addInplaceViewOps(OpCatalog& c) {
@@ -170,6 +212,9 @@ void addInplaceViewOps(OpCatalog& c) {
   for (const ViewKind& view : viewKinds())
     for (const WriteMethod& method : methods)
       if (view.subscript || !method.needsSubscript) addViewWrite(c, view, method);
+  for (const ViewKind& view : viewKinds())
+    for (const WriteMethod& method : methods)
+      if (!method.needsSubscript && !method.scalarOperand) addStaleView(c, view, method);
 }
 
 }  // namespace tcfuzz::gen

@@ -272,11 +272,12 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
                              r.accepted, r.validAsIs, r.solved, r.casts, r.clamps, r.coercions, r.resized, r.rejected);
     const json& f = stats["program_shape"];
     std::cout << fmt::format("shape: {:.1f}% dead nodes, depth {:.1f}, fan-out {:.2f}; programs with a view {:.0f}%, an in-place op "
-                             "{:.0f}% (through a view {:.0f}%), a non-contiguous input {:.0f}% (a storage offset {:.0f}%), a mutated buffer "
+                             "{:.0f}% (through a view {:.0f}%, a view read after its base is written {:.0f}%), a non-contiguous input {:.0f}% (a storage offset {:.0f}%), a mutated buffer "
                              "{:.0f}%, a parameter written through .data {:.0f}%, boundary values {:.0f}%\n",
                              100 * f["dead_node_share"].get<double>(), f["mean_depth"].get<double>(), f["mean_fan_out"].get<double>(),
                              100 * f["programs_with_view"].get<double>(), 100 * f["programs_with_inplace"].get<double>(),
                              100 * f["programs_with_inplace_on_view"].get<double>(),
+                             100 * f["programs_with_view_read_after_its_base_is_written"].get<double>(),
                              100 * f["programs_with_noncontiguous_input"].get<double>(),
                              100 * f["programs_with_storage_offset_input"].get<double>(),
                              100 * f["programs_with_mutated_buffer"].get<double>(),
