@@ -289,6 +289,27 @@ TEST_F(PythonLiftWorkers, WriteThroughAViewLiftsToAnInplaceViewNode) {
   EXPECT_EQ(r.lift["unmapped"], json::object());
 }
 
+// A plain in-place write (h.mul_(y), h.relu_()) lifts to the out-of-place op's node, which later reads
+// of h see; a view taken before such a write and read after it refuses the lift.
+TEST_F(PythonLiftWorkers, PlainInPlaceWritesLiftToTheirOutOfPlaceOps) {
+  oracles::RunResult r = lift(sourcePath("tests/programs/llm/plain_inplace.py"));
+  ASSERT_TRUE(r.ok()) << r.summary() << r.stderrTail;
+  ASSERT_TRUE(r.lift.contains("proposal")) << r.lift.dump();
+  std::vector<std::string> ops;
+  for (const auto& node : r.lift["proposal"]["nodes"]) ops.push_back(node["op"]);
+  EXPECT_EQ(ops, (std::vector<std::string>{"sigmoid", "mul", "relu", "tanh"})) << r.lift["proposal"].dump(2);
+  EXPECT_EQ(r.lift["proposal"]["nodes"][1]["args"], json::parse(R"(["v0", "x1"])"));
+  EXPECT_EQ(r.lift["proposal"]["nodes"][2]["args"], json::parse(R"(["v1"])"));
+  EXPECT_EQ(r.lift["proposal"]["nodes"][3]["args"], json::parse(R"(["v2"])"));
+  EXPECT_EQ(r.lift["unmapped"], json::object());
+
+  oracles::RunResult stale = lift(sourcePath("tests/programs/llm/stale_view_read.py"));
+  ASSERT_TRUE(stale.ok()) << stale.summary() << stale.stderrTail;
+  ASSERT_TRUE(stale.lift.contains("rejected")) << stale.lift.dump();
+  EXPECT_NE(stale.lift["rejected"].get<std::string>().find("a view is read after a write"), std::string::npos)
+      << stale.lift.dump();
+}
+
 TEST_F(PythonLiftWorkers, OrdinaryModelCodePassesTheAllowlist) {
   oracles::RunResult r = lift(sourcePath("tests/programs/llm/ordinary_code.py"));
   ASSERT_TRUE(r.ok()) << r.summary() << r.stderrTail;

@@ -391,6 +391,7 @@ class Lifter:
         self.names = {}
         self.views = {}  # id(view) -> (base tensor, kind, composite attrs), for writes through it
         self.stale = set()  # ids of views written through: reading one again is refused
+        self.views_of = {}  # id(base) -> ids of the views of it the lift named, stale once the base is written
         self.inputs = []
         self.nodes = []
         self.fresh = 0
@@ -437,6 +438,46 @@ class Lifter:
         del self.views[id(view)]
         return True
 
+    def write_in_place(self, func, args, kwargs, outs):
+        """`x.add_(y)` and the other in-place methods on a tensor that is no view: the out-of-place op's
+        node, which later reads of x see; views of x taken before the write are stale from then on.
+        A write into any other view (its base changes too) or one without an out-of-place catalog op
+        refuses the lift, since a program that ignored the write would compute something else."""
+        method = getattr(func, "__name__", "")
+        if not method.endswith("_") or method.startswith("_") or not args or outs[0] is not args[0]:
+            return False
+        target = args[0]
+        if target._base is not None:
+            raise LiftRefused(f"{method} writes into a view, which the lift maps only through "
+                              f"{', '.join(VIEW_WRITE_KINDS)} with {', '.join(VIEW_WRITE_METHODS)}")
+        found = None
+        for namespace in (torch.Tensor, torch, torch.nn.functional):  # x.relu_() is torch.relu(x)
+            functional = getattr(namespace, method[:-1], None)
+            found = self.match(functional, args, kwargs) if functional is not None else None
+            if found is not None:
+                break
+        if found is None:
+            raise LiftRefused(f"in-place {method} has no out-of-place catalog op to stand for it")
+        self.add_node(*found, outs)
+        self.stale.update(self.views_of.pop(id(target), set()))
+        return True
+
+    def add_node(self, entry, tensors, attrs, outs):
+        """The node of a mapped call: its reads named, its outputs named vK, vK.1, ..."""
+        reads = tensors["*"] if "*" in tensors else [tensors[k] for k in sorted(tensors)]
+        arg_names = [self.name(t) for t in reads]
+        out = f"v{len(self.nodes)}"
+        for k, t in enumerate(outs):
+            self.check(t)
+            self.names[id(t)] = out if k == 0 else f"{out}.{k}"
+        self.nodes.append({"out": out, "op": entry["op"], "args": arg_names, "attrs": attrs})
+        if outs[0]._base is not None:
+            self.views_of.setdefault(id(outs[0]._base), set()).add(id(outs[0]))
+        if entry["op"] in VIEW_WRITE_KINDS and len(reads) == 1 and outs[0]._base is not None:
+            composite = _view_write_attrs(entry["op"], attrs, reads[0].dim())
+            if composite is not None:
+                self.views[id(outs[0])] = (reads[0], entry["op"], composite)
+
     def match(self, func, args, kwargs):
         """The first candidate that binds completely, else the first that binds at all: (entry, tensors, attrs)."""
         fallback = None
@@ -457,10 +498,13 @@ class Lifter:
         counted, mapped, unmapped = 0, 0, {}
         for func, args, kwargs, result in calls:
             outs = _result_tensors(result)
+            if getattr(func, "__name__", "") == "__setitem__":
+                # x[...] = v writes x (and its base): a proposal that ignored it would compute something else.
+                raise LiftRefused("assignment through a subscript (x[...] = v) is not lifted")
             if not outs:
                 continue  # x.shape, x.size(0): nothing a node could stand for
             counted += 1
-            if self.write_through_view(func, args, kwargs, outs):
+            if self.write_through_view(func, args, kwargs, outs) or self.write_in_place(func, args, kwargs, outs):
                 mapped += 1
                 continue
             found = self.match(func, args, kwargs)
@@ -468,19 +512,8 @@ class Lifter:
                 name = function_name(func)
                 unmapped[name] = unmapped.get(name, 0) + 1
                 continue
-            entry, tensors, attrs = found
             mapped += 1
-            reads = tensors["*"] if "*" in tensors else [tensors[k] for k in sorted(tensors)]
-            arg_names = [self.name(t) for t in reads]
-            out = f"v{len(self.nodes)}"
-            for k, t in enumerate(outs):
-                self.check(t)
-                self.names[id(t)] = out if k == 0 else f"{out}.{k}"
-            self.nodes.append({"out": out, "op": entry["op"], "args": arg_names, "attrs": attrs})
-            if entry["op"] in VIEW_WRITE_KINDS and len(reads) == 1 and outs[0]._base is not None:
-                composite = _view_write_attrs(entry["op"], attrs, reads[0].dim())
-                if composite is not None:
-                    self.views[id(outs[0])] = (reads[0], entry["op"], composite)
+            self.add_node(*found, outs)
         outputs = []
         for leaf in pytree.tree_leaves(output):
             if isinstance(leaf, torch.Tensor):
