@@ -183,6 +183,42 @@ OpSpec& inplaceUnary(OpCatalog& c, std::string name, std::string call, std::stri
   return c.add(std::move(s));
 }
 
+/// index_add (out of place, or in place as index_add_): rows of input 2 added, times alpha, at the
+/// 1-d index's positions along dim (duplicates accumulate).
+OpSpec& indexAdd(OpCatalog& c, const std::string& name, const std::string& python) {
+  OpSpec s = base(name, "indexing", python,
+                  "aten::index_add({0}, {dim}, {1}, {2}, {alpha})", {kNumeric, only(DType::Int64), kNumeric});
+  s.minInputs = s.maxInputs = 3;
+  s.minRank = 1;
+  s.attrs = {dimAttr(), intAttr("alpha", -2, 2)};
+  s.sample = [](OpContext& ctx, Rng& rng) { ctx.attrs["dim"] = drawDim(rng, ctx.x().rank()); };
+  s.propose = [](const OpContext& ctx, int k, Rng& rng) {
+    if (k == 1) return TensorType{{rng.uniform(1, 6)}, DType::Int64};
+    TensorType t = ctx.x();
+    t.shape[wrapDim(ctx.attrInt("dim"), t.rank())] = ctx.in.size() > 1 && ctx.x(1).rank() == 1 ? ctx.x(1).shape[0] : 1;
+    return t;
+  };
+  s.need = [](const OpContext& ctx, int k) -> std::optional<Interval> {
+    if (k == 1) return Interval{0, static_cast<double>(sizeAt(ctx.x(), ctx.attrInt("dim")) - 1)};
+    return std::nullopt;
+  };
+  s.infer = [](const OpContext& ctx) {
+    const TensorType &x = ctx.x(), &idx = ctx.x(1), &src = ctx.x(2);
+    int d = wrapDim(ctx.attrInt("dim"), x.rank());
+    require(idx.rank() == 1, "the index must be 1-d");
+    require(src.dtype == x.dtype, "source must have input 0's dtype");
+    TensorType expected = x;
+    expected.shape[d] = idx.shape[0];
+    require(src.shape == expected.shape, "source must have input 0's shape with dim resized to the index length");
+    return std::vector<TensorType>{x};
+  };
+  s.range = [](const OpContext& ctx) {
+    Interval added = scaleI(ctx.ranges[2], static_cast<double>(ctx.attrInt("alpha")));
+    return std::vector<Interval>{accumulateRange(ctx.ranges[0], added, static_cast<double>(ctx.x(1).shape[0]))};
+  };
+  return c.add(std::move(s));
+}
+
 }  // namespace
 
 void addIndexingOps(OpCatalog& c) {
@@ -193,47 +229,22 @@ void addIndexingOps(OpCatalog& c) {
   // assignment through advanced indexing with distinct indices, and index_put_ accumulating duplicates.
   indexPut(c, "index_assign", "stmt:{out0} = {0}\n{out0}[{1}] = {2}", false).inplace = true;
   indexPut(c, "index_put_", "{0}.index_put_(({1},), {2}, accumulate=True)", true).inplace = true;
-  {
-    OpSpec s = base("index_add", "indexing", "torch.index_add({0}, {dim}, {1}, {2}, alpha={alpha})",
-                    "aten::index_add({0}, {dim}, {1}, {2}, {alpha})", {kNumeric, only(DType::Int64), kNumeric});
-    s.minInputs = s.maxInputs = 3;
-    s.minRank = 1;
-    s.attrs = {dimAttr(), intAttr("alpha", -2, 2)};
-    s.sample = [](OpContext& ctx, Rng& rng) { ctx.attrs["dim"] = drawDim(rng, ctx.x().rank()); };
-    s.propose = [](const OpContext& ctx, int k, Rng& rng) {
-      if (k == 1) return TensorType{{rng.uniform(1, 6)}, DType::Int64};
-      TensorType t = ctx.x();
-      t.shape[wrapDim(ctx.attrInt("dim"), t.rank())] = ctx.in.size() > 1 && ctx.x(1).rank() == 1 ? ctx.x(1).shape[0] : 1;
-      return t;
-    };
-    s.need = [](const OpContext& ctx, int k) -> std::optional<Interval> {
-      if (k == 1) return Interval{0, static_cast<double>(sizeAt(ctx.x(), ctx.attrInt("dim")) - 1)};
-      return std::nullopt;
-    };
-    s.infer = [](const OpContext& ctx) {
-      const TensorType &x = ctx.x(), &idx = ctx.x(1), &src = ctx.x(2);
-      int d = wrapDim(ctx.attrInt("dim"), x.rank());
-      require(idx.rank() == 1, "the index must be 1-d");
-      require(src.dtype == x.dtype, "source must have input 0's dtype");
-      TensorType expected = x;
-      expected.shape[d] = idx.shape[0];
-      require(src.shape == expected.shape, "source must have input 0's shape with dim resized to the index length");
-      return std::vector<TensorType>{x};
-    };
-    s.range = [](const OpContext& ctx) {
-      Interval added = scaleI(ctx.ranges[2], static_cast<double>(ctx.attrInt("alpha")));
-      return std::vector<Interval>{accumulateRange(ctx.ranges[0], added, static_cast<double>(ctx.x(1).shape[0]))};
-    };
-    c.add(std::move(s));
+  indexAdd(c, "index_add", "torch.index_add({0}, {dim}, {1}, {2}, alpha={alpha})");
+  indexAdd(c, "index_add_", "{0}.index_add_({dim}, {1}, {2}, alpha={alpha})").inplace = true;
+  for (auto [name, python] : {std::pair{"scatter", "torch.scatter({0}, {dim}, {1}, {2})"},
+                              std::pair{"scatter_", "{0}.scatter_({dim}, {1}, {2})"}}) {
+    auto& s = scatterLike(c, name, python, "aten::scatter.src({0}, {dim}, {1}, {2})", true, kAllDTypes);
+    s.inplace = std::string(name).ends_with("_");
+    s.range = [](const OpContext& ctx) { return std::vector<Interval>{unionI(ctx.ranges[0], ctx.ranges[2])}; };
   }
-  scatterLike(c, "scatter", "torch.scatter({0}, {dim}, {1}, {2})", "aten::scatter.src({0}, {dim}, {1}, {2})", true,
-              kAllDTypes)
-      .range = [](const OpContext& ctx) { return std::vector<Interval>{unionI(ctx.ranges[0], ctx.ranges[2])}; };
-  scatterLike(c, "scatter_add", "torch.scatter_add({0}, {dim}, {1}, {2})", "aten::scatter_add({0}, {dim}, {1}, {2})",
-              false, kNumeric)
-      .range = [](const OpContext& ctx) {
-    return std::vector<Interval>{accumulateRange(ctx.ranges[0], ctx.ranges[2], collisions(ctx))};
-  };
+  for (auto [name, python] : {std::pair{"scatter_add", "torch.scatter_add({0}, {dim}, {1}, {2})"},
+                              std::pair{"scatter_add_", "{0}.scatter_add_({dim}, {1}, {2})"}}) {
+    auto& s = scatterLike(c, name, python, "aten::scatter_add({0}, {dim}, {1}, {2})", false, kNumeric);
+    s.inplace = std::string(name).ends_with("_");
+    s.range = [](const OpContext& ctx) {
+      return std::vector<Interval>{accumulateRange(ctx.ranges[0], ctx.ranges[2], collisions(ctx))};
+    };
+  }
   {
     auto& s = scatterLike(c, "scatter_reduce",
                           "torch.scatter_reduce({0}, {dim}, {1}, {2}, reduce={reduce}, include_self={include_self})",
