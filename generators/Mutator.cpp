@@ -35,6 +35,7 @@ Mutator::Mutator(const OpCatalog& catalog, GenPolicy policy) : catalog_(catalog)
       {"change_layout", [this](Graph& g, const Graph*, Rng& r) { return changeLayout(g, r); }},
       {"insert_view", [this](Graph& g, const Graph*, Rng& r) { return insertView(g, r); }},
       {"insert_inplace", [this](Graph& g, const Graph*, Rng& r) { return insertInplace(g, r); }},
+      {"make_inplace", [this](Graph& g, const Graph*, Rng& r) { return makeInplace(g, r); }},
   };
   for (const auto& [name, _] : table_) stats_[name];
 }
@@ -99,6 +100,25 @@ bool Mutator::insertView(Graph& g, Rng& rng) const {
 
 bool Mutator::insertInplace(Graph& g, Rng& rng) const {
   return insertReader(g, rng, [](const OpSpec& op) { return op.inplace; }, true);
+}
+
+bool Mutator::makeInplace(Graph& g, Rng& rng) const {
+  // Nodes whose op has an in-place twin (relu -> relu_, index_add -> index_add_) taking as many inputs.
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const OpSpec* twin = catalog_.find(g.nodes[i].op + "_");
+    int arity = static_cast<int>(g.nodes[i].inputs.size());
+    if (twin && twin->inplace && arity >= twin->minInputs && arity <= twin->maxInputs) candidates.push_back(i);
+  }
+  if (candidates.empty()) return false;
+  Node& n = g.nodes[rng.pick(candidates)];
+  const OpSpec& twin = catalog_.at(n.op + "_");
+  OpContext ctx;
+  for (int v : n.inputs) ctx.in.push_back(g.typeOf(v));
+  ctx.attrs = n.attrs;
+  n.op = twin.name;
+  if (!checkAttrs(twin, ctx).empty()) n.attrs = json::object();  // repair draws the twin's own
+  return true;
 }
 
 bool Mutator::changeLayout(Graph& g, Rng& rng) const {

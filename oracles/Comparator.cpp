@@ -140,7 +140,22 @@ LeafComparison Comparator::compareLeaf(size_t index, const LoadedOutputs& eager,
     out.reason = std::move(reason);
     return out;
   };
-  if (el.kind != cl.kind) return fail("one output is a tensor, the other is not");
+  if (el.kind != cl.kind) {
+    // A gradient that is None (no path from the input to any output) on one side and an all-zero tensor on
+    // the other: the compiled backward materialized it. Autograd's own materialize_grads makes the same
+    // choice; no value differs, so it is not a wrong result.
+    const OutputLeaf& tensorSide = el.kind == OutputLeaf::Kind::Tensor ? el : cl;
+    const OutputLeaf& otherSide = el.kind == OutputLeaf::Kind::Tensor ? cl : el;
+    const LoadedOutputs& tensorOwner = el.kind == OutputLeaf::Kind::Tensor ? eager : compiled;
+    if (el.role == "grad" && otherSide.kind == OutputLeaf::Kind::Other && otherSide.repr == "None" &&
+        tensorSide.kind == OutputLeaf::Kind::Tensor && tensorSide.index >= 0 &&
+        !tensorOwner.tensors[tensorSide.index].count_nonzero().item<int64_t>()) {
+      out.reason = fmt::format("gradient None in {} and all zeros in {}: not judged", &el == &otherSide ? "eager" : "compiled",
+                               &el == &otherSide ? "compiled" : "eager");
+      return out;
+    }
+    return fail("one output is a tensor, the other is not");
+  }
   if (el.kind == OutputLeaf::Kind::Other) {
     if (el.repr == cl.repr) return out;
     if (el.role == "alias")

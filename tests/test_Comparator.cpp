@@ -56,6 +56,33 @@ TEST_F(ComparatorTest, EqualOutputsPass) {
   EXPECT_DOUBLE_EQ(cmp.leaves[0].maxAbsDiff, 0.0);
 }
 
+// A gradient None in eager (no path to any output) and materialized as zeros by the compiled backward
+// is no wrong result; zeros against a nonzero gradient, or None against a nonzero tensor, still are.
+TEST_F(ComparatorTest, NoneGradientAgainstZerosIsNotJudged) {
+  auto gradLeaves = [](LoadedOutputs o) {
+    for (auto& leaf : o.leaves) leaf.role = "grad";
+    return o;
+  };
+  LoadedOutputs none;
+  OutputLeaf leaf;
+  leaf.kind = OutputLeaf::Kind::Other;
+  leaf.repr = "None";
+  leaf.role = "grad";
+  none.leaves.push_back(leaf);
+  LoadedOutputs zeros = gradLeaves(outputs({at::zeros({3})})), ones = gradLeaves(outputs({at::ones({3})}));
+  Comparison materialized = comparator.compare(none, zeros, nullptr);
+  EXPECT_TRUE(materialized.passed) << materialized.reason;
+  EXPECT_EQ(materialized.leaves.at(0).reason, "gradient None in eager and all zeros in compiled: not judged");
+  EXPECT_TRUE(comparator.compare(zeros, none, nullptr).passed);
+  Comparison wrong = comparator.compare(none, ones, nullptr);
+  EXPECT_FALSE(wrong.passed);
+  EXPECT_NE(wrong.reason.find("one output is a tensor, the other is not"), std::string::npos) << wrong.reason;
+  // Outside gradients the rule does not apply.
+  LoadedOutputs noneOutput = none;
+  noneOutput.leaves[0].role = "output";
+  EXPECT_FALSE(comparator.compare(noneOutput, outputs({at::zeros({3})}), nullptr).passed);
+}
+
 TEST_F(ComparatorTest, WithinToleranceIsAllclose) {
   at::Tensor x = at::randn({64});
   at::Tensor y = x + 5e-5;  // inside atol = rtol = 1e-4

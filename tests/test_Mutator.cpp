@@ -2,6 +2,10 @@
 // deterministically, and the stats count what each did.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+#include <set>
+
 #include "generators/GraphRepair.h"
 #include "generators/Mutator.h"
 
@@ -18,7 +22,7 @@ TEST_F(MutatorTest, EveryMutatorProducesValidNewPrograms) {
   Mutator mutator(catalog, GenPolicy{});
   ASSERT_EQ(mutator.names(), (std::vector<std::string>{"replace_op", "insert_node", "delete_node", "change_attr",
                                                         "change_shape", "change_dtype", "splice", "change_layout",
-                                                        "insert_view", "insert_inplace"}));
+                                                        "insert_view", "insert_inplace", "make_inplace"}));
   for (const auto& name : mutator.names()) {
     int produced = 0;
     for (uint64_t i = 0; i < 40; ++i) {
@@ -35,6 +39,33 @@ TEST_F(MutatorTest, EveryMutatorProducesValidNewPrograms) {
     EXPECT_EQ(mutator.stats().at(name).produced, produced);
     EXPECT_GE(mutator.stats().at(name).applied, produced);
   }
+}
+
+// make_inplace turns one node into its op's in-place twin: the mutant has one more in-place node, of
+// an op whose out-of-place form the parent held.
+TEST_F(MutatorTest, MakeInplaceTurnsANodeIntoItsInplaceTwin) {
+  Mutator mutator(catalog, GenPolicy{});
+  auto inplaceOps = [&](const Graph& g) {
+    std::multiset<std::string> ops;
+    for (const auto& n : g.nodes)
+      if (catalog.at(n.op).inplace) ops.insert(n.op);
+    return ops;
+  };
+  int checked = 0;
+  for (uint64_t i = 0; i < 40; ++i) {
+    Graph parent = generator.generate(i);
+    auto m = mutator.mutate(parent, nullptr, i, "make_inplace");
+    if (!m) continue;
+    auto before = inplaceOps(parent), after = inplaceOps(m->graph);
+    std::vector<std::string> added;
+    std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(added));
+    ASSERT_EQ(added.size(), 1u) << "program " << i;
+    std::string functional = added[0].substr(0, added[0].size() - 1);
+    EXPECT_TRUE(std::any_of(parent.nodes.begin(), parent.nodes.end(), [&](const Node& n) { return n.op == functional; }))
+        << added[0] << " in program " << i;
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
 }
 
 TEST_F(MutatorTest, MutationIsDeterministic) {

@@ -140,7 +140,17 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
        {{"min_nodes", 3},
         {"max_nodes", 6},
         {"dtype_weights", {{"float32", 1}}},
-        {"op_weights", {{"sigmoid", 30}, {"cumsum", 30}, {"tanh", 30}}}}},
+        // Fractional interpolation hits real upstream bugs (#198201, and its bilinear twin) under the
+        // planted backends' decompositions: a fourth report this check of the three planted ones must not see.
+        {"op_weights",
+         {{"sigmoid", 30},
+          {"cumsum", 30},
+          {"tanh", 30},
+          {"interpolate_nearest2d_fractional", 0},
+          {"interpolate_linear1d_fractional", 0},
+          {"interpolate_bilinear2d_fractional", 0},
+          {"interpolate_bicubic2d_fractional", 0},
+          {"interpolate_trilinear3d_fractional", 0}}}}},
       {"compile",
        {{"backends", {{"tcfuzz_planted_sigmoid", 1}, {"tcfuzz_planted_cumsum_raise", 1}, {"tcfuzz_planted_tanh_segv", 1}}},
         {"dynamic", {{"auto", 1}}},
@@ -156,7 +166,7 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
     return a;
   };
   Finished fuzz = runTcfuzz(with({"fuzz", "-o", out.string(), "--seed", "5", "--policy", policyFile.string(), "--plugin",
-                                  sourcePath("tests/fixtures/planted_backends.py").string(), "--max-programs", "220",
+                                  sourcePath("tests/fixtures/planted_backends.py").string(), "--max-programs", "300",
                                   "--status", "log", "--no-triage", "--llm", "off"}));
   ASSERT_EQ(fuzz.exitCode, 0) << fuzz.output;
   int64_t findings = 0;

@@ -61,7 +61,8 @@ OpSpec& product(OpCatalog& c, const std::string& name, const std::string& python
   s.accepts = {kNumeric};
   s.minRank = minRank;
   s.maxRank = maxRank;
-  s.propose = [other](const OpContext& ctx, int, Rng& rng) {
+  s.propose = [other, minRank, maxRank](const OpContext& ctx, int, Rng& rng) {
+    require(ctx.x().rank() >= minRank && ctx.x().rank() <= maxRank, "input 0's rank is outside the op's");  // repair may offer another
     TensorType t = ctx.x();
     t.shape = other(ctx.x().shape, rng);
     return t;
@@ -91,6 +92,7 @@ OpSpec& productPlusBias(OpCatalog& c, const std::string& name, int rank) {
     return out;
   };
   s.propose = [rank](const OpContext& ctx, int k, Rng& rng) {
+    require(ctx.x().rank() == rank, "input 0 must have the product's rank");  // repair may offer another
     TensorType t = ctx.x();
     const Shape& a = ctx.x().shape;
     int64_t p = ctx.in.size() > 1 && ctx.x(1).rank() == rank ? ctx.x(1).shape.back() : rng.uniform(1, 6);
