@@ -126,13 +126,11 @@ std::vector<ViewKind> viewKinds() {
   return kinds;
 }
 
-void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method) {
-  std::string write = method.statement;
-  write.replace(write.find("{view}"), 6, "{out0}" + view.python);
-  // fill_'s ATen proxy: maximum with the 0-d value has input 0's shape and dtype, and its values lie
-  // between input 0's and the fill value's, as the filled tensor's do.
-  OpSpec s = entry(view.name + "_" + method.name, "inplace-view", "stmt:{out0} = {0}\n" + write,
-                   method.scalarOperand ? "aten::maximum({0}, {1})" : view.aten, kNumeric);
+/// What a write through `view` with `method` and a view read across a write of its base share: two
+/// numeric inputs, the view's attributes and rank, in place, and the written range joined to input 0's.
+OpSpec viewWriteEntry(const std::string& name, const std::string& family, const std::string& python,
+                      const std::string& aten, const ViewKind& view, const WriteMethod& method) {
+  OpSpec s = entry(name, family, python, aten, kNumeric);
   s.accepts = {kNumeric, kNumeric};
   s.minInputs = s.maxInputs = 2;
   s.minRank = view.minRank;
@@ -143,6 +141,21 @@ void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
     require(ctx.x().rank() >= minRank, "the view needs more dims than input 0 has");
     sample(ctx, rng);
   };
+  s.range = [written = method.range](const OpContext& ctx) {
+    Interval r = unionI(ctx.ranges[0], written(ctx.ranges[0], ctx.ranges[1]));
+    if (isInt(ctx.x().dtype)) r = {std::floor(r.lo), std::ceil(r.hi)};
+    return std::vector<Interval>{r};
+  };
+  return s;
+}
+
+void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method) {
+  std::string write = method.statement;
+  write.replace(write.find("{view}"), 6, "{out0}" + view.python);
+  // fill_'s ATen proxy: maximum with the 0-d value has input 0's shape and dtype, and its values lie
+  // between input 0's and the fill value's, as the filled tensor's do.
+  OpSpec s = viewWriteEntry(view.name + "_" + method.name, "inplace-view", "stmt:{out0} = {0}\n" + write,
+                            method.scalarOperand ? "aten::maximum({0}, {1})" : view.aten, view, method);
   auto shapeOf = view.shape;
   bool scalar = method.scalarOperand;
   s.propose = [shapeOf, scalar](const OpContext& ctx, int, Rng&) {
@@ -155,12 +168,6 @@ void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
     require(ctx.x(1).dtype == ctx.x().dtype, "the written values must have input 0's dtype");
     return std::vector<TensorType>{ctx.x()};
   };
-  auto written = method.range;
-  s.range = [written](const OpContext& ctx) {
-    Interval r = unionI(ctx.ranges[0], written(ctx.ranges[0], ctx.ranges[1]));
-    if (isInt(ctx.x().dtype)) r = {std::floor(r.lo), std::ceil(r.hi)};
-    return std::vector<Interval>{r};
-  };
   c.add(std::move(s));
 }
 
@@ -171,17 +178,8 @@ void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
 /// 0's shape. The ATen spelling is the view alone (the output's shape).
 void addStaleView(OpCatalog& c, const ViewKind& view, const WriteMethod& method) {
   std::string python = "stmt:{out0}_base = {0}\n{out0} = {out0}_base" + view.python + "\n{out0}_base." + method.name + "({1})";
-  OpSpec s = entry(view.name + "_read_before_" + method.name, "stale-view", python, view.atenView, kNumeric);
-  s.accepts = {kNumeric, kNumeric};
-  s.minInputs = s.maxInputs = 2;
-  s.minRank = view.minRank;
-  s.inplace = true;  // writes input 0 (or its clone)
-  s.view = true;     // and returns a view of it
-  s.attrs = view.attrs;
-  s.sample = [sample = view.sample, minRank = view.minRank](OpContext& ctx, Rng& rng) {
-    require(ctx.x().rank() >= minRank, "the view needs more dims than input 0 has");
-    sample(ctx, rng);
-  };
+  OpSpec s = viewWriteEntry(view.name + "_read_before_" + method.name, "stale-view", python, view.atenView, view, method);
+  s.view = true;  // returns a view of the input 0 it writes (or of its clone)
   s.propose = [](const OpContext& ctx, int, Rng&) { return ctx.x(); };
   auto shapeOf = view.shape;
   s.infer = [shapeOf](const OpContext& ctx) {
@@ -190,12 +188,6 @@ void addStaleView(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
     require(ctx.x(1).shape == ctx.x().shape, "the written values must have input 0's shape");
     require(ctx.x(1).dtype == ctx.x().dtype, "the written values must have input 0's dtype");
     return std::vector<TensorType>{t};
-  };
-  auto written = method.range;
-  s.range = [written](const OpContext& ctx) {
-    Interval r = unionI(ctx.ranges[0], written(ctx.ranges[0], ctx.ranges[1]));
-    if (isInt(ctx.x().dtype)) r = {std::floor(r.lo), std::ceil(r.hi)};
-    return std::vector<Interval>{r};
   };
   c.add(std::move(s));
 }
