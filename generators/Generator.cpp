@@ -1,6 +1,7 @@
 #include "generators/Generator.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +12,12 @@
 namespace tcfuzz::gen {
 
 namespace {
+
+constexpr uint64_t kGrowStream = 0x67726f772d6c6c6dULL;  // "grow-llm": growth around a core, apart from generate's draws
+
+/// Families whose ops are an LLM core's neighbours when the generator grows a program around it.
+const std::set<std::string> kNeighbourFamilies{"elementwise-unary", "elementwise-binary", "activation", "inplace",
+                                               "inplace-view", "stale-view"};
 
 /// The node outputs nothing reads yet, oldest first: what generation grows on and what becomes an output.
 std::vector<int> danglingValues(const Graph& g) {
@@ -138,6 +145,8 @@ Generator::Generator(const OpCatalog& catalog, GenPolicy policy, uint64_t seed)
     if (!op || op->minInputs > 2 || op->maxInputs < 2) throw std::invalid_argument("policy merge_ops: '" + name + "' is not a binary op of the catalog");
   }
   if (ops_.empty()) throw std::invalid_argument("the generation policy gives every op weight 0");
+  for (const OpSpec* op : ops_)
+    if (kNeighbourFamilies.count(op->family) || op->view || op->inplace) neighbours_.push_back(op);
 }
 
 const OpSpec& Generator::pickOp(Rng& rng) const { return *ops_[rng.weighted(weights_)]; }
@@ -176,6 +185,10 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
   Rng rng = Rng::forProgram(seed_, index);
   Graph g;
   g.origin = {"grammar", seed_, index};
+  if (nodes.minNodes != policy_.minNodes || nodes.maxNodes != policy_.maxNodes) {
+    g.origin.minNodes = nodes.minNodes;
+    g.origin.maxNodes = nodes.maxNodes;
+  }
   GraphRepairer repairer(catalog_, policy_.caps, rng, solver_);
   repairer.attach(g);
 
@@ -185,12 +198,99 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
     const OpSpec& op = pickOp(rng);
     repairer.addSource(randomType(rng, op, 0), std::nullopt, false);
   }
+  growNodes(g, repairer, rng, target, false);
+  settleOutputs(g, repairer, rng);
+  stats_ += repairer.stats();
+  // Drop inputs that a rejected candidate created and nothing reads, and the nodes no output needs.
+  g = eliminateDeadNodes(g);
+  drawLayouts(g, rng, {});
+  repairIllegalViews(g, catalog_);
+  return g;
+}
 
+Graph Generator::grow(const Graph& core, uint64_t index, NodeRange nodes) {
+  Rng rng = Rng::forProgram(seed_ ^ kGrowStream, index);
+  Graph g;
+  GraphRepairer repairer(catalog_, policy_.caps, rng, solver_);
+  std::map<int, int> remap;  // core value -> grown value
+  std::set<std::string> coreInputs;
+  for (const Source& s : core.inputs) coreInputs.insert(s.name);
+  auto copySources = [&](const std::vector<Source>& list, std::vector<Source>& into) {
+    for (Source s : list) {
+      int id = g.addValue(core.typeOf(s.value));
+      remap[s.value] = id;
+      s.value = id;
+      into.push_back(s);
+    }
+  };
+  copySources(core.inputs, g.inputs);
+  copySources(core.params, g.params);
+  repairer.attach(g);
+
+  // Producers: a core input may be fed by a fusion neighbour (a unary op of the same shape and
+  // dtype) on a fresh input of its type, so the core no longer reads a bare graph input.
+  for (const Source& s : core.inputs) {
+    const TensorType t = core.typeOf(s.value);
+    if (!isFloat(t.dtype) || !s.layout.contiguous() || !rng.chance(0.5)) continue;
+    std::vector<const OpSpec*> feeders;
+    for (const OpSpec* op : neighbours_)
+      if (op->minInputs == 1 && op->accepts[0].has(t.dtype) && t.rank() >= op->minRank && t.rank() <= op->maxRank &&
+          (op->family == "elementwise-unary" || op->family == "activation"))
+        feeders.push_back(op);
+    if (feeders.empty()) continue;
+    Node feed;
+    feed.op = rng.pick(feeders)->name;
+    feed.inputs = {repairer.addSource(t, std::nullopt, false)};
+    OpContext ctx;
+    ctx.in = {t};
+    ctx.ranges = {repairer.rangeOf(feed.inputs[0])};
+    ctx.caps = &policy_.caps;
+    sampleAttrs(catalog_.at(feed.op), ctx, rng);
+    feed.attrs = ctx.attrs;
+    if (!repairer.append(std::move(feed))) continue;
+    int fed = g.nodes.back().outputs.at(0);
+    if (g.typeOf(fed) == t) remap[s.value] = fed;  // else the neighbour stays a branch of its own
+  }
+  // The core, node by node, through the same repair (a valid core passes unchanged).
+  int coreNodes = 0;
+  for (const Node& n : core.nodes) {
+    Node c = n;
+    c.core = true;
+    bool missing = false;
+    for (int& in : c.inputs) {
+      auto it = remap.find(in);
+      if (it == remap.end()) missing = true;
+      else in = it->second;
+    }
+    if (missing || !repairer.append(c)) continue;
+    const Node& added = g.nodes.back();
+    for (size_t k = 0; k < n.outputs.size() && k < added.outputs.size(); ++k) remap[n.outputs[k]] = added.outputs[k];
+    ++coreNodes;
+  }
+  // Consumers: the growth loop prefers values nothing reads yet, so it builds on the core's results.
+  int target = std::max(static_cast<int>(rng.uniform(nodes.minNodes, nodes.maxNodes)), coreNodes + 2);
+  growNodes(g, repairer, rng, static_cast<int>(g.nodes.size()) + std::max(2, target - coreNodes), true);
+  settleOutputs(g, repairer, rng);
+  stats_ += repairer.stats();
+  g = eliminateDeadNodes(g);
+  drawLayouts(g, rng, coreInputs);
+  repairIllegalViews(g, catalog_);
+  g.origin = core.origin;
+  g.origin.seed = seed_;
+  g.origin.index = index;
+  g.origin.minNodes = nodes.minNodes;
+  g.origin.maxNodes = nodes.maxNodes;
+  return g;
+}
+
+void Generator::growNodes(Graph& g, GraphRepairer& repairer, Rng& rng, int target, bool neighbours) const {
   // The nodes settleOutputs will add to join surplus dangling values count toward the target.
   auto surplus = [&] { return std::max(0, static_cast<int>(danglingValues(g).size()) - policy_.maxOutputs); };
   for (int attempts = 0; static_cast<int>(g.nodes.size()) + surplus() < target && attempts < target * 4; ++attempts) {
     if (rng.chance(policy_.idiomChance) && growIdiom(g, repairer, rng)) continue;
-    const OpSpec& op = pickOp(rng);
+    // Around an LLM core, half the ops are its neighbours: pointwise ops it may fuse with, views and
+    // layout changes, and in-place writes (with or without a view between).
+    const OpSpec& op = neighbours && !neighbours_.empty() && rng.chance(0.5) ? *rng.pick(neighbours_) : pickOp(rng);
     Node node;
     node.op = op.name;
     // Input 0: prefer a value nothing reads yet (it grows the graph into a chain), else any
@@ -240,14 +340,6 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
     node.attrs = ctx.attrs;
     repairer.append(std::move(node));
   }
-
-  settleOutputs(g, repairer, rng);
-  stats_ += repairer.stats();
-  // Drop inputs that a rejected candidate created and nothing reads, and the nodes no output needs.
-  g = eliminateDeadNodes(g);
-  drawLayouts(g, rng);
-  repairIllegalViews(g, catalog_);
-  return g;
 }
 
 void Generator::settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const {
@@ -310,8 +402,9 @@ bool Generator::growIdiom(Graph& g, GraphRepairer& repairer, Rng& rng) const {
   return appendIdiom(idiom, x, g, repairer, catalog_, policy_.caps, rng) > 0;
 }
 
-void Generator::drawLayouts(Graph& g, Rng& rng) const {
+void Generator::drawLayouts(Graph& g, Rng& rng, const std::set<std::string>& keep) const {
   for (Source& s : g.inputs) {
+    if (keep.count(s.name)) continue;
     if (rng.chance(policy_.inputLayoutChance) && !readByDenseInputOp(g, catalog_, s.value))
       s.layout = randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng);
     DType d = g.typeOf(s.value).dtype;

@@ -3,7 +3,9 @@
 // each candidate node (GraphRepairer) instead of discarding it.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,19 +65,29 @@ class Generator {
   /// As generate(index), with `nodes` in place of the policy's node range: the same (seed, index,
   /// nodes) always gives the same graph, and generate(i, {minNodes, maxNodes}) == generate(i).
   Graph generate(uint64_t index, NodeRange nodes);
+  /// An LLM proposal's program `core` grown to a size drawn from `nodes`: core inputs may be fed by
+  /// pointwise neighbours, then ops that read the core's values (pointwise neighbours, views and
+  /// layout changes, in-place writes, and the policy's other ops) follow, until the size is reached;
+  /// no dead nodes. The core's nodes are marked `core`; its input layouts are kept. Deterministic in
+  /// (seed, core, index, nodes); the result's origin is core's with seed, index and `nodes` set.
+  Graph grow(const Graph& core, uint64_t index, NodeRange nodes);
   /// Repair counters summed over every program generated so far.
   const RepairStats& stats() const { return stats_; }
   int64_t solverCalls() const { return solver_.calls(); }
 
  private:
   const OpSpec& pickOp(Rng& rng) const;
+  /// Appends ops (or idioms) until the graph, with the merges settleOutputs will add, has `target`
+  /// nodes or attempts run out. `neighbours`: half the ops come from neighbours_.
+  void growNodes(Graph& g, GraphRepairer& repairer, Rng& rng, int target, bool neighbours) const;
   /// Joins dangling values pairwise with the policy's merge ops until at most maxOutputs remain, then
   /// returns them and drops whatever still reaches no output: a program without dead nodes.
   void settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const;
   /// Appends an idiom drawn with the policy's weights on a value it fits; false when none was appended.
   bool growIdiom(Graph& g, GraphRepairer& repairer, Rng& rng) const;
-  /// Gives each program input a random layout, and each floating one boundary values, with the policy's chances.
-  void drawLayouts(Graph& g, Rng& rng) const;
+  /// Gives each program input not named in `keep` a random layout, and each floating one boundary values,
+  /// with the policy's chances.
+  void drawLayouts(Graph& g, Rng& rng, const std::set<std::string>& keep) const;
   TensorType randomType(Rng& rng, const OpSpec& op, int k) const;
   DType pickDType(Rng& rng, DTypeSet allowed) const;
 
@@ -85,6 +97,7 @@ class Generator {
   IntSolver solver_;
   std::vector<const OpSpec*> ops_;
   std::vector<double> weights_;
+  std::vector<const OpSpec*> neighbours_;  ///< ops of weight > 0 that grow around an LLM core (kNeighbourFamilies, views, in-place)
   RepairStats stats_;
 };
 

@@ -108,6 +108,18 @@ Distribution distFromJson(const Reader& r) {
   return d;
 }
 
+/// Only the fields a kind of origin uses are written, so older readers and files stay as they were.
+json originToJson(const Origin& o) {
+  json doc{{"generator", o.generator}, {"seed", o.seed}, {"index", o.index}};
+  if (o.minNodes > 0) doc["min_nodes"] = o.minNodes;
+  if (o.maxNodes > 0) doc["max_nodes"] = o.maxNodes;
+  for (auto [key, field] : {std::pair{"parent", &o.parent}, {"donor", &o.donor}, {"mutator", &o.mutator},
+                            {"strategy", &o.strategy}, {"target", &o.target}, {"model", &o.model}, {"stored", &o.stored}})
+    if (!field->empty()) doc[key] = *field;
+  if (o.replyId >= 0) doc["reply_id"] = o.replyId;
+  return doc;
+}
+
 json typeToJson(const TensorType& t) { return {{"shape", t.shape}, {"dtype", dtypeName(t.dtype)}, {"device", t.device}}; }
 
 void sha256Hex(const std::string& text, std::string& out) {
@@ -173,7 +185,7 @@ json Graph::toJson() const {
   json doc;
   doc["format"] = "tcfuzz-graph";
   doc["version"] = kGraphFormatVersion;
-  doc["origin"] = {{"generator", origin.generator}, {"seed", origin.seed}, {"index", origin.index}};
+  doc["origin"] = originToJson(origin);
   json vals = json::array();
   for (const auto& v : values) vals.push_back(typeToJson(v.type));
   doc["values"] = std::move(vals);
@@ -191,7 +203,11 @@ json Graph::toJson() const {
   doc["inputs"] = sources(inputs);
   doc["params"] = sources(params);
   json ns = json::array();
-  for (const auto& n : nodes) ns.push_back({{"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", n.attrs}});
+  for (const auto& n : nodes) {
+    json node{{"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", n.attrs}};
+    if (n.core) node["core"] = true;
+    ns.push_back(std::move(node));
+  }
   doc["nodes"] = std::move(ns);
   doc["outputs"] = outputs;
   return doc;
@@ -208,10 +224,18 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   Graph g;
   if (root.has("origin")) {
     Reader o = root.at("origin");
-    o.onlyKeys({"generator", "seed", "index"});
+    o.onlyKeys({"generator", "seed", "index", "min_nodes", "max_nodes", "parent", "donor", "mutator", "strategy",
+                "target", "model", "reply_id", "stored"});
     g.origin.generator = o.at("generator").str();
     g.origin.seed = o.at("seed").unsignedInteger();
     g.origin.index = o.at("index").unsignedInteger();
+    if (o.has("min_nodes")) g.origin.minNodes = static_cast<int>(o.at("min_nodes").integer(0, 1000));
+    if (o.has("max_nodes")) g.origin.maxNodes = static_cast<int>(o.at("max_nodes").integer(0, 1000));
+    for (auto [key, field] : {std::pair{"parent", &g.origin.parent}, {"donor", &g.origin.donor},
+                              {"mutator", &g.origin.mutator}, {"strategy", &g.origin.strategy},
+                              {"target", &g.origin.target}, {"model", &g.origin.model}, {"stored", &g.origin.stored}})
+      if (o.has(key)) *field = o.at(key).str();
+    if (o.has("reply_id")) g.origin.replyId = o.at("reply_id").integer(-1, int64_t{1} << 50);
   }
 
   Reader vals = root.at("values");
@@ -285,8 +309,12 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   Reader nodes = root.at("nodes");
   for (size_t i = 0; i < nodes.size(); ++i) {
     Reader n = nodes.at(i);
-    n.onlyKeys({"op", "inputs", "outputs", "attrs"});
+    n.onlyKeys({"op", "inputs", "outputs", "attrs", "core"});
     Node node;
+    if (n.has("core")) {
+      if (!n.at("core").raw().is_boolean()) n.at("core").fail("expected true or false");
+      node.core = n.at("core").raw().get<bool>();
+    }
     node.op = n.at("op").str();
     Reader ins = n.at("inputs");
     for (size_t k = 0; k < ins.size(); ++k) node.inputs.push_back(use(ins.at(k)));
@@ -354,6 +382,7 @@ Graph compactGraph(const Graph& g) {
 std::string Graph::contentHash() const {
   json doc = toJson();
   doc.erase("origin");
+  for (auto& n : doc["nodes"]) n.erase("core");
   std::string hex;
   sha256Hex(doc.dump(), hex);
   return hex;

@@ -84,18 +84,35 @@ struct Source {
 };
 
 /// One op application: reads `inputs`, defines `outputs`, configured by `attrs` (a JSON object).
+/// `core` marks the nodes an LLM proposed, in a program the generator grew around them: the
+/// minimizer removes them last. It is not part of the content hash.
 struct Node {
   std::string op;
   std::vector<int> inputs;
   std::vector<int> outputs;
   nlohmann::json attrs = nlohmann::json::object();
+  bool core = false;
 };
 
-/// Where a program came from: (generator, seed, index) replays it.
+/// Where a program came from, with what it takes to make it again (PythonEmitter prints the replay line):
+///   "grammar"   Generator(policy, seed).generate(index, {minNodes, maxNodes});
+///   "mutation"  Mutator(policy).mutate(queue entry `parent`, queue entry `donor`, index, `mutator`);
+///   "llm"       a reply (`replyId` in work/llm/replies.jsonl) of `model` to `strategy` (aimed at `target`),
+///               repaired, then grown by Generator(policy, seed).grow(core, index, {minNodes, maxNodes}).
+/// `stored`: where the campaign keeps this program's IR (relative to its output directory), or "".
+/// Node ranges of 0 mean the policy's own.
 struct Origin {
   std::string generator = "grammar";
   uint64_t seed = 0;
   uint64_t index = 0;
+  int minNodes = 0, maxNodes = 0;
+  std::string parent, donor, mutator;
+  std::string strategy, target, model;
+  int64_t replyId = -1;
+  std::string stored;
+  /// "grammar", "mutation" or "llm" (older files spelt "mutation:<mutator>" and "llm:<strategy>").
+  std::string kind() const { return generator.substr(0, generator.find(':')); }
+  bool operator==(const Origin&) const = default;
 };
 
 /// Raised for a malformed IR document; the message names the file and the JSON pointer of the fault.
@@ -132,7 +149,8 @@ class Graph {
   static Graph fromJson(const nlohmann::json& doc, const std::string& source = "<json>");
   /// Reads and parses a file (GraphFormatError for unreadable or malformed files).
   static Graph load(const std::string& path);
-  /// SHA-256 (hex) of the canonical JSON without `origin`: equal programs hash equal whatever made them.
+  /// SHA-256 (hex) of the canonical JSON without `origin` and core marks: equal programs hash equal
+  /// whatever made them.
   std::string contentHash() const;
 };
 

@@ -66,7 +66,10 @@ std::optional<Mutant> Mutator::mutate(const Graph& parent, const Graph* donor, u
   Mutant m;
   m.mutator = entry->first;
   m.graph = compactGraph(repairer.repair(edited, &m.dropped));
-  m.graph.origin = {"mutation:" + entry->first, parent.origin.seed, index};
+  m.graph.origin = Origin{};
+  m.graph.origin.generator = "mutation";
+  m.graph.origin.mutator = entry->first;
+  m.graph.origin.index = index;
   s.dropped += static_cast<int64_t>(m.dropped.size());
   if (m.graph.nodes.empty() || m.graph.contentHash() == parent.contentHash()) return std::nullopt;
   ++s.produced;

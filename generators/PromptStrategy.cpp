@@ -38,7 +38,7 @@ std::string stringAt(const json& obj, const std::string& key, const std::string&
 const std::vector<std::string>& promptFillNames() {
   static const std::vector<std::string> names{"op_names",    "op_calls",    "program_json",   "program_python",
                                               "target_name", "target_kind", "target_trigger", "error",
-                                              "example_json", "example_python"};
+                                              "example_json", "example_python", "few_shot"};
   return names;
 }
 

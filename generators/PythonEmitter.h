@@ -21,6 +21,10 @@ class PythonEmitter {
   const OpCatalog& catalog_;
 };
 
+/// The program header's comment lines: where the program came from (its Origin) and the command that
+/// makes it again, run in the campaign's output directory where the origin names stored files.
+std::string provenanceHeader(const Graph& g);
+
 /// A JSON attribute value as a Python literal of the given kind (torch.float16, 'reflect', [1, 2], None).
 std::string pythonLiteral(const nlohmann::json& value, AttrKind kind);
 

@@ -7,6 +7,7 @@
 #include "generators/Generator.h"
 #include "generators/Idioms.h"
 #include "generators/GraphRepair.h"
+#include "generators/LlmProgram.h"
 #include "generators/PythonEmitter.h"
 
 namespace tcfuzz::gen {
@@ -43,6 +44,47 @@ TEST_F(GeneratorTest, NodeRangeReplacesThePolicyRange) {
   }
   EXPECT_LE(small, 40u * 6);
   EXPECT_GE(large, 40u * 20);
+}
+
+// LLM seeds, grammar grows (issue 21): a trivial proposal (sigmoid of one input, an unused relu of
+// another: what SmolLM2 writes) becomes the core of a program of the policy's size, valid, with no
+// dead node, its nodes marked, its input layout kept, deterministic in (seed, core, index, nodes).
+TEST_F(GeneratorTest, GrowBuildsAProgramAroundAnLlmCore) {
+  IntSolver solver(3);
+  ProposalOutcome proposal = proposalFromText(
+      R"({"inputs": [{"name": "x0", "shape": [4, 6], "dtype": "float32", "layout": {"kind": "transposed", "dims": [0, 1]}},
+                    {"name": "x2", "shape": [5], "dtype": "float32"}],
+          "nodes": [{"out": "a", "op": "sigmoid", "args": ["x0"]}, {"out": "b", "op": "relu", "args": ["x2"]}],
+          "outputs": ["a"]})",
+      catalog, GenPolicy{}.caps, 3, solver);
+  ASSERT_TRUE(proposal.graph) << proposal.rejection << ": " << proposal.detail;
+  Graph core = *proposal.graph;
+  core.origin = Origin{};
+  core.origin.generator = "llm";
+  core.origin.strategy = "ops-json";
+  GenPolicy policy;
+  Generator grower(catalog, policy, 17), again(catalog, policy, 17), grammar(catalog, policy, 17);
+  size_t grownNodes = 0, grammarNodes = 0;
+  int keptWholeCore = 0, keptLayout = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    Graph g = grower.grow(core, i, {policy.minNodes, policy.maxNodes});
+    ASSERT_EQ(firstInvalidNode(catalog, g), "") << "grown program " << i << "\n" << g.toJson().dump(1);
+    EXPECT_EQ(deadNodeCount(g), 0) << i;
+    EXPECT_EQ(again.grow(core, i, {policy.minNodes, policy.maxNodes}).contentHash(), g.contentHash()) << i;
+    EXPECT_EQ(g.origin.strategy, "ops-json");
+    EXPECT_EQ(g.origin.index, i);
+    EXPECT_EQ(g.origin.seed, 17u);
+    int marked = static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.core; }));
+    EXPECT_GE(marked, 1) << i;
+    EXPECT_GT(static_cast<int>(g.nodes.size()), marked) << i;  // something grew around it
+    keptWholeCore += marked == 2;
+    for (const Source& s : g.inputs) keptLayout += s.name == "x0" && s.layout.kind == "transposed";
+    grownNodes += g.nodes.size();
+    grammarNodes += grammar.generate(i).nodes.size();
+  }
+  EXPECT_GE(keptWholeCore, 180);  // the unused relu is kept too: settling joins or returns it
+  EXPECT_GE(keptLayout, 190);     // x0 may only go when a merge fails and its sigmoid is dropped
+  EXPECT_GE(grownNodes, grammarNodes) << "grown programs are at least as large as grammar programs";
 }
 
 TEST_F(GeneratorTest, GeneratedGraphsAreValidAndRespectThePolicy) {

@@ -54,6 +54,49 @@ TEST(Graph, ContentHashIgnoresOriginAndTracksContent) {
   EXPECT_EQ(a.contentHash(), Graph::fromJson(a.toJson()).contentHash());
 }
 
+// Provenance (issue 21): every kind of origin and the LLM core marks survive the JSON form; the marks
+// and the origin stay out of the content hash; a graph without them writes no new keys.
+TEST(Graph, OriginAndCoreMarksRoundTripOutsideTheHash) {
+  Graph plain = twoNodeGraph();
+  EXPECT_FALSE(plain.toJson()["origin"].contains("strategy"));
+  EXPECT_FALSE(plain.toJson()["nodes"][0].contains("core"));
+  Graph llm = twoNodeGraph();
+  llm.nodes[1].core = true;
+  llm.origin = Origin{};
+  llm.origin.generator = "llm";
+  llm.origin.seed = 11;
+  llm.origin.index = 12;
+  llm.origin.minNodes = 6;
+  llm.origin.maxNodes = 14;
+  llm.origin.strategy = "target-json";
+  llm.origin.target = "aliased_mutation";
+  llm.origin.model = "SmolLM2-135M-Instruct";
+  llm.origin.replyId = 42;
+  llm.origin.stored = "work/llm/programs/000012.json";
+  Graph back = Graph::fromJson(llm.toJson());
+  EXPECT_EQ(back.origin, llm.origin);
+  EXPECT_EQ(back.origin.kind(), "llm");
+  EXPECT_FALSE(back.nodes[0].core);
+  EXPECT_TRUE(back.nodes[1].core);
+  EXPECT_EQ(back.contentHash(), plain.contentHash());
+  Graph mutant = twoNodeGraph();
+  mutant.origin = Origin{};
+  mutant.origin.generator = "mutation";
+  mutant.origin.parent = "id:000003,src:gen,op:grammar";
+  mutant.origin.donor = "id:000001,src:gen,op:grammar";
+  mutant.origin.mutator = "splice";
+  EXPECT_EQ(Graph::fromJson(mutant.toJson()).origin, mutant.origin);
+  // Older files spelt the kind with its detail.
+  Origin old{"mutation:splice", 0, 3};
+  EXPECT_EQ(old.kind(), "mutation");
+  json bad = llm.toJson();
+  bad["nodes"][1]["core"] = "yes";
+  EXPECT_NE(parseError(bad).find("/nodes/1/core"), std::string::npos) << parseError(bad);
+  bad = llm.toJson();
+  bad["origin"]["replay"] = "x";
+  EXPECT_NE(parseError(bad).find("replay"), std::string::npos) << parseError(bad);
+}
+
 TEST(Graph, ParseErrorsNameTheFileAndThePlace) {
   json doc = twoNodeGraph().toJson();
   json bad = doc;

@@ -204,6 +204,23 @@ std::optional<gen::Graph> Campaign::sampleQueueProgram() {
   return queue_[static_cast<size_t>(queueSampler_.uniform(0, static_cast<int64_t>(queue_.size()) - 1))].graph;
 }
 
+std::vector<gen::Graph> Campaign::fewShotPrograms(size_t count, size_t maxNodes) {
+  std::lock_guard lock(mutex_);
+  std::vector<const QueueEntry*> small;
+  for (const auto& e : queue_)
+    if (!e.graph.nodes.empty() && e.graph.nodes.size() <= maxNodes) small.push_back(&e);
+  std::stable_sort(small.begin(), small.end(),
+                   [](const QueueEntry* a, const QueueEntry* b) { return a->graph.nodes.size() < b->graph.nodes.size(); });
+  small.resize(std::min(small.size(), 3 * count));  // the smallest few, so that examples vary between prompts
+  std::vector<gen::Graph> out;
+  while (out.size() < count && !small.empty()) {
+    size_t i = static_cast<size_t>(queueSampler_.uniform(0, static_cast<int64_t>(small.size()) - 1));
+    out.push_back(small[i]->graph);
+    small.erase(small.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  return out;
+}
+
 void Campaign::stop() {
   if (stopping_.exchange(true)) return;
   pool_.cancel();
@@ -234,7 +251,14 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
   bool made = false;
   if (llm_) {
     if (auto proposal = llm_->take()) {
-      c.graph = proposal->graph;
+      // The proposal is the core; the generator grows a program of the sampled size around it.
+      gen::NodeRange size;
+      {
+        std::lock_guard lock(mutex_);
+        size = scheduler_.sampleSize(policy_.generation, rng, c.pulls);
+      }
+      c.graph = generator.grow(proposal->graph, static_cast<uint64_t>(index), size);
+      c.graph.origin.stored = CampaignOutput::llmProgramPath(index);
       c.origin = "llm:" + proposal->strategy;
       c.llm = std::move(proposal);
     }
@@ -256,6 +280,8 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
         c.parent = parent.name;
         c.parentIndex = parent.index;
         if (mutant->mutator == "splice") c.donor = donor.name;
+        c.graph.origin.parent = c.parent;
+        c.graph.origin.donor = c.donor;
         made = true;
       }
     }
@@ -269,13 +295,16 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
     c.graph = generator.generate(static_cast<uint64_t>(index), size);
   }
   std::string hash = c.graph.contentHash();
-  std::lock_guard lock(mutex_);
-  if (!testedHashes_.insert(hash).second) {
-    duplicates_++;
-    if (c.llm) llm_->feedback(*c.llm, false, 0, 0, false);
-    return std::nullopt;
+  {
+    std::lock_guard lock(mutex_);
+    if (!testedHashes_.insert(hash).second) {
+      duplicates_++;
+      if (c.llm) llm_->feedback(*c.llm, false, 0, 0, false);
+      return std::nullopt;
+    }
+    (c.llm ? llmProposed_ : made ? mutated_ : generated_)++;
   }
-  (c.llm ? llmProposed_ : made ? mutated_ : generated_)++;
+  if (c.llm) output_.writeLlmProgram(index, c.graph);  // the IR its header's replay line names
   return c;
 }
 
@@ -417,13 +446,18 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     }
     if (queued) queue_.push_back({queued->name, c.graph, c.index, 0});
   }
+  double referenceRate;
   {
     std::lock_guard lock(mutex_);
     yield.newFeatures = pr.newFeatures;
     yield.newSignatures = static_cast<int>(newSignatures.size());
     scheduler_.credit(c.pulls, torchSeconds, yield);
+    ledger_.record(c.origin, torchSeconds, pr.newFeatures, static_cast<int>(newSignatures.size()));
+    referenceRate = ledger_.rate();
   }
-  if (c.llm) llm_->feedback(*c.llm, true, pr.newFeatures, static_cast<int>(findings.size()), !newSignatures.empty());
+  if (c.llm)
+    llm_->feedback(*c.llm, true, pr.newFeatures, static_cast<int>(findings.size()), !newSignatures.empty(), torchSeconds,
+                   referenceRate);
   if (queued) output_.writeQueueEntry(queued->name, c.graph, py);
   for (const auto& f : findings) {
     if (std::find(newSignatures.begin(), newSignatures.end(), f.signatureId) == newSignatures.end()) continue;
@@ -552,6 +586,18 @@ void Campaign::writeStats() {
     for (auto& line : llm_->statsLines()) kv.push_back(std::move(line));
   else
     kv.emplace_back("llm_state", "off");
+  {
+    // Cost and yield per origin, the LLM's own CPU charged to its strategies.
+    std::map<std::string, double> llmCpu;
+    if (llm_) {
+      json st = llm_->statsJson();
+      if (st.contains("strategies"))
+        for (const auto& [name, figures] : st["strategies"].items()) llmCpu[name] = figures.value("cpu_s", 0.0);
+    }
+    std::lock_guard lock(mutex_);
+    ledger_.setLlmCpu(llmCpu);
+    for (auto& line : ledger_.statsLines()) kv.push_back(std::move(line));
+  }
   output_.writeStats(kv);
   writeFileAtomically(output_.schedulePath(), schedule);
 }

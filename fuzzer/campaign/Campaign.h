@@ -19,6 +19,7 @@
 #include "fuzzer/campaign/CostAwareScheduler.h"
 #include "fuzzer/campaign/FeatureSet.h"
 #include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/OriginLedger.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/campaign/StatusView.h"
@@ -95,6 +96,9 @@ class Campaign {
   void setLlm(LlmProposer* llm) { llm_ = llm; }
   /// A queue program drawn uniformly (the LLM's mutation strategies); nullopt while the queue is empty.
   std::optional<gen::Graph> sampleQueueProgram();
+  /// Up to `count` small queue programs (at most `maxNodes` nodes; each found new features), drawn
+  /// among the smallest: the LLM's few-shot examples. Empty while the queue has none.
+  std::vector<gen::Graph> fewShotPrograms(size_t count = 2, size_t maxNodes = 8);
 
  private:
   struct QueueEntry {
@@ -144,6 +148,7 @@ class Campaign {
   int64_t sessionDone_ = 0, generated_ = 0, mutated_ = 0, llmProposed_ = 0, duplicates_ = 0, errors_ = 0;
   gen::Rng queueSampler_{0};  ///< draws for sampleQueueProgram
   CostAwareScheduler scheduler_;
+  OriginLedger ledger_;        ///< this session's cost and yield per origin
   double sessionTorchSeconds_ = 0;
   double lastNewSignatureAt_ = 0;  ///< unix time
   std::chrono::steady_clock::time_point began_;

@@ -82,6 +82,14 @@ void CampaignOutput::writeQueueEntry(const std::string& name, const gen::Graph& 
   writeMasked(queueDir() / (name + ".json"), graph.toJson().dump(1) + "\n");
 }
 
+std::string CampaignOutput::llmProgramPath(int64_t index) { return fmt::format("work/llm/programs/{:06d}.json", index); }
+
+void CampaignOutput::writeLlmProgram(int64_t index, const gen::Graph& graph) {
+  fs::path file = root_ / llmProgramPath(index);
+  fs::create_directories(file.parent_path());
+  writeMasked(file, graph.toJson().dump(1) + "\n");
+}
+
 void CampaignOutput::writeStateLeakSuspect(int64_t index, const std::string& python, const nlohmann::json& result) {
   fs::path dir = root_ / "state-leaks";
   makeDirectories(dir);

@@ -63,6 +63,10 @@ class CampaignOutput {
 
   /// Writes queue/<name>.json (and .py) atomically.
   void writeQueueEntry(const std::string& name, const gen::Graph& graph, const std::string& python);
+  /// Where an LLM program's IR is kept (relative to root()): its header's replay line names it.
+  static std::string llmProgramPath(int64_t index);
+  /// Writes `graph` at llmProgramPath(index).
+  void writeLlmProgram(int64_t index, const gen::Graph& graph);
   /// A finding only a persistent worker showed (Verdict::StateLeakSuspect): state-leaks/<index>.py and
   /// its test result as <index>.json. Not a torch bug; kept for whoever looks after the harness.
   void writeStateLeakSuspect(int64_t index, const std::string& python, const nlohmann::json& result);

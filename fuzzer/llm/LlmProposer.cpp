@@ -101,6 +101,9 @@ json LlmStrategyStats::toJson() const {
           {"new_features", newFeatures},
           {"findings", findings},
           {"new_signatures", newSignatures},
+          {"features_found", featuresFound},
+          {"cpu_s", cpuSeconds},
+          {"request_s", requestSeconds},
           {"rejections", rejections}};
 }
 
@@ -163,6 +166,12 @@ void LlmProposer::rewardArm(size_t arm, double reward) {
 void LlmProposer::setQueueSource(std::function<std::optional<gen::Graph>()> source) {
   queueSource_ = std::move(source);
 }
+
+void LlmProposer::setFewShotSource(std::function<std::vector<gen::Graph>()> source) {
+  fewShotSource_ = std::move(source);
+}
+
+double LlmProposer::serverCpuSeconds() const { return server_ ? server_->cpuSeconds() : 0; }
 
 bool LlmProposer::grammarEnabled() const {
   if (settings_.grammar == "on") return true;
@@ -258,9 +267,10 @@ void LlmProposer::reject(const std::string& strategy, const std::string& reason,
   lastRejection_[std::this_thread::get_id()] = detail.empty() ? reason : reason + ": " + detail;
 }
 
-void LlmProposer::logReply(const std::string& strategy, const std::string& target, const std::string& reply,
+void LlmProposer::logReply(int64_t id, const std::string& strategy, const std::string& target, const std::string& reply,
                            const std::string& outcome, const std::string& detail) {
-  json line{{"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
+  json line{{"id", id},
+            {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
             {"strategy", strategy},
             {"target", target},
             {"outcome", outcome},
@@ -281,16 +291,24 @@ std::optional<LlmProposal> LlmProposer::take() {
   return p;
 }
 
-void LlmProposer::feedback(const LlmProposal& p, bool tested, int newFeatures, int findings, bool newSignature) {
+void LlmProposer::feedback(const LlmProposal& p, bool tested, int newFeatures, int findings, bool newSignature,
+                           double testSeconds, double referenceRate) {
   std::lock_guard lock(mutex_);
   auto& st = stats_[p.strategy];
   if (tested) st.tested++;
   if (newFeatures > 0) st.newFeatures++;
+  st.featuresFound += std::max(0, newFeatures);
   st.findings += findings;
   if (newSignature) st.newSignatures++;
-  // Reward: a valid program earns 0.2, new coverage 0.5 more, a new signature the rest.
-  double r = 0.2 + (newFeatures > 0 ? 0.5 : 0.0) + (newSignature ? 0.3 : 0.0);
-  rewardArm(p.arm, tested ? r : 0.1);
+  if (!tested) {  // a duplicate of a program already tested: it cost its LLM time and gave nothing
+    rewardArm(p.arm, 0);
+    return;
+  }
+  double yield = std::max(0, newFeatures) + (newSignature ? kSignatureWorth : 0.0);
+  double rate = yield / std::max(1e-3, p.cpuSeconds + testSeconds);
+  // Without a campaign rate yet (the first programs), any yield counts as a full success.
+  double reward = referenceRate > 0 ? rate / (rate + referenceRate) : (yield > 0 ? 1.0 : 0.0);
+  rewardArm(p.arm, reward);
 }
 
 void LlmProposer::onRequestFailure(const LlmError& e) {
@@ -356,7 +374,7 @@ void LlmProposer::onRequestFailure(const LlmError& e) {
 }
 
 std::optional<ChatResponse> LlmProposer::ask(const gen::PromptStrategy& s, const std::map<std::string, std::string>& fills,
-                                             const std::string& grammar, uint64_t seed) {
+                                             const std::string& grammar, uint64_t seed, double* cpu) {
   ChatRequest request;
   request.messages = {{"system", gen::renderPrompt(s.system, fills)}, {"user", gen::renderPrompt(s.user, fills)}};
   request.temperature = s.temperature;
@@ -368,9 +386,22 @@ std::optional<ChatResponse> LlmProposer::ask(const gen::PromptStrategy& s, const
     stats_[s.name].requests++;
   }
   LlmClient* client = client_.get();
+  // The server's CPU over the request (with several requests in flight each one's share overlaps the
+  // others': the figures then over-count the LLM, never under-count it).
+  double cpuBefore = serverCpuSeconds();
+  auto began = std::chrono::steady_clock::now();
+  auto charge = [&] {
+    double used = std::max(0.0, serverCpuSeconds() - cpuBefore);  // a restart resets the counter
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    auto& st = stats_[s.name];
+    st.cpuSeconds += used;
+    st.requestSeconds += wall;
+    if (cpu) *cpu += used;
+  };
   try {
     ChatResponse r = client->chat(request);
     std::lock_guard lock(mutex_);
+    charge();
     auto& st = stats_[s.name];
     st.promptTokens += r.promptTokens;
     st.completionTokens += r.completionTokens;
@@ -379,6 +410,7 @@ std::optional<ChatResponse> LlmProposer::ask(const gen::PromptStrategy& s, const
   } catch (const LlmError& e) {
     {
       std::lock_guard lock(mutex_);
+      charge();
       stats_[s.name].failedRequests++;
       stats_[s.name].rejections[e.kind == LlmError::Kind::Cancelled ? "cancelled" : "request_failed"]++;
     }
@@ -408,7 +440,7 @@ std::optional<LlmProposal> LlmProposer::fromJsonReply(const gen::PromptStrategy&
 
 std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrategy& s, std::string reply, size_t arm,
                                                         const std::string& target, uint64_t seed, gen::Rng& rng,
-                                                        int thread) {
+                                                        int thread, double* cpu) {
   const gen::PromptStrategy* repair = book_.repairStrategy("python");
   auto fail = [&](const std::string& reason, const std::string& detail) -> std::optional<LlmProposal> {
     reject(s.name, reason, detail);
@@ -428,6 +460,11 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
     TestSettings ts = liftSettings_;
     ts.seed = seed;
     oracles::RunResult r = tester_.lift(file, ts, liftTable_);
+    {
+      std::lock_guard lock(mutex_);
+      stats_[s.name].cpuSeconds += r.times.childWall;
+    }
+    *cpu += r.times.childWall;
     std::error_code ec;
     fs::remove(file, ec);
     if (!r.jobDir.empty()) fs::remove_all(r.jobDir, ec);
@@ -458,7 +495,7 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
     if (!repair || round >= settings_.maxRepairs || stopping_) return fail("eager-error", error);
     std::map<std::string, std::string> fills{{"program_python", code}, {"error", error}};
     for (const auto& k : gen::promptFillNames()) fills.emplace(k, "");
-    auto response = ask(*repair, fills, "", rng.engine()());
+    auto response = ask(*repair, fills, "", rng.engine()(), cpu);
     if (!response) return fail("eager-error", error);
     {
       std::lock_guard lock(mutex_);
@@ -475,6 +512,13 @@ std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int t
   for (const auto& k : gen::promptFillNames()) fills[k] = "";
   fills["example_json"] = book_.example("json");
   fills["example_python"] = book_.example("python");
+  fills["few_shot"] = "Example:\n" + book_.example("json");
+  if (std::vector<gen::Graph> shots = fewShotSource_ ? fewShotSource_() : std::vector<gen::Graph>{}; !shots.empty()) {
+    fills["few_shot"].clear();
+    for (size_t i = 0; i < shots.size(); ++i)
+      fills["few_shot"] += fmt::format("{}Example {} (it made the compiler do something new):\n{}", i ? "\n" : "",
+                                       i + 1, gen::proposalOf(shots[i]).dump());
+  }
 
   std::vector<std::string> ops;
   if (!a.target.empty()) {
@@ -513,20 +557,23 @@ std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int t
 
   uint64_t seed = rng.engine()();
   std::string grammar = s.form == "json" && grammarEnabled() ? gen::proposalGrammar(catalog_, grammarOps) : "";
-  auto response = ask(s, fills, grammar, seed);
+  double cpu = 0;
+  auto response = ask(s, fills, grammar, seed, &cpu);
   if (!response) return std::nullopt;
   {
     std::lock_guard lock(mutex_);
     stats_[s.name].replies++;
   }
   auto p = s.form == "json" ? fromJsonReply(s, response->content, arm, a.target, seed)
-                            : fromPythonReply(s, response->content, arm, a.target, seed, rng, thread);
+                            : fromPythonReply(s, response->content, arm, a.target, seed, rng, thread, &cpu);
   std::string rejection;
+  int64_t replyId;
   {
     std::lock_guard lock(mutex_);
     std::swap(rejection, lastRejection_[std::this_thread::get_id()]);
+    replyId = nextId_++;
   }
-  logReply(s.name, a.target, response->content, p ? "valid" : "rejected",
+  logReply(replyId, s.name, a.target, response->content, p ? "valid" : "rejected",
            p ? fmt::format("{} nodes{}", p->graph.nodes.size(), p->repairedShape ? ", shape-repaired" : "") : rejection);
   if (p) {
     std::lock_guard lock(mutex_);
@@ -534,8 +581,17 @@ std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int t
     st.valid++;
     if (p->repairedShape) st.shapeRepaired++;
     if (p->repairs > 0) st.eagerRepaired++;
-    p->id = nextId_++;
-    p->graph.origin = {"llm:" + s.name, seed_, static_cast<uint64_t>(p->id)};
+    p->id = replyId;
+    p->cpuSeconds = cpu;
+    gen::Origin& o = p->graph.origin;
+    o = gen::Origin{};
+    o.generator = "llm";
+    o.seed = seed_;
+    o.index = static_cast<uint64_t>(replyId);
+    o.strategy = s.name;
+    o.target = a.target;
+    o.model = settings_.endpoint.model;
+    o.replyId = replyId;
   }
   return p;
 }
@@ -593,6 +649,11 @@ json LlmProposer::statsJson() const {
     all.newFeatures += st.newFeatures;
     all.findings += st.findings;
     all.newSignatures += st.newSignatures;
+    all.featuresFound += st.featuresFound;
+  }
+  for (const auto& [name, st] : stats_) {  // repair rounds cost CPU on behalf of the strategies they finish
+    all.cpuSeconds += st.cpuSeconds;
+    all.requestSeconds += st.requestSeconds;
   }
   out["all"] = all.toJson();
   out["state"] = state_;
@@ -625,6 +686,7 @@ std::vector<std::pair<std::string, std::string>> LlmProposer::statsLines() const
     kv.emplace_back("llm_tested" + suffix, std::to_string(st["tested"].get<int64_t>()));
     kv.emplace_back("llm_new_features" + suffix, std::to_string(st["new_features"].get<int64_t>()));
     kv.emplace_back("llm_findings" + suffix, std::to_string(st["findings"].get<int64_t>()));
+    kv.emplace_back("llm_cpu_s" + suffix, fmt::format("{:.1f}", st["cpu_s"].get<double>()));
   };
   add("", s["all"]);
   kv.emplace_back("llm_prompt_tokens", std::to_string(s["all"]["prompt_tokens"].get<int64_t>()));

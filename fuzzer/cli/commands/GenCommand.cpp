@@ -14,6 +14,7 @@
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/cli/Settings.h"
 #include "generators/Generator.h"
+#include "generators/Mutator.h"
 #include "generators/ProgramFigures.h"
 #include "generators/PythonEmitter.h"
 #include "oracles/OutputLoader.h"
@@ -187,6 +188,26 @@ int repairCommand(const Options& o, const gen::OpCatalog& catalog) {
   return 0;
 }
 
+/// --nodes MIN-MAX, or the policy's own range when empty.
+gen::NodeRange nodeRangeFrom(const std::string& text, const gen::GenPolicy& policy) {
+  if (text.empty()) return {policy.minNodes, policy.maxNodes};
+  std::smatch m;
+  if (!std::regex_match(text, m, std::regex(R"(([0-9]{1,4})-([0-9]{1,4}))")))
+    throw std::invalid_argument("--nodes takes MIN-MAX, like 6-14 (got '" + text + "')");
+  gen::NodeRange range{std::stoi(m[1]), std::stoi(m[2])};
+  if (range.minNodes < 1 || range.minNodes > range.maxNodes)
+    throw std::invalid_argument("--nodes: MIN must be at least 1 and at most MAX (got '" + text + "')");
+  return range;
+}
+
+gen::Graph loadIr(const std::string& path) {
+  try {
+    return gen::Graph::load(path);
+  } catch (const gen::GraphFormatError& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
 }  // namespace
 
 int genCommand(const Options& o, const SecretRedactor& secrets) {
@@ -205,6 +226,26 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
   }
   gen::Generator generator(catalog, policy, static_cast<uint64_t>(o.seed));
   gen::PythonEmitter emitter(catalog);
+  gen::NodeRange range = nodeRangeFrom(o.nodes, policy);
+  if (o.mutate.empty() && (!o.donor.empty() || !o.mutator.empty()))
+    throw std::invalid_argument("--donor and --mutator go with --mutate FILE");
+  // --mutate: the campaign's mutation of a queue entry, made again (the queue entry names parent and donor).
+  std::optional<gen::Graph> parent, donor;
+  gen::Mutator mutator(catalog, policy);
+  if (!o.mutate.empty()) {
+    parent = loadIr(o.mutate);
+    if (!o.donor.empty()) donor = loadIr(o.donor);
+  }
+  auto program = [&](uint64_t index) {
+    if (!parent) return generator.generate(index, range);
+    auto mutant = mutator.mutate(*parent, donor ? &*donor : nullptr, index, o.mutator);
+    if (!mutant)
+      throw std::invalid_argument(fmt::format("mutation {} of {}{} does not apply (it leaves nothing new)", index,
+                                              o.mutate, o.mutator.empty() ? "" : " with mutator " + o.mutator));
+    mutant->graph.origin.parent = fs::path(o.mutate).stem().string();
+    if (mutant->mutator == "splice" && donor) mutant->graph.origin.donor = fs::path(o.donor).stem().string();
+    return std::move(mutant->graph);
+  };
 
   std::unique_ptr<ScratchDir> scratch;
   fs::path outDir = o.out;
@@ -223,7 +264,7 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
   for (int64_t i = 0; i < o.count; ++i) {
     uint64_t index = static_cast<uint64_t>(o.start + i);
     auto t0 = Clock::now();
-    gen::Graph g = generator.generate(index);
+    gen::Graph g = program(index);
     genSeconds += since(t0);
     nodes += static_cast<int64_t>(g.nodes.size());
     diversity.add(g);
@@ -233,7 +274,8 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
     std::string text = emitter.emit(g, &lines);
     emitSeconds += since(t1);
     if (outDir.empty()) continue;
-    std::string stem = fmt::format("g{}_{:06d}", o.seed, index);
+    std::string stem = parent ? fmt::format("{}_m{:06d}", fs::path(o.mutate).stem().string(), index)
+                              : fmt::format("g{}_{:06d}", o.seed, index);
     writeFile(outDir / (stem + ".py"), text);
     writeFile(outDir / (stem + ".json"), g.toJson().dump(2) + "\n");
     if (o.validate) written.push_back({outDir / (stem + ".py"), std::move(g), std::move(lines)});
