@@ -275,6 +275,7 @@ Graph Generator::grow(const Graph& core, uint64_t index, NodeRange nodes) {
   g = eliminateDeadNodes(g);
   drawLayouts(g, rng, coreInputs);
   repairIllegalViews(g, catalog_);
+  g = sourcesFirst(g);  // its stored IR replays through gen --from unchanged
   g.origin = core.origin;
   g.origin.seed = seed_;
   g.origin.index = index;

@@ -379,6 +379,30 @@ Graph compactGraph(const Graph& g) {
   return out;
 }
 
+Graph sourcesFirst(const Graph& g) {
+  std::vector<int> remap(g.values.size(), -1);
+  Graph out;
+  out.origin = g.origin;
+  auto take = [&](int v) { remap[v] = out.addValue(g.typeOf(v)); };
+  for (const auto& s : g.inputs) take(s.value);
+  for (const auto& s : g.params) take(s.value);
+  for (const auto& n : g.nodes)
+    for (int v : n.outputs) take(v);
+  auto sources = [&](std::vector<Source> list) {
+    for (auto& s : list) s.value = remap[s.value];
+    return list;
+  };
+  out.inputs = sources(g.inputs);
+  out.params = sources(g.params);
+  for (auto n : g.nodes) {
+    for (int& v : n.inputs) v = remap[v];
+    for (int& v : n.outputs) v = remap[v];
+    out.nodes.push_back(std::move(n));
+  }
+  for (int v : g.outputs) out.outputs.push_back(remap[v]);
+  return out;
+}
+
 std::string Graph::contentHash() const {
   json doc = toJson();
   doc.erase("origin");

@@ -156,6 +156,10 @@ class Graph {
 
 /// A copy without the inputs and parameters nothing reads or returns, values renumbered densely.
 Graph compactGraph(const Graph& g);
+/// A copy with values renumbered in the order repair gives them: program inputs, parameters, then node
+/// outputs in node order. A graph in this order passes through GraphRepairer::repair (gen --from) with
+/// its content hash unchanged.
+Graph sourcesFirst(const Graph& g);
 /// A copy without the nodes whose outputs reach no program output (then compacted): the code a
 /// compiler would drop, which tests nothing.
 Graph eliminateDeadNodes(const Graph& g);

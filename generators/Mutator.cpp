@@ -48,10 +48,11 @@ std::vector<std::string> Mutator::names() const {
 
 std::optional<Mutant> Mutator::mutate(const Graph& parent, const Graph* donor, uint64_t index, const std::string& name) {
   Rng rng = Rng::forProgram(std::hash<std::string>{}(parent.contentHash()), index);
-  const std::pair<std::string, Edit>* entry = nullptr;
-  if (name.empty()) {
-    entry = &table_[rng.uniform(0, static_cast<int64_t>(table_.size()) - 1)];
-  } else {
+  // The draw is made even when `name` picks the mutator, so that mutate(p, d, i, m) replays exactly
+  // the mutant mutate(p, d, i) made when it drew m (tcfuzz gen --mutate --mutator, from a header).
+  const std::pair<std::string, Edit>* entry = &table_[rng.uniform(0, static_cast<int64_t>(table_.size()) - 1)];
+  if (!name.empty()) {
+    entry = nullptr;
     for (const auto& e : table_)
       if (e.first == name) entry = &e;
     if (!entry) throw std::invalid_argument("unknown mutator '" + name + "'");
@@ -65,7 +66,8 @@ std::optional<Mutant> Mutator::mutate(const Graph& parent, const Graph* donor, u
   GraphRepairer repairer(catalog_, policy_.caps, rng, solver);
   Mutant m;
   m.mutator = entry->first;
-  m.graph = compactGraph(repairer.repair(edited, &m.dropped));
+  // Dead nodes go, as in generation: code that reaches no output tests nothing (Dynamo drops it).
+  m.graph = eliminateDeadNodes(repairer.repair(edited, &m.dropped));
   m.graph.origin = Origin{};
   m.graph.origin.generator = "mutation";
   m.graph.origin.mutator = entry->first;

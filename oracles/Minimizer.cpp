@@ -233,6 +233,28 @@ void removeNodeChunks(const PassInput& in, CandidateList& out) {
   }
 }
 
+/// remove-grown: in a program grown around an LLM core, remove the grown nodes before any core node:
+/// all of them at once, then ddmin over them alone (remove-nodes later takes core nodes too).
+void removeGrownNodes(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  std::vector<size_t> grown;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!g.nodes[i].core) grown.push_back(i);
+  if (grown.empty() || grown.size() == g.nodes.size()) return;  // no core, or nothing grew
+  const size_t n = grown.size();
+  for (size_t chunks = 1; chunks < 2 * n; chunks *= 2) {
+    size_t k = std::min(chunks, n);
+    for (size_t part = 0; part < k; ++part) {
+      size_t lo = part * n / k, hi = (part + 1) * n / k;
+      if (lo == hi) continue;
+      std::vector<bool> remove(g.nodes.size(), false);
+      for (size_t i = lo; i < hi; ++i) remove[grown[i]] = true;
+      out.proposeGraph(removeNodes(g, remove));
+    }
+    if (k == n) break;
+  }
+}
+
 /// bypass-nodes: replace a node by its first input of the same type, last node first.
 void bypassNodes(const PassInput& in, CandidateList& out) {
   const Graph& g = in.c.graph;
@@ -347,7 +369,8 @@ struct NamedPass {
 };
 
 constexpr NamedPass kPasses[] = {
-    {"hinted-ops", hintedOps},       {"drop-outputs", dropOutputs}, {"remove-nodes", removeNodeChunks},
+    {"hinted-ops", hintedOps},       {"remove-grown", removeGrownNodes}, {"drop-outputs", dropOutputs},
+    {"remove-nodes", removeNodeChunks},
     {"bypass-nodes", bypassNodes},   {"drop-config", dropConfig},   {"reset-attrs", resetAttrs},
     {"plain-inputs", plainInputs}, {"shrink-ranks", shrinkRanks}, {"shrink-shapes", shrinkShapes},
 };

@@ -8,6 +8,8 @@
 //
 // Passes (a table of name -> function in Minimizer.cpp; MinimizerPolicy::passes orders them):
 //   hinted-ops     keep only the nodes whose op is in a known bug's op multiset (one candidate per hint)
+//   remove-grown   in a program grown around an LLM core (nodes marked core): remove the grown nodes,
+//                  all at once, then ddmin over them alone, before remove-nodes may take core nodes
 //   drop-config    reset one non-default compile option (mode, dynamic, fullgraph, backward, an Inductor option)
 //   drop-outputs   keep one output, or drop one output
 //   remove-nodes   ddmin over the nodes: remove a chunk (halves, quarters, ... single nodes); a removed
@@ -60,8 +62,9 @@ using CandidateTest = std::function<std::vector<bool>(const std::vector<Minimize
 /// The minimizer's knobs, as data (JSON keys: passes, batch, max_candidates, max_rounds). `passes`
 /// is the order the named passes run in; each name is one of Minimizer::passNames().
 struct MinimizerPolicy {
-  std::vector<std::string> passes = {"hinted-ops",  "drop-outputs",      "remove-nodes", "bypass-nodes",  "drop-config",
-                                     "reset-attrs", "plain-inputs", "shrink-ranks", "shrink-shapes"};
+  std::vector<std::string> passes = {"hinted-ops",   "remove-grown", "drop-outputs", "remove-nodes",
+                                     "bypass-nodes", "drop-config",  "reset-attrs",  "plain-inputs",
+                                     "shrink-ranks", "shrink-shapes"};
   int batch = 2;              ///< candidates per call of the test (the pool's parallelism)
   int maxCandidates = 300;    ///< tested candidates in all; the best case so far is kept when reached
   int maxRounds = 3;          ///< passes over the whole list; stops early at a fixpoint

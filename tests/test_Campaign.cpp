@@ -158,6 +158,60 @@ TEST(Campaign, ProgramsRunInWarmChildrenAndRecordTheirCompilePhases) {
   EXPECT_GE(warm, compiled - 2);  // two zygotes: at most one cold first job each
 }
 
+// Honest provenance (issue 21): every queue entry's header says where it came from, and its replay line,
+// run in the campaign's output directory, makes the same program (the header's graph hash) again: grammar
+// programs through gen --seed/--start/--nodes, mutants through gen --mutate of their parent queue entry.
+// fuzzer_stats counts each origin's programs, their size, dead nodes and cost.
+TEST(Campaign, EveryQueueEntrysHeaderReplaysItsProgram) {
+  TempDir dir("tcfuzz-provenance");
+  fs::path out = dir.path() / "out";
+  auto run = runFuzz(fuzzArgs({"-o", out.string(), "--seed", "9", "--max-programs", "40", "--backend", "eager",
+                               "--no-triage"}));
+  ASSERT_EQ(run.exitCode, 0) << run.output;
+  std::regex hashLine(R"(^# Graph ([0-9a-f]{16}); replay[^:]*: tcfuzz (gen .*)$)");
+  std::map<std::string, int> replayed;
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(out / "queue")) {
+    if (entry.path().extension() != ".py") continue;
+    std::istringstream text(readText(entry.path()));
+    std::string first, second;
+    std::getline(text, first);
+    std::getline(text, second);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(second, m, hashLine)) << entry.path() << "\n" << first << "\n" << second;
+    std::string kind = first.find("(grammar generator)") != std::string::npos ? "grammar"
+                       : first.find("(mutation)") != std::string::npos        ? "mutation"
+                                                                               : "other";
+    std::vector<std::string> args;
+    std::istringstream words(m[2].str());
+    for (std::string w; words >> w;) args.push_back(w.starts_with("queue/") ? (out / w).string() : w);
+    fs::path replayDir = dir.path() / fmt::format("replay{}", n++);
+    args.insert(args.end(), {"--out", replayDir.string()});
+    Finished again = runFuzz(args);
+    ASSERT_EQ(again.exitCode, 0) << m[2] << "\n" << again.output;
+    int found = 0;
+    for (const auto& made : fs::directory_iterator(replayDir)) {
+      if (made.path().extension() != ".py") continue;
+      ++found;
+      EXPECT_NE(readText(made.path()).find("# Graph " + m[1].str() + ";"), std::string::npos)
+          << entry.path() << " replayed by " << m[2] << " as another program:\n" << readText(made.path()).substr(0, 400);
+    }
+    EXPECT_EQ(found, 1) << m[2];
+    replayed[kind]++;
+  }
+  EXPECT_GE(replayed["grammar"], 3);
+  EXPECT_GE(replayed["mutation"], 3);
+  EXPECT_EQ(replayed["other"], 0);
+  auto kv = stats(out);
+  EXPECT_EQ(std::stoi(kv["origin_grammar_programs"]) + std::stoi(kv["origin_mutation_programs"]),
+            std::stoi(kv["programs_done"]));
+  EXPECT_EQ(kv["origin_grammar_dead_nodes"], "0");
+  EXPECT_EQ(kv["origin_mutation_dead_nodes"], "0");
+  EXPECT_GT(std::stod(kv["origin_grammar_mean_nodes"]), 3.0);
+  EXPECT_GT(std::stod(kv["origin_grammar_cpu_s"]), 0.0);
+  EXPECT_EQ(kv["llm_cpu_share"], "0.000");
+}
+
 // Issue 16, 5b: a program Dynamo compiled nothing of is counted, but it is no coverage, never a seed, and its
 // arms are charged its cost with no yield, so the bandit learns to avoid what causes it.
 TEST(Campaign, NothingCompiledProgramsAddNoCoverageNoSeedAndNoYield) {

@@ -71,6 +71,10 @@ TEST_F(GeneratorTest, GrowBuildsAProgramAroundAnLlmCore) {
     ASSERT_EQ(firstInvalidNode(catalog, g), "") << "grown program " << i << "\n" << g.toJson().dump(1);
     EXPECT_EQ(deadNodeCount(g), 0) << i;
     EXPECT_EQ(again.grow(core, i, {policy.minNodes, policy.maxNodes}).contentHash(), g.contentHash()) << i;
+    // Its stored IR replays through repair (tcfuzz gen --from) as the same program.
+    Rng rng(i);
+    IntSolver replaySolver(i);
+    EXPECT_EQ(GraphRepairer(catalog, policy.caps, rng, replaySolver).repair(g).contentHash(), g.contentHash()) << i;
     EXPECT_EQ(g.origin.strategy, "ops-json");
     EXPECT_EQ(g.origin.index, i);
     EXPECT_EQ(g.origin.seed, 17u);

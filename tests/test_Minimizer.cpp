@@ -117,6 +117,41 @@ TEST_F(MinimizerTest, PassOrderIsDataAndOnlyListedPassesRun) {
   EXPECT_EQ(MinimizerPolicy::fromJson(MinimizerPolicy{}.toJson()).passes, Minimizer::passNames());
 }
 
+// A program grown around an LLM core (issue 21): remove-grown takes the grown nodes away first, and
+// the core marks survive repair, so the minimized program still shows which nodes the LLM wrote.
+TEST_F(MinimizerTest, GrownNodesGoBeforeTheLlmCore) {
+  gen::Graph core;
+  int x = core.addValue({{4, 6}, gen::DType::Float32});
+  core.inputs.push_back({x, "x0", {"uniform", -1, 1, 0.5}});
+  int y = core.addValue({{4, 6}, gen::DType::Float32});
+  core.nodes.push_back({"sigmoid", {x}, {y}, nlohmann::json::object()});
+  core.outputs = {y};
+  core.origin.generator = "llm";
+  gen::Graph g;
+  gen::Generator grower(catalog_, gen::GenPolicy{}, 31);
+  for (uint64_t i = 0; i < 50 && g.nodes.size() < 10; ++i) g = grower.grow(core, i, {10, 14});
+  ASSERT_GE(g.nodes.size(), 10u);
+  auto coreSigmoid = [](const gen::Graph& h) {
+    return std::any_of(h.nodes.begin(), h.nodes.end(), [](const gen::Node& n) { return n.core && n.op == "sigmoid"; });
+  };
+  ASSERT_TRUE(coreSigmoid(g));
+  std::vector<std::string> firstPasses;
+  oracles::CandidateTest test = [&](const std::vector<MinimizeCase>& batch) {
+    std::vector<bool> out;
+    for (const auto& c : batch) {
+      out.push_back(coreSigmoid(c.graph));
+      if (out.back() && firstPasses.empty()) firstPasses.push_back(c.pass);
+    }
+    return out;
+  };
+  oracles::MinimizeResult r = Minimizer(catalog_, MinimizerPolicy{}).minimize({g, oracles::CompileConfig{}, false, ""}, test);
+  EXPECT_TRUE(coreSigmoid(r.best.graph));
+  EXPECT_EQ(r.best.graph.nodes.size(), 1u) << fmt::format("{}", fmt::join(oracles::opsOf(r.best.graph), ", "));
+  ASSERT_FALSE(firstPasses.empty());
+  EXPECT_EQ(firstPasses.front(), "remove-grown");
+  EXPECT_GT(r.acceptedByPass["remove-grown"], 0);
+}
+
 TEST_F(MinimizerTest, EveryPassOfThePolicyIsANamedPassAndUnknownNamesAreRejected) {
   gen::Graph g = programWith(catalog_, "sigmoid", 6);
   oracles::CompileConfig c;
@@ -141,7 +176,7 @@ TEST_F(MinimizerTest, EveryPassOfThePolicyIsANamedPassAndUnknownNamesAreRejected
   EXPECT_EQ(dropped[3].compile.inductorConfig, nlohmann::json::object());
   EXPECT_EQ(dropped[3].compile.mode, "max-autotune");
   EXPECT_THROW(minimizer.candidates("shuffle", start), std::invalid_argument);
-  EXPECT_EQ(Minimizer::passNames(), (std::vector<std::string>{"hinted-ops", "drop-outputs", "remove-nodes",
+  EXPECT_EQ(Minimizer::passNames(), (std::vector<std::string>{"hinted-ops", "remove-grown", "drop-outputs", "remove-nodes",
                                                               "bypass-nodes", "drop-config", "reset-attrs",
                                                               "plain-inputs", "shrink-ranks", "shrink-shapes"}));
 }

@@ -452,7 +452,8 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     yield.newFeatures = pr.newFeatures;
     yield.newSignatures = static_cast<int>(newSignatures.size());
     scheduler_.credit(c.pulls, torchSeconds, yield);
-    ledger_.record(c.origin, torchSeconds, pr.newFeatures, static_cast<int>(newSignatures.size()));
+    ledger_.record(c.origin, torchSeconds, pr.newFeatures, static_cast<int>(newSignatures.size()),
+                   static_cast<int>(c.graph.nodes.size()), gen::deadNodeCount(c.graph));
     referenceRate = ledger_.rate();
   }
   if (c.llm)

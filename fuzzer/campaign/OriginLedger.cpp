@@ -12,9 +12,12 @@ std::string OriginLedger::keyOf(const std::string& programOrigin) {
   return programOrigin;  // "llm:<strategy>"
 }
 
-void OriginLedger::record(const std::string& origin, double cpuSeconds, int newFeatures, int newSignatures) {
+void OriginLedger::record(const std::string& origin, double cpuSeconds, int newFeatures, int newSignatures, int nodes,
+                          int deadNodes) {
   Tally& t = tallies_[keyOf(origin)];
   t.programs++;
+  t.nodes += nodes;
+  t.deadNodes += deadNodes;
   t.testSeconds += cpuSeconds;
   t.newFeatures += newFeatures;
   t.newSignatures += newSignatures;
@@ -44,6 +47,8 @@ json OriginLedger::toJson() const {
     llm += t.llmSeconds;
     double yield = static_cast<double>(t.newFeatures) + kSignatureWorth * static_cast<double>(t.newSignatures);
     out["origins"][key] = {{"programs", t.programs},
+                           {"mean_nodes", t.programs > 0 ? static_cast<double>(t.nodes) / static_cast<double>(t.programs) : 0.0},
+                           {"dead_nodes", t.deadNodes},
                            {"cpu_s", cpu},
                            {"llm_cpu_s", t.llmSeconds},
                            {"new_features", t.newFeatures},
@@ -66,6 +71,8 @@ std::vector<std::pair<std::string, std::string>> OriginLedger::statsLines() cons
       for (char& c : k)
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       kv.emplace_back(fmt::format("origin_{}_programs", k), std::to_string(o["programs"].get<int64_t>()));
+      kv.emplace_back(fmt::format("origin_{}_mean_nodes", k), fmt::format("{:.2f}", o["mean_nodes"].get<double>()));
+      kv.emplace_back(fmt::format("origin_{}_dead_nodes", k), std::to_string(o["dead_nodes"].get<int64_t>()));
       kv.emplace_back(fmt::format("origin_{}_cpu_s", k), fmt::format("{:.1f}", o["cpu_s"].get<double>()));
       kv.emplace_back(fmt::format("origin_{}_new_features", k), std::to_string(o["new_features"].get<int64_t>()));
       kv.emplace_back(fmt::format("origin_{}_new_signatures", k), std::to_string(o["new_signatures"].get<int64_t>()));

@@ -20,8 +20,10 @@ class OriginLedger {
   static std::string keyOf(const std::string& programOrigin);
 
   /// One tested program of `origin` (a key or a program origin): the CPU seconds testing it took
-  /// (its three runs and their confirmation), the features and signatures it added.
-  void record(const std::string& origin, double cpuSeconds, int newFeatures, int newSignatures);
+  /// (its three runs and their confirmation), the features and signatures it added, its size in nodes
+  /// and how many of them reach no output.
+  void record(const std::string& origin, double cpuSeconds, int newFeatures, int newSignatures, int nodes = 0,
+              int deadNodes = 0);
   /// The LLM's own CPU seconds so far per strategy (server time and lift jobs, rejected replies
   /// included), charged to "llm:<strategy>" beside the testing time. Replaces the previous figures.
   void setLlmCpu(const std::map<std::string, double>& cpuByStrategy);
@@ -29,7 +31,7 @@ class OriginLedger {
   /// (new features + signatureWorth x new signatures) per CPU-second over every origin, the LLM's CPU
   /// included; 0 before any CPU was spent.
   double rate() const;
-  /// Per origin: programs, cpu_s (llm_cpu_s of it for LLM strategies), new_features, new_signatures,
+  /// Per origin: programs, mean_nodes, dead_nodes, cpu_s (llm_cpu_s of it for LLM strategies), new_features, new_signatures,
   /// features_per_cpu_s, signatures_per_cpu_hour, yield_per_cpu_s; and "llm_cpu_share" overall.
   nlohmann::json toJson() const;
   /// toJson() as fuzzer_stats lines: origin_<key>_<figure> (key with ':' spelt '_'), llm_cpu_share.
@@ -39,7 +41,7 @@ class OriginLedger {
 
  private:
   struct Tally {
-    int64_t programs = 0, newFeatures = 0, newSignatures = 0;
+    int64_t programs = 0, newFeatures = 0, newSignatures = 0, nodes = 0, deadNodes = 0;
     double testSeconds = 0, llmSeconds = 0;
     double cpu() const { return testSeconds + llmSeconds; }
   };
