@@ -24,6 +24,9 @@ class PythonEmitter {
 /// The program header's comment lines: where the program came from (its Origin) and the command that
 /// makes it again, run in the campaign's output directory where the origin names stored files.
 std::string provenanceHeader(const Graph& g);
+/// One sentence on where the program came from: grammar (seed, index), mutation (mutator, parent,
+/// donor), or LLM (model, strategy, target, reply id, core nodes grown around). For reports.
+std::string originSummary(const Graph& g);
 
 /// A JSON attribute value as a Python literal of the given kind (torch.float16, 'reflect', [1, 2], None).
 std::string pythonLiteral(const nlohmann::json& value, AttrKind kind);

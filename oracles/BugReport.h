@@ -81,6 +81,8 @@ struct BugReport {
   nlohmann::json originalConfig;             ///< the first witness's non-default compile options
   int originalNodes = 0;
   std::string originalProgramPy;             ///< the witness that was minimized, before minimization
+  std::string provenance;                    ///< where the witness came from (gen::originSummary): grammar, mutation, LLM strategy and target
+  int coreNodes = 0, coreNodesKept = 0;      ///< LLM core nodes in the witness, and in the minimized program
   ReproCase repro;                           ///< the minimized case
   bool minimized = false;     ///< false: minimization failed or was skipped; repro holds the original
   int minimizeCandidates = 0; ///< candidates the minimizer tested

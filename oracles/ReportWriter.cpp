@@ -514,6 +514,9 @@ void renderFacts(std::string& md, const BugReport& bug) {
   md += fmt::format("- seed: {}; device: {}; threads: {}\n", bug.repro.seed, bug.repro.device,
                     bug.repro.threads > 0 ? std::to_string(bug.repro.threads) : "default");
   if (!bug.campaign.empty()) md += fmt::format("- campaign: {}\n", code(bug.campaign, kMessageLimit));
+  if (!bug.provenance.empty()) md += fmt::format("- made by: {}\n", oneLine(bug.provenance, kMessageLimit));
+  if (bug.coreNodes > 0)
+    md += fmt::format("- LLM core: {} of its {} nodes remain in the minimized program\n", bug.coreNodesKept, bug.coreNodes);
   if (!bug.originalProgramPy.empty()) md += "- the program before minimization: [original.py](original.py)\n";
   md += "\n</details>\n";
 }
@@ -618,6 +621,7 @@ nlohmann::json reportMeta(const BugReport& bug) {
       {"config", {{"original", bug.originalConfig.is_null() ? json::object() : bug.originalConfig},
                   {"minimized", minimizedConfig}}},
       {"sizes", {{"original_nodes", bug.originalNodes}, {"minimized_nodes", bug.repro.nodes}}},
+      {"provenance", {{"made_by", bug.provenance}, {"core_nodes", bug.coreNodes}, {"core_nodes_kept", bug.coreNodesKept}}},
       {"minimized", bug.minimized},
       {"minimize_candidates", bug.minimizeCandidates},
       {"repro",

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "generators/PythonEmitter.h"
 #include "oracles/AtomicFile.h"
 #include "oracles/Deduper.h"
 #include "oracles/IndexWriter.h"
@@ -151,6 +152,22 @@ std::vector<std::pair<std::string, std::string>> fuzzerStats(const fs::path& roo
   return stats;
 }
 
+/// The witness's origin in the report, and how much of an LLM core survived minimization. A witness
+/// whose IR does not parse (an older store) leaves them empty.
+void setProvenance(oracles::BugReport& b, const std::string& witnessIr) {
+  try {
+    gen::Graph witness = gen::Graph::fromJson(json::parse(witnessIr), "finding");
+    b.provenance = gen::originSummary(witness);
+    auto core = [](const gen::Graph& g) {
+      return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [](const gen::Node& n) { return n.core; }));
+    };
+    b.coreNodes = core(witness);
+    if (b.repro.programIr.is_object()) b.coreNodesKept = core(gen::Graph::fromJson(b.repro.programIr, "repro"));
+  } catch (const std::exception&) {
+    b.provenance.clear();
+  }
+}
+
 }  // namespace
 
 Triage::Triage(const gen::OpCatalog& catalog, TriageSettings settings, fs::path campaignRoot, FindingStore& store,
@@ -284,6 +301,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
     if (auto w = byId.find(best->findingId); w != byId.end()) {
       b.originalConfig = json::parse(w->second->config, nullptr, false);
       b.originalProgramPy = w->second->programPy;
+      setProvenance(b, w->second->programJson);
     }
     b.torch = settings_.torch;
     for (int64_t id : g.findingIds)
