@@ -546,7 +546,10 @@ std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int t
   std::vector<std::string> grammarOps = ops;
   if (s.queue) {
     std::optional<gen::Graph> parent = queueSource_ ? queueSource_() : std::nullopt;
-    if (!parent) return std::nullopt;  // no queue yet: the caller draws again
+    if (!parent) {  // no queue yet: the caller draws again, after a pause (no busy loop while the queue is empty)
+      sleepFor(0.5);
+      return std::nullopt;
+    }
     fills["program_json"] = gen::proposalOf(*parent).dump();
     fills["program_python"] = emitter_.emit(*parent);
     for (const auto& n : parent->nodes) grammarOps.push_back(n.op);
