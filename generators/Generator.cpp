@@ -252,7 +252,6 @@ Graph Generator::grow(const Graph& core, uint64_t index, NodeRange nodes) {
     if (g.typeOf(fed) == t) remap[s.value] = fed;  // else the neighbour stays a branch of its own
   }
   // The core, node by node, through the same repair (a valid core passes unchanged).
-  int coreNodes = 0;
   for (const Node& n : core.nodes) {
     Node c = n;
     c.core = true;
@@ -265,11 +264,12 @@ Graph Generator::grow(const Graph& core, uint64_t index, NodeRange nodes) {
     if (missing || !repairer.append(c)) continue;
     const Node& added = g.nodes.back();
     for (size_t k = 0; k < n.outputs.size() && k < added.outputs.size(); ++k) remap[n.outputs[k]] = added.outputs[k];
-    ++coreNodes;
   }
-  // Consumers: the growth loop prefers values nothing reads yet, so it builds on the core's results.
-  int target = std::max(static_cast<int>(rng.uniform(nodes.minNodes, nodes.maxNodes)), coreNodes + 2);
-  growNodes(g, repairer, rng, static_cast<int>(g.nodes.size()) + std::max(2, target - coreNodes), true);
+  // Consumers: the growth loop prefers values nothing reads yet, so it builds on the core's results. The
+  // graph around the core is of the drawn size (the core comes on top): the pattern the LLM aimed at sits
+  // inside a program as large as a grammar program.
+  int grown = std::max(2, static_cast<int>(rng.uniform(nodes.minNodes, nodes.maxNodes)));
+  growNodes(g, repairer, rng, static_cast<int>(g.nodes.size()) + grown, true);
   settleOutputs(g, repairer, rng);
   stats_ += repairer.stats();
   g = eliminateDeadNodes(g);

@@ -65,7 +65,7 @@ class Generator {
   /// As generate(index), with `nodes` in place of the policy's node range: the same (seed, index,
   /// nodes) always gives the same graph, and generate(i, {minNodes, maxNodes}) == generate(i).
   Graph generate(uint64_t index, NodeRange nodes);
-  /// An LLM proposal's program `core` grown to a size drawn from `nodes`: core inputs may be fed by
+  /// An LLM proposal's program `core` with a graph of a size drawn from `nodes` grown around it: core inputs may be fed by
   /// pointwise neighbours, then ops that read the core's values (pointwise neighbours, views and
   /// layout changes, in-place writes, and the policy's other ops) follow, until the size is reached;
   /// no dead nodes. The core's nodes are marked `core`; its input layouts are kept. Deterministic in

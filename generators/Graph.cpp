@@ -117,6 +117,7 @@ json originToJson(const Origin& o) {
                             {"strategy", &o.strategy}, {"target", &o.target}, {"model", &o.model}, {"stored", &o.stored}})
     if (!field->empty()) doc[key] = *field;
   if (o.replyId >= 0) doc["reply_id"] = o.replyId;
+  if (o.minimized) doc["minimized"] = true;
   return doc;
 }
 
@@ -225,7 +226,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   if (root.has("origin")) {
     Reader o = root.at("origin");
     o.onlyKeys({"generator", "seed", "index", "min_nodes", "max_nodes", "parent", "donor", "mutator", "strategy",
-                "target", "model", "reply_id", "stored"});
+                "target", "model", "reply_id", "stored", "minimized"});
     g.origin.generator = o.at("generator").str();
     g.origin.seed = o.at("seed").unsignedInteger();
     g.origin.index = o.at("index").unsignedInteger();
@@ -236,6 +237,10 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
                               {"target", &g.origin.target}, {"model", &g.origin.model}, {"stored", &g.origin.stored}})
       if (o.has(key)) *field = o.at(key).str();
     if (o.has("reply_id")) g.origin.replyId = o.at("reply_id").integer(-1, int64_t{1} << 50);
+    if (o.has("minimized")) {
+      if (!o.at("minimized").raw().is_boolean()) o.at("minimized").fail("expected true or false");
+      g.origin.minimized = o.at("minimized").raw().get<bool>();
+    }
   }
 
   Reader vals = root.at("values");

@@ -100,6 +100,7 @@ struct Node {
 ///   "llm"       a reply (`replyId` in work/llm/replies.jsonl) of `model` to `strategy` (aimed at `target`),
 ///               repaired, then grown by Generator(policy, seed).grow(core, index, {minNodes, maxNodes}).
 /// `stored`: where the campaign keeps this program's IR (relative to its output directory), or "".
+/// `minimized`: the minimizer reduced the program so made; its IR is kept beside it (program.json).
 /// Node ranges of 0 mean the policy's own.
 struct Origin {
   std::string generator = "grammar";
@@ -110,6 +111,7 @@ struct Origin {
   std::string strategy, target, model;
   int64_t replyId = -1;
   std::string stored;
+  bool minimized = false;
   /// "grammar", "mutation" or "llm" (older files spelt "mutation:<mutator>" and "llm:<strategy>").
   std::string kind() const { return generator.substr(0, generator.find(':')); }
   bool operator==(const Origin&) const = default;

@@ -289,6 +289,9 @@ std::string provenanceHeader(const Graph& g) {
   std::string hash = g.contentHash().substr(0, 16);
   std::string head = "# " + originSummary(g) + ".\n";
   std::string kind = o.kind();
+  if (o.minimized)
+    return "# Minimized by tcfuzz's triage from a program it made: " + originSummary(g) + ".\n" +
+           fmt::format("# Graph {}; its IR is program.json beside this file (tcfuzz gen --from program.json).\n", hash);
   if (kind == "grammar")
     return head + fmt::format("# Graph {}; replay with: tcfuzz gen --seed {} --start {} --count 1{}\n", hash, o.seed,
                               o.index, o.minNodes > 0 && o.maxNodes > 0 ? fmt::format(" --nodes {}-{}", o.minNodes, o.maxNodes) : "");

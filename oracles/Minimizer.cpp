@@ -488,6 +488,7 @@ std::optional<Graph> Minimizer::finish(Graph g) const {
   if (!dropped.empty()) return std::nullopt;  // a candidate that loses nodes to repair is another program
   repaired = eliminateDeadNodes(repaired);
   repaired.origin = g.origin;
+  repaired.origin.minimized = true;  // its header must not claim that the origin's replay makes it
   if (repaired.nodes.empty() || !gen::firstInvalidNode(catalog_, repaired).empty()) return std::nullopt;
   return repaired;
 }

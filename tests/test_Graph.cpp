@@ -73,6 +73,7 @@ TEST(Graph, OriginAndCoreMarksRoundTripOutsideTheHash) {
   llm.origin.model = "SmolLM2-135M-Instruct";
   llm.origin.replyId = 42;
   llm.origin.stored = "work/llm/programs/000012.json";
+  llm.origin.minimized = true;
   Graph back = Graph::fromJson(llm.toJson());
   EXPECT_EQ(back.origin, llm.origin);
   EXPECT_EQ(back.origin.kind(), "llm");

@@ -12,6 +12,7 @@
 #include "generators/Generator.h"
 #include "generators/InputLayout.h"
 #include "generators/GraphRepair.h"
+#include "generators/PythonEmitter.h"
 #include "oracles/Minimizer.h"
 
 using namespace tcfuzz;
@@ -146,6 +147,12 @@ TEST_F(MinimizerTest, GrownNodesGoBeforeTheLlmCore) {
   };
   oracles::MinimizeResult r = Minimizer(catalog_, MinimizerPolicy{}).minimize({g, oracles::CompileConfig{}, false, ""}, test);
   EXPECT_TRUE(coreSigmoid(r.best.graph));
+  // Its header no longer claims the grown program's replay: it says it was minimized, from what.
+  EXPECT_TRUE(r.best.graph.origin.minimized);
+  EXPECT_FALSE(g.origin.minimized);
+  std::string header = gen::provenanceHeader(r.best.graph);
+  EXPECT_TRUE(header.starts_with("# Minimized by tcfuzz's triage from a program it made: Proposed by an LLM")) << header;
+  EXPECT_NE(header.find("tcfuzz gen --from program.json"), std::string::npos) << header;
   EXPECT_EQ(r.best.graph.nodes.size(), 1u) << fmt::format("{}", fmt::join(oracles::opsOf(r.best.graph), ", "));
   ASSERT_FALSE(firstPasses.empty());
   EXPECT_EQ(firstPasses.front(), "remove-grown");
