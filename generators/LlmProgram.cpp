@@ -129,9 +129,12 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
 
     // Schema pass first: nothing is built from a document that breaks the form.
     std::set<std::string> names;
+    // A name defined again rebinds it, as in Python (small models write x = relu(x)): reads before see
+    // the earlier value, reads after the new one. A repair, noted in the detail.
+    std::vector<std::string> rebound;
     auto declare = [&](const std::string& name, const std::string& where) {
       if (!std::regex_match(name, nameSyntax())) schema(fmt::format("{}: '{}' is not a name", where, name));
-      if (!names.insert(name).second) schema(fmt::format("{}: '{}' is defined twice", where, name));
+      if (!names.insert(name).second) rebound.push_back(fmt::format("{}: '{}' defined again rebinds the name", where, name));
     };
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::string where = fmt::format("inputs[{}]", i);
@@ -238,7 +241,7 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
           g.outputs.push_back(it->second);
       }
     if (g.outputs.empty()) g.outputs.push_back(g.nodes.back().outputs.front());
-    if (!out.dropped.empty() || out.undefinedArgs > 0) out.repaired = true;
+    if (!out.dropped.empty() || out.undefinedArgs > 0 || !rebound.empty()) out.repaired = true;
     Graph compact = compactGraph(g);
     if (int reset = dropInvalidLayouts(compact); reset > 0) {  // a layout that does not fit its input
       out.repaired = true;
@@ -253,7 +256,9 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
       out.detail = problem;
       return out;
     }
-    out.detail = fmt::format("{}", fmt::join(out.dropped, "; "));
+    std::vector<std::string> notes = out.dropped;
+    notes.insert(notes.end(), rebound.begin(), rebound.end());
+    out.detail = fmt::format("{}", fmt::join(notes, "; "));
     out.graph = std::move(compact);
   } catch (const SchemaError& e) {
     out.rejection = e.reason;

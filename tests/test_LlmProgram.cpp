@@ -78,9 +78,20 @@ TEST(LlmProgram, RejectionsNameTheirReason) {
   EXPECT_NE(wrongKey.detail.find("unknown key 'extra'"), std::string::npos) << wrongKey.detail;
   ProposalOutcome badDtype = build(R"({"inputs": [{"name": "x", "shape": [2], "dtype": "uint8"}], "nodes": [{"out": "a", "op": "relu", "args": ["x"]}]})");
   EXPECT_EQ(badDtype.rejection, "schema");
-  ProposalOutcome twice = build(R"({"inputs": [{"name": "x", "shape": [2], "dtype": "float32"}], "nodes": [{"out": "x", "op": "relu", "args": ["x"]}]})");
-  EXPECT_EQ(twice.rejection, "schema");
-  EXPECT_NE(twice.detail.find("defined twice"), std::string::npos);
+  // A name defined again rebinds it, as in Python (SmolLM2 writes this often): x = relu(x), then
+  // y = sigmoid(x) reads the relu; an input named twice leaves the first one unread.
+  ProposalOutcome twice = build(R"({"inputs": [{"name": "x", "shape": [2], "dtype": "float32"}, {"name": "x", "shape": [3], "dtype": "float32"}],
+                                    "nodes": [{"out": "x", "op": "relu", "args": ["x"]}, {"out": "y", "op": "sigmoid", "args": ["x"]}],
+                                    "outputs": ["y"]})");
+  ASSERT_TRUE(twice.graph) << twice.rejection << ": " << twice.detail;
+  EXPECT_TRUE(twice.repaired);
+  EXPECT_NE(twice.detail.find("inputs[1]: 'x' defined again rebinds the name"), std::string::npos) << twice.detail;
+  EXPECT_NE(twice.detail.find("nodes[0]: 'x' defined again rebinds the name"), std::string::npos) << twice.detail;
+  ASSERT_EQ(twice.graph->nodes.size(), 2u);
+  EXPECT_EQ(twice.graph->nodes[1].op, "sigmoid");
+  EXPECT_EQ(twice.graph->nodes[1].inputs[0], twice.graph->nodes[0].outputs[0]);
+  ASSERT_EQ(twice.graph->inputs.size(), 1u);
+  EXPECT_EQ(twice.graph->typeOf(twice.graph->inputs[0].value).shape, (std::vector<int64_t>{3}));
   ProposalOutcome negative = build(R"({"inputs": [{"name": "x", "shape": [-3], "dtype": "float32"}], "nodes": [{"out": "a", "op": "relu", "args": ["x"]}]})");
   EXPECT_EQ(negative.rejection, "schema");
   ProposalOutcome onlyUnknown = build(R"({"inputs": [{"name": "x", "shape": [2], "dtype": "float32"}], "nodes": [{"out": "a", "op": "frobnicate", "args": ["x"]}]})");

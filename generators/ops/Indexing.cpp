@@ -97,8 +97,8 @@ OpSpec& indexPut(OpCatalog& c, std::string name, std::string python, bool accumu
   return c.add(std::move(s));
 }
 
-/// The scatter family: self, dim, index (same rank as self, int64), src (self's dtype, each dim
-/// at least the index's). `unique`: the index holds distinct values, so it cannot have more
+/// The scatter family: self, dim, index (same rank as self, int64), src (self's dtype and the
+/// index's shape). `unique`: the index holds distinct values, so it cannot have more
 /// elements than self's size along dim.
 OpSpec& scatterLike(OpCatalog& c, std::string name, std::string python, std::string aten, bool unique,
                     DTypeSet accepts) {
@@ -122,9 +122,10 @@ OpSpec& scatterLike(OpCatalog& c, std::string name, std::string python, std::str
         }
       return idx;
     }
+    // src of the index's shape: a larger src is legal in forward, but backward gathers src's gradient
+    // with the index and autograd refuses it ("ScatterBackward0 returned an invalid gradient").
     TensorType src = x;
-    if (ctx.in.size() > 1 && ctx.x(1).rank() == x.rank())
-      for (int i = 0; i < x.rank(); ++i) src.shape[i] = std::max(ctx.x(1).shape[i], rng.chance(0.3) ? x.shape[i] : 1);
+    if (ctx.in.size() > 1 && ctx.x(1).rank() == x.rank()) src.shape = ctx.x(1).shape;
     return src;
   };
   s.need = [](const OpContext& ctx, int k) -> std::optional<Interval> {
@@ -137,7 +138,7 @@ OpSpec& scatterLike(OpCatalog& c, std::string name, std::string python, std::str
     require(idx.rank() == x.rank() && src.rank() == x.rank(), "index and src must have input 0's rank");
     require(src.dtype == x.dtype, "src must have input 0's dtype");
     for (int i = 0; i < x.rank(); ++i) {
-      require(idx.shape[i] <= src.shape[i], "index may not be larger than src in any dim");
+      require(idx.shape[i] == src.shape[i], "src must have the index's shape (backward gathers its gradient by the index)");
       require(i == d || idx.shape[i] <= x.shape[i], "index may not be larger than input 0 outside dim");
     }
     require(!unique || idx.numel() <= x.shape[d], "distinct indices cannot outnumber the size of dim");
