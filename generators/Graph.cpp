@@ -353,22 +353,18 @@ Graph Graph::load(const std::string& path) {
   return fromJson(doc, path);
 }
 
-Graph compactGraph(const Graph& g) {
-  std::vector<bool> live(g.values.size(), false);
-  for (const auto& n : g.nodes) {
-    for (int v : n.inputs) live[v] = true;
-    for (int v : n.outputs) live[v] = true;
-  }
-  for (int v : g.outputs) live[v] = true;
+namespace {
+
+/// A copy whose values are `order` (old ids, in their new order), renumbered densely; sources whose
+/// value is not in `order` are left out. Every value a kept node or output reads must be in it.
+Graph renumbered(const Graph& g, const std::vector<int>& order) {
   std::vector<int> remap(g.values.size(), -1);
   Graph out;
   out.origin = g.origin;
-  // Keep the original definition order: sources first in their order, then node outputs.
-  for (const auto& v : g.values)
-    if (live[v.id]) remap[v.id] = out.addValue(v.type);
+  for (int v : order) remap[v] = out.addValue(g.typeOf(v));
   auto sources = [&](const std::vector<Source>& in, std::vector<Source>& dst) {
     for (auto s : in)
-      if (live[s.value]) {
+      if (remap[s.value] >= 0) {
         s.value = remap[s.value];
         dst.push_back(s);
       }
@@ -384,28 +380,28 @@ Graph compactGraph(const Graph& g) {
   return out;
 }
 
-Graph sourcesFirst(const Graph& g) {
-  std::vector<int> remap(g.values.size(), -1);
-  Graph out;
-  out.origin = g.origin;
-  auto take = [&](int v) { remap[v] = out.addValue(g.typeOf(v)); };
-  for (const auto& s : g.inputs) take(s.value);
-  for (const auto& s : g.params) take(s.value);
-  for (const auto& n : g.nodes)
-    for (int v : n.outputs) take(v);
-  auto sources = [&](std::vector<Source> list) {
-    for (auto& s : list) s.value = remap[s.value];
-    return list;
-  };
-  out.inputs = sources(g.inputs);
-  out.params = sources(g.params);
-  for (auto n : g.nodes) {
-    for (int& v : n.inputs) v = remap[v];
-    for (int& v : n.outputs) v = remap[v];
-    out.nodes.push_back(std::move(n));
+}  // namespace
+
+Graph compactGraph(const Graph& g) {
+  std::vector<bool> live(g.values.size(), false);
+  for (const auto& n : g.nodes) {
+    for (int v : n.inputs) live[v] = true;
+    for (int v : n.outputs) live[v] = true;
   }
-  for (int v : g.outputs) out.outputs.push_back(remap[v]);
-  return out;
+  for (int v : g.outputs) live[v] = true;
+  // Keep the original definition order: sources first in their order, then node outputs.
+  std::vector<int> order;
+  for (const auto& v : g.values)
+    if (live[v.id]) order.push_back(v.id);
+  return renumbered(g, order);
+}
+
+Graph sourcesFirst(const Graph& g) {
+  std::vector<int> order;
+  for (const auto& s : g.inputs) order.push_back(s.value);
+  for (const auto& s : g.params) order.push_back(s.value);
+  for (const auto& n : g.nodes) order.insert(order.end(), n.outputs.begin(), n.outputs.end());
+  return renumbered(g, order);
 }
 
 std::string Graph::contentHash() const {
