@@ -20,7 +20,7 @@ import torch._inductor.config
 import torch.utils._pytree as pytree
 
 from bisect_check import JobError, run_bisect  # noqa: F401  (JobError: raised by the bisect job)
-from compile_stats import compile_facts, compile_phases
+from compile_stats import compile_facts, compile_phases, install_compile_hooks
 from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, TextLeaf,
                             alias_notes, perturbed_inputs)
 from lift import run_lift_job
@@ -87,6 +87,7 @@ class ChildRun:
     # -- compile configuration ----------------------------------------------------------------
     def apply_compile_config(self):
         cfg = self.job.get("compile") or {}
+        install_compile_hooks()  # in this process, before its first compile: never in the zygote
         import torch._inductor.config as inductor_config
         inductor_config.fallback_random = True
         inductor_config.compile_threads = 1

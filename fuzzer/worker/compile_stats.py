@@ -1,7 +1,11 @@
-"""What a compiled job reports about its compilation: Dynamo's and Inductor's counters and metrics
-(compile_facts) and the compile time split by phase (compile_phases). Imported by child.py before any
-fork; nothing here runs a torch op at import time. Per-process figures: a persistent child clears them
-between jobs (persistent.reset_compiler_state)."""
+"""What a compiled job reports about its compilation: Dynamo's and Inductor's counters and metrics, and
+what Inductor did (compile_facts, with the hooks of install_compile_hooks), and the compile time split by
+phase (compile_phases). Imported by child.py before any fork; nothing here runs a torch op or patches
+torch at import time. Per-process figures: a persistent child clears them between jobs
+(persistent.reset_compiler_state)."""
+
+import functools
+import re
 
 import torch  # noqa: F401  (the torch under test; its submodules are imported lazily)
 
@@ -25,6 +29,9 @@ def compile_facts():
         "inductor_metrics": inductor_metrics(),
         "aot_autograd_counters": _numeric(counters.get("aot_autograd", {})),
     }
+    facts["inductor_counters"] = {k: v for k, v in facts["inductor_counters"].items() if not k.startswith(HOOK_KEY)}
+    facts.update(hook_facts(counters, notes))
+    facts["dynamo_counters"] = dynamo_counters(counters)
     if _metrics_module() is None:
         notes.append("this torch has no torch._inductor.metrics: no Inductor metrics")
     if notes:
@@ -112,3 +119,275 @@ def compile_phases(compile_seconds):
         "cxx_compile": cxx,
         "codegen_load": max(0.0, inductor - lowering - scheduling - cxx),
     }
+
+
+# -- What Inductor did: hooks installed in the compiled job's process --------------------------------------
+# install_compile_hooks wraps a few Inductor and Dynamo functions (each wrapper calls the original and
+# changes nothing it returns or raises) and counts what they saw in torch's counters["inductor"] under keys
+# "tcfuzz:<figure>:<name>". That table, not one of ours: torch's FX graph cache stores the job's
+# counters["inductor"] delta with each entry and adds it back on a hit (torch 2.11 and 2.15), so a cache hit
+# reports the figures of the compile that filled the entry; persistent.reset_compiler_state clears it with the
+# other counters between jobs. What is counted before Inductor's compile (joint-graph patterns, recompiles)
+# is not replayed on a hit. Figures, by the name compile_facts reports them under:
+#   post_grad_ops   "aten.mm.default:float32": the nodes of the post-grad FX graph Inductor lowers (GraphLowering.run),
+#                   by op and output dtype(s)
+#   lowerings       "aten.relu.default": ops Inductor lowered with its own lowering (GraphLowering.call_function)
+#   fallbacks       "aten.cumsum.default": ops lowered by a fallback kernel (in torch._inductor.lowering.fallbacks)
+#   patterns        pattern-matcher replacements applied, by pattern (pattern_name, handler or pattern class:op)
+#   fusions         "pointwise+reduction": the fused groups the Scheduler made, by the kinds of their members
+#   kernel_kinds    "pointwise", "reduction", "template", "extern", "foreach", "nop", ...: the Scheduler's final nodes
+#   extern_kernels  "extern_kernels.mm": the kernels of its extern nodes
+#   recompile_reasons  Dynamo's first guard failure per recompilation, digits as N (recompiles: their count)
+HOOK_KEY = "tcfuzz:"
+HOOK_FIGURES = ("post_grad_ops", "lowerings", "fallbacks", "patterns", "fusions", "kernel_kinds", "extern_kernels",
+                "recompile_reasons")
+FIGURE_CAP = 200     # entries per figure (the most counted are kept)
+NAME_CHARS = 100     # characters of a name
+_HOOKS = {"installed": False, "missing": []}  # this process's hooks; "missing": why a figure is absent
+
+
+def _count(figure, name, n=1):
+    try:
+        from torch._dynamo.utils import counters
+        counters["inductor"][f"{HOOK_KEY}{figure}:{str(name)[:NAME_CHARS]}"] += n
+    except Exception:  # noqa: BLE001  (a figure is never worth failing the compile)
+        pass
+
+
+def _op_name(target):
+    """"aten.mm.default" for an OpOverload, the function's name for anything else."""
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    return getattr(target, "__name__", None) or type(target).__name__
+
+
+def _dtypes(value):
+    """The dtype(s) of a node's meta["val"]: "float32", "float32,int64" (tuples), "sym" or "-"."""
+    if isinstance(value, torch.Tensor):
+        return str(value.dtype).replace("torch.", "")
+    if isinstance(value, (list, tuple)):
+        return ",".join(_dtypes(v) for v in value[:4]) or "-"
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)):
+        return "sym"
+    return "-"
+
+
+def _record_post_grad_ops(lowering):
+    module = getattr(lowering, "module", None)
+    graph = getattr(module, "graph", None)
+    if graph is None:
+        return
+    import operator
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is not operator.getitem:
+            _count("post_grad_ops", f"{_op_name(node.target)}:{_dtypes(node.meta.get('val'))}")
+
+
+def _record_lowering(target, fallbacks):
+    import operator
+    if target is operator.getitem or hasattr(target, "_inductor_lowering_function"):
+        return  # plumbing, and the pattern-matcher passthroughs (counted as patterns)
+    _count("fallbacks" if target in fallbacks else "lowerings", _op_name(target))
+
+
+# Scheduler node classes whose kind their class says (torch 2.15 names; a torch without one never makes it).
+NODE_KINDS = {
+    "ExternKernelSchedulerNode": "extern", "NopKernelSchedulerNode": "nop", "ForeachKernelSchedulerNode": "foreach",
+    "GroupedSchedulerNode": "grouped", "FusedMixOrderReductions": "mix_order_reduction",
+    "FusedStagedReduction": "staged_reduction", "FusedExternTritonKernelSchedulerNode": "extern_fused",
+}
+
+
+def _node_kind(node):
+    kind = NODE_KINDS.get(type(node).__name__)
+    if kind:
+        return kind
+    for kind, test in (("template", "is_template"), ("extern", "is_extern"), ("reduction", "is_reduction")):
+        fn = getattr(node, test, None)
+        if fn is not None and fn():
+            return kind
+    return "pointwise"
+
+
+def _record_schedule(scheduler):
+    for node in getattr(scheduler, "nodes", None) or ():
+        kind = _node_kind(node)
+        _count("kernel_kinds", kind)
+        if kind == "extern":
+            ir_node = getattr(node, "node", None)
+            _count("extern_kernels", getattr(ir_node, "python_kernel_name", None) or type(ir_node).__name__)
+        members = node.get_nodes() if hasattr(node, "get_nodes") else [node]
+        if len(members) > 1:
+            _count("fusions", "+".join(sorted({_node_kind(m) for m in members})))
+
+
+def _pattern_name(entry, node):
+    name = getattr(entry, "pattern_name", None)
+    if not name:
+        handler = getattr(entry, "handler", None)
+        handler = getattr(handler, "func", handler)  # a functools.partial: its function
+        name = getattr(handler, "__name__", None)
+    if not name:
+        name = f"{type(getattr(entry, 'pattern', None)).__name__}:{_op_name(getattr(node, 'target', None))}"
+    return name
+
+
+_DIGITS = re.compile(r"\d+")
+_COMPILE_ID = re.compile(r"^\[?\d+/\d+\]?:?\s*")  # "0/0: " before a guard failure
+
+
+def _record_recompile(reasons):
+    first = str(reasons[0]).strip().splitlines()[0] if reasons else "unknown"
+    _count("recompile_reasons", _DIGITS.sub("N", _COMPILE_ID.sub("", first)))
+
+
+def _wrap(owner, attr, make):
+    """Replaces owner.attr with make(original), marked so that it is never wrapped twice."""
+    original = vars(owner).get(attr) or getattr(owner, attr)
+    if getattr(original, "_tcfuzz_hook", False):
+        return
+    wrapper = functools.wraps(original)(make(original))
+    wrapper._tcfuzz_hook = True
+    setattr(owner, attr, wrapper)
+
+
+def _quiet(record):
+    """`record` that never raises: a figure it misses is not worth failing the compile."""
+    def call(*args):
+        try:
+            record(*args)
+        except Exception:  # noqa: BLE001
+            pass
+    return call
+
+
+def _hook_graph_lowering():
+    from torch._inductor.graph import GraphLowering
+    from torch._inductor.lowering import fallbacks
+    record_ops, record_lowering = _quiet(_record_post_grad_ops), _quiet(_record_lowering)
+
+    def make_run(original):
+        def run(self, *args, **kwargs):
+            record_ops(self)
+            return original(self, *args, **kwargs)
+        return run
+
+    def make_call_function(original):
+        def call_function(self, target, args, kwargs):
+            out = original(self, target, args, kwargs)
+            record_lowering(target, fallbacks)
+            return out
+        return call_function
+
+    _wrap(GraphLowering, "call_function", make_call_function)
+    _wrap(GraphLowering, "run", make_run)
+
+
+def _hook_scheduler():
+    from torch._inductor.scheduler import Scheduler
+    record = _quiet(_record_schedule)
+
+    def make_init(original):
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            record(self)
+        return __init__
+
+    _wrap(Scheduler, "__init__", make_init)
+
+
+def _hook_patterns():
+    from torch._inductor.pattern_matcher import PatternEntry
+    record = _quiet(lambda entry, node: _count("patterns", _pattern_name(entry, node)))
+
+    def make_apply(original):
+        def apply(self, match, graph, node):
+            out = original(self, match, graph, node)
+            record(self, node)
+            return out
+        return apply
+
+    classes, todo = [], [PatternEntry]
+    while todo:
+        cls = todo.pop()
+        classes.append(cls)
+        todo.extend(cls.__subclasses__())
+    hooked = [cls for cls in classes if cls is not PatternEntry and "apply" in cls.__dict__]
+    if not hooked:
+        raise AttributeError("no PatternEntry subclass defines apply")
+    for cls in hooked:
+        _wrap(cls, "apply", make_apply)
+
+
+def _hook_recompiles():
+    import torch._dynamo.convert_frame as convert_frame
+    if not hasattr(convert_frame, "get_and_maybe_log_recompilation_reasons"):
+        raise AttributeError("torch._dynamo.convert_frame has no get_and_maybe_log_recompilation_reasons")
+    record = _quiet(_record_recompile)
+
+    def make(original):
+        def get_and_maybe_log_recompilation_reasons(*args, **kwargs):
+            reasons = original(*args, **kwargs)
+            if not kwargs.get("skip_logging"):  # the second, silent call (inline_inbuilt_nn_modules=False) is no recompile
+                record(reasons)
+            return reasons
+        return get_and_maybe_log_recompilation_reasons
+
+    _wrap(convert_frame, "get_and_maybe_log_recompilation_reasons", make)
+
+
+HOOKS = (
+    (_hook_graph_lowering, "post_grad_ops, lowerings and fallbacks"),
+    (_hook_scheduler, "fusions, kernel_kinds and extern_kernels"),
+    (_hook_patterns, "patterns"),
+    (_hook_recompiles, "recompiles and recompile_reasons"),
+)
+
+
+def install_compile_hooks():
+    """Installs the hooks (once per process; a persistent child keeps them): call it in the compiled job's
+    process before its first compile, never in the zygote. A hook this torch cannot take is left out and
+    named in compile_facts' notes."""
+    if _HOOKS["installed"]:
+        return
+    _HOOKS["installed"] = True
+    for hook, figures in HOOKS:
+        try:
+            hook()
+        except Exception as exc:  # noqa: BLE001  (an older or newer torch: that figure is absent)
+            _HOOKS["missing"].append(f"no {figures}: {hook.__name__[1:]} failed: {type(exc).__name__}: {exc}"[:300])
+
+
+def hook_facts(counters, notes):
+    """The HOOK_FIGURES of counters["inductor"] as {figure: {name: count}} (at most FIGURE_CAP names each, the
+    most counted), plus "recompiles"; appends to `notes` why figures are absent."""
+    figures = {figure: {} for figure in HOOK_FIGURES}
+    for key, n in counters.get("inductor", {}).items():
+        if isinstance(key, str) and key.startswith(HOOK_KEY):
+            figure, _, name = key[len(HOOK_KEY):].partition(":")
+            if figure in figures:
+                figures[figure][name] = int(n)
+    for figure, names in figures.items():
+        if len(names) > FIGURE_CAP:
+            notes.append(f"{figure}: {len(names)} names, the {FIGURE_CAP} most counted kept")
+            kept = sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))[:FIGURE_CAP]
+            figures[figure] = dict(sorted(kept))
+    figures["recompiles"] = sum(figures["recompile_reasons"].values())
+    if not _HOOKS["installed"]:
+        notes.append("compile hooks not installed in this process: no post-grad, lowering, pattern, fusion, kernel "
+                     "or recompile figures")
+    notes.extend(_HOOKS["missing"])
+    return figures
+
+
+def dynamo_counters(counters):
+    """Dynamo's frame counters: "frames.total", "frames.ok" (frames it was asked to compile, and compiled),
+    "resumes" (resume functions after graph breaks), "calls_captured"; what this torch lacks is absent."""
+    out = {f"frames.{k}": v for k, v in _numeric(counters.get("frames", {})).items()}
+    resumes = _numeric(counters.get("resumes", {}))
+    if resumes:
+        out["resumes"] = sum(resumes.values())
+    captured = counters.get("stats", {}).get("calls_captured")
+    if isinstance(captured, (int, float)):
+        out["calls_captured"] = captured
+    return out
