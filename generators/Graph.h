@@ -112,7 +112,7 @@ struct Origin {
   int64_t replyId = -1;
   std::string stored;
   bool minimized = false;
-  /// "grammar", "mutation" or "llm" (older files spelt "mutation:<mutator>" and "llm:<strategy>").
+  /// "grammar", "mutation", "llm" or "libfuzzer" (older files spelt "mutation:<mutator>" and "llm:<strategy>").
   std::string kind() const { return generator.substr(0, generator.find(':')); }
   bool operator==(const Origin&) const = default;
 };

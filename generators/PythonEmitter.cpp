@@ -281,6 +281,9 @@ std::string originSummary(const Graph& g) {
                                          o.seed, o.index, core)
                            : "");
   }
+  if (kind == "libfuzzer")
+    return fmt::format("Made by tcfuzz's libFuzzer engine: mutator {} over libFuzzer's corpus (mutation seed {})",
+                       o.mutator.empty() ? "unknown" : o.mutator, o.index);
   return fmt::format("Made by tcfuzz ({})", o.generator);
 }
 
@@ -305,6 +308,8 @@ std::string provenanceHeader(const Graph& g) {
   if (kind == "llm" && !o.stored.empty())
     return head + fmt::format("# Graph {}; replay in the campaign's output directory with: tcfuzz gen --from {}\n", hash,
                               o.stored);
+  if (kind == "libfuzzer")  // libFuzzer chains mutations over inputs it may drop: the IR is the program
+    return head + fmt::format("# Graph {}; its IR is the .json file beside this one (tcfuzz gen --from it).\n", hash);
   // An origin this tcfuzz cannot make again (a hand-written or older IR file, an unstored proposal).
   return head + fmt::format("# Graph {}; no replay command is known for this origin: this file is the program.\n", hash);
 }

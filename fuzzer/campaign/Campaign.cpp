@@ -308,7 +308,7 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
   return c;
 }
 
-void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
+std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
   std::string py = emitter_.emit(c.graph);
   fs::path file = scratch / fmt::format("{:06d}.py", c.index);
   writeFileAtomically(file, py);
@@ -330,11 +330,11 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
     removeQuietly(file);
     std::lock_guard lock(mutex_);
     abandoned_++;  // redone by no one: its index is never recorded, a resume draws the next one
-    return;
+    return std::nullopt;
   } catch (const WorkerStartError& e) {
     removeQuietly(file);
     if (!stopping_) fail(CampaignEnd::Failed, fmt::format("a worker cannot be restarted: {}", e.what()));
-    return;
+    return std::nullopt;
   } catch (const oracles::ConfigurationError& e) {
     removeQuietly(file);
     std::lock_guard lock(mutex_);
@@ -345,18 +345,18 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
       endMessage_ = fmt::format("the compile configuration {} is rejected: {}", sc.config.describe(), e.what());
       stopping_ = true;
       pool_.cancel();
-      return;
+      return std::nullopt;
     }
     for (const auto& t : sc.templates) policy_.compile.disableTemplate(t);
     view_.event(fmt::format("template(s) {} rejected by this torch, no longer sampled: {}",
                             fmt::format("{}", fmt::join(sc.templates, ",")), e.what()));
-    return;
+    return std::nullopt;
   } catch (const oracles::OutputLoadError& e) {
     removeQuietly(file);
     std::lock_guard lock(mutex_);
     errors_++;
     view_.event(fmt::format("program {:06d}: outputs unreadable, skipped: {}", c.index, e.what()));
-    return;
+    return std::nullopt;
   }
   // A program Dynamo compiled nothing of tested no compiler (issue 16, 5b): its features are no coverage and
   // its arms are charged its cost with no yield, so the bandit learns to avoid the choices that cause it.
@@ -469,6 +469,7 @@ void Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
   removeQuietly(file);
   for (const auto* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64})
     if (!run->jobDir.empty()) removeQuietly(run->jobDir);
+  return features;
 }
 
 void Campaign::lane(int laneIndex) {
@@ -599,62 +600,10 @@ void Campaign::writeStats() {
     ledger_.setLlmCpu(llmCpu);
     for (auto& line : ledger_.statsLines()) kv.push_back(std::move(line));
   }
+  if (extraStats_)
+    for (auto& line : extraStats_()) kv.push_back(std::move(line));
   output_.writeStats(kv);
   writeFileAtomically(output_.schedulePath(), schedule);
-}
-
-CampaignEnd Campaign::run() {
-  began_ = Clock::now();
-  int lanes = std::max(1, settings_.lanes);
-  activeLanes_ = lanes;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < lanes; ++i) threads.emplace_back(&Campaign::lane, this, i);
-
-  auto lastStats = Clock::time_point{}, lastPlot = Clock::now();
-  auto plot = [&] {
-    CampaignSnapshot s = snapshot();
-    output_.appendPlot({unixNow(), s.runSeconds, s.programs, s.programsPerMinute, s.queue, s.features, s.findings,
-                        s.uniqueSignatures, s.torchShare});
-  };
-  // --max-time counts from tcfuzz's start and includes the stop: the lanes stop a reserve early.
-  auto origin = settings_.startedAt.value_or(began_);
-  double stopAt = settings_.maxSeconds - std::min(settings_.stopReserveSeconds, settings_.maxSeconds / 4);
-  try {
-    plot();
-    while (activeLanes_ > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      auto now = Clock::now();
-      double elapsed = std::chrono::duration<double>(now - origin).count();
-      if (settings_.maxSeconds > 0 && elapsed >= stopAt && !stopping_) {
-        {
-          std::lock_guard lock(mutex_);
-          if (!end_) end_ = CampaignEnd::TimeBudget;
-        }
-        stop();
-      }
-      if (std::chrono::duration<double>(now - lastStats).count() >= settings_.statsIntervalSeconds) {
-        writeStats();
-        lastStats = now;
-      }
-      if (std::chrono::duration<double>(now - lastPlot).count() >= settings_.plotIntervalSeconds) {
-        plot();
-        lastPlot = now;
-      }
-      view_.update(snapshot());
-    }
-  } catch (const DiskFullError& e) {
-    fail(CampaignEnd::DiskFull, e.what());
-  }
-  for (auto& t : threads) t.join();
-  try {
-    writeStats();
-    plot();
-  } catch (const DiskFullError& e) {
-    fail(CampaignEnd::DiskFull, e.what());
-  }
-  std::lock_guard lock(mutex_);
-  if (!end_) end_ = stopping_ ? CampaignEnd::Stopped : CampaignEnd::ProgramBudget;
-  return *end_;
 }
 
 }  // namespace tcfuzz

@@ -9,7 +9,10 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <functional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -80,6 +83,24 @@ class Campaign {
   std::vector<std::string> restore();
   /// Runs until a bound is reached, stop() is called or the disk fills; returns why it stopped.
   CampaignEnd run();
+
+  // --- An outside search engine (libFuzzer) instead of run()'s lanes ---------------------------------
+  /// Starts run()'s bookkeeping on its own thread: fuzzer_stats, plot_data, the status view and the
+  /// --max-time stop. The engine then calls judge() from its own thread.
+  void startSupervisor();
+  /// Stops that thread, writes the final stats and plot row, and returns why the session ended.
+  CampaignEnd finishSupervisor();
+  /// Tests one program the engine chose, as a lane tests its own, and records it (store, queue,
+  /// findings, the scheduler's and the ledger's credit under `origin`). Returns its features
+  /// (runFeatures), or nullopt when it was not judged: the campaign is stopping, its budget is spent,
+  /// or the program was skipped (unreadable outputs, a template this torch rejects).
+  std::optional<std::vector<std::string>> judge(gen::Graph graph, const std::string& origin);
+  /// Whether stop() was called (or a bound reached): the engine ends the session. Thread-safe.
+  bool stopping() const { return stopping_; }
+  /// More `key : value` lines for fuzzer_stats, asked at each write (the engine's own figures).
+  void setExtraStats(std::function<std::vector<std::pair<std::string, std::string>>()> source) {
+    extraStats_ = std::move(source);
+  }
   /// Asks run() to stop: no new program starts, the running jobs are abandoned. Thread-safe.
   void stop();
   /// Programs that were in flight when the run stopped and were dropped untested (fuzzer_stats
@@ -120,7 +141,10 @@ class Campaign {
 
   void lane(int laneIndex);
   std::optional<Candidate> makeCandidate(int64_t index, gen::Generator& generator);
-  void testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
+  /// Tests and records the candidate; returns its features, nullopt when it was not judged.
+  std::optional<std::vector<std::string>> testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
+  /// run()'s bookkeeping loop, while `running()` holds.
+  void supervise(const std::function<bool()>& running);
   void fail(CampaignEnd end, const std::string& message);
   void writeStats();
   std::string queueName(const Candidate& c) const;
@@ -158,6 +182,9 @@ class Campaign {
   std::atomic<int> activeLanes_{0};
   std::optional<CampaignEnd> end_;
   std::string endMessage_;
+  std::function<std::vector<std::pair<std::string, std::string>>()> extraStats_;
+  std::atomic<bool> supervisorStop_{false};
+  std::thread supervisor_;
 };
 
 /// "agree", "crash-mismatch" ... as stats keys: "verdict_crash_mismatch".

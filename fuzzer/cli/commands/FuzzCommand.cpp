@@ -18,6 +18,7 @@
 #include "fuzzer/campaign/Campaign.h"
 #include "fuzzer/campaign/CampaignOutput.h"
 #include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/LibFuzzerEngine.h"
 #include "fuzzer/campaign/StatusView.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/campaign/StopSignals.h"
@@ -140,6 +141,10 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   if (o.maxPrograms < 0) throw std::invalid_argument("--max-programs must be >= 0");
   if (o.status != "auto" && o.status != "screen" && o.status != "log")
     throw std::invalid_argument("--status takes auto, screen or log, not " + o.status);
+  if (o.engine != "native" && o.engine != "libfuzzer")
+    throw std::invalid_argument("--engine takes native or libfuzzer, not " + o.engine);
+  bool libFuzzer = o.engine == "libfuzzer";
+  if (!libFuzzer && !o.libfuzzerArgs.empty()) throw std::invalid_argument("--libfuzzer-arg needs --engine libfuzzer");
   LlmSettings llmSettings = llmSettingsFrom(o, given, secrets);
 
   auto startedAt = std::chrono::steady_clock::now();
@@ -219,7 +224,9 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   settings.test.confirmFindings = true;   // fresh process, cold cache: before anything is recorded
   settings.pinned = id.pinned;
 
-  bool screen = o.status == "screen" || (o.status == "auto" && ::isatty(STDOUT_FILENO));
+  // libFuzzer prints its own progress lines (NEW, REDUCE, pulse ... ft: corp:) to stderr: a redrawn
+  // screen would overwrite them, so auto means log lines there.
+  bool screen = o.status == "screen" || (o.status == "auto" && ::isatty(STDOUT_FILENO) && !libFuzzer);
   StatusView view(std::cout, screen);
   std::cerr << fmt::format("tcfuzz: {} campaign in {} (seed {}, device {}, {} workers); starting workers...\n",
                            resume ? "resuming the" : "a new", output.root().string(), id.seed, id.device, workers);
@@ -247,7 +254,9 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   liftSettings.limits.timeoutSeconds = std::min(60.0, id.timeout);
   liftSettings.threads = 1;
   std::unique_ptr<LlmProposer> llm;
-  if (llmSettings.mode != "off") {
+  if (libFuzzer && llmSettings.mode != "off")
+    std::cerr << "tcfuzz: --engine libfuzzer: the LLM is not used (libFuzzer's mutators make every program)\n";
+  if (llmSettings.mode != "off" && !libFuzzer) {
     llm = std::make_unique<LlmProposer>(catalog, id.policy.generation.caps, llmSettings, tester, liftSettings,
                                         output.workDir() / "llm", id.seed,
                                         [&view](const std::string& line) { view.event(line); });
@@ -289,35 +298,48 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
       }
     });
   }
-  CampaignEnd end = campaign.run();
-  live = nullptr;
-  if (llm) llm->stop();
-  if (triager.joinable()) {
-    triageStop = true;
-    pool.cancel();  // the campaign is over: abandon the triage job in flight (it is redone on the next triage)
-    triager.join();
-    if (size_t left = triage->pending().size())
-      std::cerr << fmt::format("tcfuzz: {} signature(s) not triaged yet; tcfuzz triage {} finishes them\n", left,
-                               output.root().string());
+  // The end of a session, whichever engine ran it: stop the LLM and the triage, say why, and how to go on.
+  auto finishSession = [&](CampaignEnd end) -> int {
+    live = nullptr;
+    if (llm) llm->stop();
+    if (triager.joinable()) {
+      triageStop = true;
+      pool.cancel();  // the campaign is over: abandon the triage job in flight (it is redone on the next triage)
+      triager.join();
+      if (size_t left = triage->pending().size())
+        std::cerr << fmt::format("tcfuzz: {} signature(s) not triaged yet; tcfuzz triage {} finishes them\n", left,
+                                 output.root().string());
+    }
+    if (int64_t abandoned = campaign.abandoned())
+      std::cerr << fmt::format("tcfuzz: {} program(s) in flight when the run stopped were abandoned untested "
+                               "(programs_abandoned in fuzzer_stats)\n", abandoned);
+    std::string why = endText(end);
+    if (!campaign.endMessage().empty()) why += ": " + campaign.endMessage();
+    view.finish(campaign.snapshot(), why);
+    if (end == CampaignEnd::DiskFull) {
+      std::cerr << fmt::format("tcfuzz: the disk is full; every finding so far is in {}. Free space, then continue with "
+                               "tcfuzz fuzz --resume {}\n",
+                               output.storePath().string(), output.root().string());
+      return 3;
+    }
+    if (end == CampaignEnd::Failed) {
+      std::cerr << "tcfuzz: the campaign failed: " << campaign.endMessage() << "\n";
+      return 3;
+    }
+    std::cerr << fmt::format("tcfuzz: continue with tcfuzz fuzz --resume {}{}\n", output.root().string(),
+                             libFuzzer ? " --engine libfuzzer" : "");
+    return 0;
+  };
+  if (libFuzzer) {
+    LibFuzzerSettings lf;
+    lf.dir = output.root() / "libfuzzer";
+    lf.seed = id.seed;
+    lf.extraArgs = o.libfuzzerArgs;
+    lf.configsPerInput = workers;  // every worker busy while libFuzzer tests one input
+    LibFuzzerEngine engine(catalog, id.policy.generation, campaign, lf, finishSession);
+    engine.run();  // ends the process with finishSession's code
   }
-  if (int64_t abandoned = campaign.abandoned())
-    std::cerr << fmt::format("tcfuzz: {} program(s) in flight when the run stopped were abandoned untested "
-                             "(programs_abandoned in fuzzer_stats)\n", abandoned);
-  std::string why = endText(end);
-  if (!campaign.endMessage().empty()) why += ": " + campaign.endMessage();
-  view.finish(campaign.snapshot(), why);
-  if (end == CampaignEnd::DiskFull) {
-    std::cerr << fmt::format("tcfuzz: the disk is full; every finding so far is in {}. Free space, then continue with "
-                             "tcfuzz fuzz --resume {}\n",
-                             output.storePath().string(), output.root().string());
-    return 3;
-  }
-  if (end == CampaignEnd::Failed) {
-    std::cerr << "tcfuzz: the campaign failed: " << campaign.endMessage() << "\n";
-    return 3;
-  }
-  std::cerr << fmt::format("tcfuzz: continue with tcfuzz fuzz --resume {}\n", output.root().string());
-  return 0;
+  return finishSession(campaign.run());
 }
 
 }  // namespace tcfuzz
