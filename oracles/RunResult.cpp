@@ -34,6 +34,14 @@ void numberMap(const nlohmann::json& j, const char* key, std::map<std::string, d
     if (v.is_number()) into[k] = v.get<double>();
 }
 
+/// The numeric entries of the object j[key] as counts (absent or not an object: none).
+void countMap(const nlohmann::json& j, const char* key, std::map<std::string, int>& into) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) return;
+  for (const auto& [k, v] : it->items())
+    if (v.is_number()) into[k] = v.get<int>();
+}
+
 OutputSet outputSetFromJson(const nlohmann::json& j) {
   if (!j.is_object()) throw std::invalid_argument("outputs is not an object");
   OutputSet set;
@@ -153,12 +161,20 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     CompileFacts f;
     f.graphCount = it->value("graph_count", 0);
     f.graphBreaks = it->value("graph_breaks", 0);
-    const nlohmann::json reasons = it->value("break_reasons", nlohmann::json::object());
-    for (const auto& [k, v] : reasons.items())
-      if (v.is_number()) f.breakReasons[k] = v.get<int>();
+    countMap(*it, "break_reasons", f.breakReasons);
     numberMap(*it, "inductor_counters", f.inductorCounters);
     numberMap(*it, "inductor_metrics", f.inductorMetrics);
     numberMap(*it, "aot_autograd_counters", f.aotAutogradCounters);
+    countMap(*it, "post_grad_ops", f.postGradOps);
+    countMap(*it, "lowerings", f.lowerings);
+    countMap(*it, "fallbacks", f.fallbacks);
+    countMap(*it, "patterns", f.patterns);
+    countMap(*it, "fusions", f.fusions);
+    countMap(*it, "kernel_kinds", f.kernelKinds);
+    countMap(*it, "extern_kernels", f.externKernels);
+    countMap(*it, "recompile_reasons", f.recompileReasons);
+    if (auto n = it->find("recompiles"); n != it->end() && n->is_number()) f.recompiles = n->get<int>();
+    numberMap(*it, "dynamo_counters", f.dynamoCounters);
     r.compileFacts = std::move(f);
   }
   r.backwardNote = stringField(j, "backward");
@@ -204,13 +220,25 @@ nlohmann::json toJson(const RunResult& r) {
   if (!r.stdoutTail.empty()) j["stdout_tail"] = r.stdoutTail;
   if (!r.bisect.is_null()) j["bisect"] = r.bisect;
   if (!r.lift.is_null()) j["lift"] = r.lift;
-  if (r.compileFacts)
-    j["compile_facts"] = {{"graph_count", r.compileFacts->graphCount},
-                          {"graph_breaks", r.compileFacts->graphBreaks},
-                          {"break_reasons", r.compileFacts->breakReasons},
-                          {"inductor_counters", r.compileFacts->inductorCounters},
-                          {"inductor_metrics", r.compileFacts->inductorMetrics},
-                          {"aot_autograd_counters", r.compileFacts->aotAutogradCounters}};
+  if (r.compileFacts) {
+    const CompileFacts& f = *r.compileFacts;
+    nlohmann::json& facts = j["compile_facts"];
+    facts = {{"graph_count", f.graphCount},
+             {"graph_breaks", f.graphBreaks},
+             {"break_reasons", f.breakReasons},
+             {"inductor_counters", f.inductorCounters},
+             {"inductor_metrics", f.inductorMetrics},
+             {"aot_autograd_counters", f.aotAutogradCounters}};
+    // What Inductor did: only the figures this torch reported.
+    const std::pair<const char*, const std::map<std::string, int>*> figures[] = {
+        {"post_grad_ops", &f.postGradOps}, {"lowerings", &f.lowerings},   {"fallbacks", &f.fallbacks},
+        {"patterns", &f.patterns},         {"fusions", &f.fusions},       {"kernel_kinds", &f.kernelKinds},
+        {"extern_kernels", &f.externKernels}, {"recompile_reasons", &f.recompileReasons}};
+    for (const auto& [key, figure] : figures)
+      if (!figure->empty()) facts[key] = *figure;
+    if (f.recompiles > 0) facts["recompiles"] = f.recompiles;
+    if (!f.dynamoCounters.empty()) facts["dynamo_counters"] = f.dynamoCounters;
+  }
   return j;
 }
 

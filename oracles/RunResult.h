@@ -72,6 +72,18 @@ struct CompileFacts {
   std::map<std::string, double> inductorCounters;
   std::map<std::string, double> inductorMetrics;     ///< torch._inductor.metrics (generated_kernel_count, ...)
   std::map<std::string, double> aotAutogradCounters;  ///< counters["aot_autograd"] (total, ok, ...)
+  // What Inductor did, by name -> count (fuzzer/worker/compile_stats.py's hooks; empty on a torch or a
+  // result file without them; at most 200 names each).
+  std::map<std::string, int> postGradOps;    ///< post-grad FX graph nodes: "aten.mm.default:float32"
+  std::map<std::string, int> lowerings;      ///< ops Inductor lowered itself: "aten.relu.default"
+  std::map<std::string, int> fallbacks;      ///< ops lowered by a fallback kernel: "aten.cumsum.default"
+  std::map<std::string, int> patterns;       ///< pattern-matcher replacements: "addmm", "bmm_to_mm"
+  std::map<std::string, int> fusions;        ///< fused groups by member kinds: "pointwise+reduction"
+  std::map<std::string, int> kernelKinds;    ///< the Scheduler's final nodes: "pointwise", "reduction", "extern", ...
+  std::map<std::string, int> externKernels;  ///< kernels of its extern nodes: "extern_kernels.mm"
+  int recompiles = 0;
+  std::map<std::string, int> recompileReasons;    ///< Dynamo's first guard failure per recompile, digits as N
+  std::map<std::string, double> dynamoCounters;   ///< "frames.total", "frames.ok", "resumes", "calls_captured"
 };
 
 /// Seconds spent per phase. The harness fills the child's phases; the pool adds the round trip.

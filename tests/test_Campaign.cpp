@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/campaign/FeatureSet.h"
 #include "fuzzer/campaign/FindingStore.h"
 #include "fuzzer/cli/Settings.h"
 #include "tests/TestWorkers.h"
@@ -356,4 +357,38 @@ TEST(Campaign, FullDiskStopsCleanlyAndResumes) {
 }
 
 }  // namespace
+TEST(FeatureSet, WhatInductorDidIsFeatures) {
+  ProgramTestResult result;
+  oracles::CompileFacts f;
+  f.graphCount = 1;
+  f.postGradOps = {{"aten.addmm.default:float32", 1}, {"aten.cumsum.default:float32", 1}};
+  f.lowerings = {{"aten.relu.default", 1}};
+  f.fallbacks = {{"aten.cumsum.default", 1}};
+  f.patterns = {{"addmm", 1}};
+  f.fusions = {{"pointwise+reduction", 5}};
+  f.kernelKinds = {{"extern", 2}, {"reduction", 1}};
+  f.externKernels = {{"extern_kernels.addmm", 1}};
+  f.recompiles = 2;
+  f.recompileReasons = {{std::string(200, 'r'), 2}};
+  f.dynamoCounters = {{"frames.total", 3}};
+  result.runs.compiled.compileFacts = f;
+  SampledCompile compile;
+  std::vector<std::string> features = runFeatures(gen::Graph{}, compile, result);
+  std::set<std::string> got(features.begin(), features.end());
+  for (const std::string& want :
+       {"fact:post_grad_op=aten.addmm.default:float32", "fact:post_grad_op=aten.cumsum.default:float32",
+        "fact:lowering=aten.relu.default", "fact:fallback=aten.cumsum.default", "fact:pattern=addmm",
+        "fact:fusion=pointwise+reduction=4", "fact:kernel=extern=2", "fact:kernel=reduction=1",
+        "fact:extern=extern_kernels.addmm", "fact:recompiles=2", "fact:dynamo.frames.total=3", "fact:graphs=1"})
+    EXPECT_TRUE(got.count(want)) << want;
+  const std::string recompile = "fact:recompile=" + std::string(kMaxFeatureChars - 15, 'r');  // cut at 120 chars
+  EXPECT_TRUE(got.count(recompile));
+  for (const std::string& feature : features) EXPECT_LE(feature.size(), kMaxFeatureChars) << feature;
+
+  result.runs.compiled.compileFacts = oracles::CompileFacts{};  // a torch without the hooks: none of them
+  for (const std::string& feature : runFeatures(gen::Graph{}, compile, result))
+    for (const char* prefix : {"fact:post_grad_op=", "fact:lowering=", "fact:kernel=", "fact:recompiles="})
+      EXPECT_FALSE(feature.starts_with(prefix)) << feature;
+}
+
 }  // namespace tcfuzz

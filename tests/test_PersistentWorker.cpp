@@ -274,3 +274,46 @@ TEST_F(WarmWorker, ACompiledJobReportsItsCompileTimeByPhase) {
   EXPECT_NEAR(sum, r.times.compile, 1e-6);  // exclusive phases: they add up to the compile time
   EXPECT_GT(phases.at("lowering"), 0);
 }
+
+TEST_F(WarmWorker, ACompiledJobReportsWhatInductorDidAndTheNextJobOnlyItsOwn) {
+  auto first = run("tests/programs/matmul_relu_sum.py", "inductor-facts-1", RunMode::Compiled);
+  ASSERT_TRUE(first.ok()) << first.summary();
+  ASSERT_TRUE(first.compileFacts);
+  const oracles::CompileFacts& f = *first.compileFacts;
+  // x @ w + b became one addmm (the "addmm" pattern), an extern kernel on CPU; relu, sum and the epilogue are
+  // Inductor's lowerings, fused into one reduction kernel; cumsum runs ATen's kernel (a fallback).
+  EXPECT_EQ(f.postGradOps.count("aten.addmm.default:float32"), 1u) << oracles::toJson(first).dump(1);
+  EXPECT_EQ(f.postGradOps.count("aten.cumsum.default:float32"), 1u);
+  EXPECT_EQ(f.patterns.count("addmm"), 1u);
+  for (const char* op : {"aten.addmm.default", "aten.relu.default", "aten.sum.dim_IntList", "aten.div.Tensor"})
+    EXPECT_EQ(f.lowerings.count(op), 1u) << op;
+  EXPECT_EQ(f.fallbacks, (std::map<std::string, int>{{"aten.cumsum.default", 1}}));
+  EXPECT_EQ(f.fusions, (std::map<std::string, int>{{"pointwise+reduction", 1}}));
+  EXPECT_EQ(f.kernelKinds.at("reduction"), 1);
+  EXPECT_GE(f.kernelKinds.at("extern"), 2);  // addmm and cumsum (torch 2.11 adds cumsum's MultiOutput)
+  EXPECT_EQ(f.externKernels.at("extern_kernels.addmm"), 1);
+  EXPECT_EQ(f.externKernels.at("torch.ops.aten.cumsum.default"), 1);
+  EXPECT_GE(f.dynamoCounters.at("frames.ok"), 1);
+
+  // The same child's next job reports its own compile only: no relu, no cumsum, no addmm pattern.
+  auto second = run("tests/programs/linear_tanh_sum.py", "inductor-facts-2", RunMode::Compiled);
+  ASSERT_TRUE(second.ok()) << second.summary();
+  EXPECT_GE(second.child.jobsBefore, 1);
+  ASSERT_TRUE(second.compileFacts);
+  const oracles::CompileFacts& g = *second.compileFacts;
+  EXPECT_EQ(g.lowerings.count("aten.tanh.default"), 1u) << oracles::toJson(second).dump(1);
+  EXPECT_EQ(g.lowerings.count("aten.relu.default"), 0u);
+  EXPECT_EQ(g.postGradOps.count("aten.cumsum.default:float32"), 0u);
+  EXPECT_TRUE(g.fallbacks.empty());
+  EXPECT_EQ(g.patterns.count("addmm"), 0u);
+  EXPECT_EQ(g.externKernels.count("torch.ops.aten.cumsum.default"), 0u);
+
+  // The first program again: Inductor's FX graph cache hit replays the figures its compile recorded.
+  auto again = run("tests/programs/matmul_relu_sum.py", "inductor-facts-3", RunMode::Compiled);
+  ASSERT_TRUE(again.ok()) << again.summary();
+  ASSERT_TRUE(again.compileFacts);
+  EXPECT_GE(again.compileFacts->inductorCounters["fxgraph_cache_hit"], 1) << oracles::toJson(again).dump(1);
+  EXPECT_EQ(again.compileFacts->fallbacks, f.fallbacks);
+  EXPECT_EQ(again.compileFacts->lowerings, f.lowerings);
+  EXPECT_EQ(again.compileFacts->fusions, f.fusions);
+}

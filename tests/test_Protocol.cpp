@@ -169,6 +169,48 @@ TEST(Protocol, DecodesFullResult) {
   EXPECT_DOUBLE_EQ(r.times.backward, 0.0);
   EXPECT_TRUE(r.compileFacts->inductorMetrics.empty());
   EXPECT_TRUE(r.compileFacts->aotAutogradCounters.empty());
+  // ... and from before the compile hooks (or from a torch they could not hook): no Inductor figures.
+  EXPECT_TRUE(r.compileFacts->postGradOps.empty());
+  EXPECT_TRUE(r.compileFacts->fallbacks.empty());
+  EXPECT_TRUE(r.compileFacts->kernelKinds.empty());
+  EXPECT_EQ(r.compileFacts->recompiles, 0);
+  EXPECT_TRUE(r.compileFacts->dynamoCounters.empty());
+  nlohmann::json report = oracles::toJson(r);
+  EXPECT_FALSE(report["compile_facts"].contains("post_grad_ops"));
+  EXPECT_FALSE(report["compile_facts"].contains("recompiles"));
+}
+
+TEST(Protocol, DecodesWhatInductorDid) {
+  auto r = std::get<oracles::RunResult>(decodeMessage(R"json({"type":"result","id":"j4","status":"ok","phase":"done",
+    "compile_facts":{"graph_count":2,"graph_breaks":0,"break_reasons":{},
+      "post_grad_ops":{"aten.addmm.default:float32":1,"aten.max.dim:float32,int64":2},
+      "lowerings":{"aten.relu.default":1,"aten.sum.dim_IntList":1},"fallbacks":{"aten.cumsum.default":1},
+      "patterns":{"addmm":1},"fusions":{"pointwise+reduction":3},"kernel_kinds":{"extern":2,"reduction":1},
+      "extern_kernels":{"extern_kernels.addmm":1},"recompiles":1,
+      "recompile_reasons":{"tensor 'x' size mismatch at index N. expected N, actual N":1},
+      "dynamo_counters":{"frames.total":2,"frames.ok":2,"calls_captured":12},
+      "notes":["a note"]}})json"));
+  ASSERT_TRUE(r.compileFacts);
+  const oracles::CompileFacts& f = *r.compileFacts;
+  EXPECT_EQ(f.postGradOps, (std::map<std::string, int>{{"aten.addmm.default:float32", 1}, {"aten.max.dim:float32,int64", 2}}));
+  EXPECT_EQ(f.lowerings, (std::map<std::string, int>{{"aten.relu.default", 1}, {"aten.sum.dim_IntList", 1}}));
+  EXPECT_EQ(f.fallbacks, (std::map<std::string, int>{{"aten.cumsum.default", 1}}));
+  EXPECT_EQ(f.patterns, (std::map<std::string, int>{{"addmm", 1}}));
+  EXPECT_EQ(f.fusions, (std::map<std::string, int>{{"pointwise+reduction", 3}}));
+  EXPECT_EQ(f.kernelKinds, (std::map<std::string, int>{{"extern", 2}, {"reduction", 1}}));
+  EXPECT_EQ(f.externKernels, (std::map<std::string, int>{{"extern_kernels.addmm", 1}}));
+  EXPECT_EQ(f.recompiles, 1);
+  EXPECT_EQ(f.recompileReasons.at("tensor 'x' size mismatch at index N. expected N, actual N"), 1);
+  EXPECT_EQ(f.dynamoCounters, (std::map<std::string, double>{{"calls_captured", 12}, {"frames.ok", 2}, {"frames.total", 2}}));
+
+  nlohmann::json facts = oracles::toJson(r)["compile_facts"];  // the report view carries them on
+  EXPECT_EQ(facts["fallbacks"]["aten.cumsum.default"], 1);
+  EXPECT_EQ(facts["fusions"]["pointwise+reduction"], 3);
+  EXPECT_EQ(facts["recompiles"], 1);
+  EXPECT_EQ(facts["dynamo_counters"]["frames.total"], 2);
+  EXPECT_EQ(oracles::runResultFromJson(nlohmann::json{{"id", "j4"}, {"status", "ok"}, {"phase", "done"}, {"compile_facts", facts}})
+                .compileFacts->kernelKinds,
+            f.kernelKinds);  // and decodes back to the same figures
 }
 
 TEST(Protocol, DecodesBackwardLeavesAndTheExtraCompileFacts) {
@@ -340,4 +382,8 @@ TEST(Protocol, RejectsMalformedLines) {
   EXPECT_THROW(decodeMessage(R"({"type":"hello"})"), ProtocolError);  // no torch version
   EXPECT_THROW(decodeMessage(R"({"type":"gossip"})"), ProtocolError);
   EXPECT_THROW(decodeMessage(R"({"type":"error","message":"malformed job line"})"), ProtocolError);
+  // Found by tests/fuzz/fuzz_worker_protocol: fields of another type threw json's type_error.
+  EXPECT_THROW(decodeMessage(R"({"type":19.5})"), ProtocolError);
+  EXPECT_THROW(decodeMessage("{\"type\":[\"\xff\"]}"), ProtocolError);
+  EXPECT_THROW(decodeMessage(R"({"type":"error","message":[1]})"), ProtocolError);
 }

@@ -60,6 +60,21 @@ std::vector<std::string> runFeatures(const gen::Graph& g, const SampledCompile& 
     for (const auto& [name, v] : f.inductorCounters) out.push_back(fmt::format("fact:inductor.{}={}", name, countBucket(v)));
     for (const auto& [name, v] : f.inductorMetrics) out.push_back(fmt::format("fact:metric.{}={}", name, countBucket(v)));
     for (const auto& [name, v] : f.aotAutogradCounters) out.push_back(fmt::format("fact:aot.{}={}", name, countBucket(v)));
+    // What Inductor did: which ops and decisions, not how often (kinds of kernels and fusions: bucketed counts).
+    auto fact = [&out](std::string feature) {
+      if (feature.size() > kMaxFeatureChars) feature.resize(kMaxFeatureChars);
+      out.push_back(std::move(feature));
+    };
+    for (const auto& [name, n] : f.postGradOps) fact("fact:post_grad_op=" + name);
+    for (const auto& [name, n] : f.lowerings) fact("fact:lowering=" + name);
+    for (const auto& [name, n] : f.fallbacks) fact("fact:fallback=" + name);
+    for (const auto& [name, n] : f.patterns) fact("fact:pattern=" + name);
+    for (const auto& [name, n] : f.externKernels) fact("fact:extern=" + name);
+    for (const auto& [kinds, n] : f.fusions) fact(fmt::format("fact:fusion={}={}", kinds, countBucket(n)));
+    for (const auto& [kind, n] : f.kernelKinds) fact(fmt::format("fact:kernel={}={}", kind, countBucket(n)));
+    if (f.recompiles > 0) fact(fmt::format("fact:recompiles={}", countBucket(f.recompiles)));
+    for (const auto& [reason, n] : f.recompileReasons) fact("fact:recompile=" + reason);
+    for (const auto& [name, v] : f.dynamoCounters) fact(fmt::format("fact:dynamo.{}={}", name, countBucket(v)));
   }
   runStatus(out, "eager", result.runs.eager);
   runStatus(out, "compiled", result.runs.compiled);

@@ -16,9 +16,18 @@ namespace tcfuzz {
 /// AFL's hit-count buckets: 0, 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+ (as the bucket's low end).
 int64_t countBucket(double count);
 
-/// The features of one tested program, sorted and unique. Examples: "op:add(float16,float32)",
-/// "cfg:backend=inductor", "cfg:tpl=cpp_wrapper", "fact:graphs=2", "fact:inductor.pattern_matcher_count=4",
-/// "status:compiled=exception@compile", "verdict:numeric-divergence".
+/// Longest feature string runFeatures makes from a compile fact (longer ones are cut).
+inline constexpr size_t kMaxFeatureChars = 120;
+
+/// The features of one tested program, sorted and unique: its ops x input dtypes ("op:add(float16,float32)"),
+/// its compile configuration ("cfg:backend=inductor", "cfg:tpl=cpp_wrapper"), the compiled run's compile facts
+/// as counts in countBucket's buckets ("fact:graphs=2", "fact:breaks=1", "fact:inductor.pattern_matcher_count=4",
+/// "fact:metric.generated_kernel_count=4", "fact:aot.ok=1", "fact:dynamo.frames.total=1", "fact:recompiles=1",
+/// "fact:kernel=reduction=2", "fact:fusion=pointwise+reduction=1") and as names, what Inductor did
+/// ("fact:post_grad_op=aten.mm.default:float32", "fact:lowering=aten.relu.default",
+/// "fact:fallback=aten.cumsum.default", "fact:pattern=addmm", "fact:extern=extern_kernels.mm",
+/// "fact:break=<reason>", "fact:recompile=<guard failure>"; at most kMaxFeatureChars), each run's failure
+/// ("status:compiled=exception@compile") and the verdict ("verdict:numeric-divergence").
 std::vector<std::string> runFeatures(const gen::Graph& program, const SampledCompile& compile,
                                      const ProgramTestResult& result);
 

@@ -132,7 +132,7 @@ def compile_phases(compile_seconds):
 #   post_grad_ops   "aten.mm.default:float32": the nodes of the post-grad FX graph Inductor lowers (GraphLowering.run),
 #                   by op and output dtype(s)
 #   lowerings       "aten.relu.default": ops Inductor lowered with its own lowering (GraphLowering.call_function)
-#   fallbacks       "aten.cumsum.default": ops lowered by a fallback kernel (in torch._inductor.lowering.fallbacks)
+#   fallbacks       "aten.cumsum.default": ops whose lowering made a FallbackKernel (the eager ATen kernel)
 #   patterns        pattern-matcher replacements applied, by pattern (pattern_name, handler or pattern class:op)
 #   fusions         "pointwise+reduction": the fused groups the Scheduler made, by the kinds of their members
 #   kernel_kinds    "pointwise", "reduction", "template", "extern", "foreach", "nop", ...: the Scheduler's final nodes
@@ -183,11 +183,22 @@ def _record_post_grad_ops(lowering):
             _count("post_grad_ops", f"{_op_name(node.target)}:{_dtypes(node.meta.get('val'))}")
 
 
-def _record_lowering(target, fallbacks):
+def _operations(lowering):
+    """The list GraphLowering appends each new operation to (torch 2.4: buffers), or None."""
+    ops = getattr(lowering, "operations", None)
+    if not isinstance(ops, list):
+        ops = getattr(lowering, "buffers", None)
+    return ops if isinstance(ops, list) else None
+
+
+def _record_lowering(target, new_operations, fallback_kernel):
+    """A fallback when lowering `target` made a FallbackKernel (an eager ATen kernel called from the
+    generated code), else a lowering: Inductor's own IR, or an extern kernel its lowering chose (mm)."""
     import operator
     if target is operator.getitem or hasattr(target, "_inductor_lowering_function"):
         return  # plumbing, and the pattern-matcher passthroughs (counted as patterns)
-    _count("fallbacks" if target in fallbacks else "lowerings", _op_name(target))
+    fell_back = any(isinstance(op, fallback_kernel) for op in new_operations)
+    _count("fallbacks" if fell_back else "lowerings", _op_name(target))
 
 
 # Scheduler node classes whose kind their class says (torch 2.15 names; a torch without one never makes it).
@@ -263,7 +274,7 @@ def _quiet(record):
 
 def _hook_graph_lowering():
     from torch._inductor.graph import GraphLowering
-    from torch._inductor.lowering import fallbacks
+    from torch._inductor.ir import FallbackKernel
     record_ops, record_lowering = _quiet(_record_post_grad_ops), _quiet(_record_lowering)
 
     def make_run(original):
@@ -274,8 +285,10 @@ def _hook_graph_lowering():
 
     def make_call_function(original):
         def call_function(self, target, args, kwargs):
+            ops = _operations(self)
+            before = len(ops) if ops is not None else 0
             out = original(self, target, args, kwargs)
-            record_lowering(target, fallbacks)
+            record_lowering(target, ops[before:] if ops is not None else (), FallbackKernel)
             return out
         return call_function
 
