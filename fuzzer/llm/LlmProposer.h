@@ -24,6 +24,7 @@
 
 #include "fuzzer/llm/LlmClient.h"
 #include "fuzzer/llm/LlmServer.h"
+#include "fuzzer/llm/ReplyText.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "generators/Graph.h"
 #include "generators/IntConstraints.h"
@@ -192,9 +193,5 @@ class LlmProposer {
   std::vector<std::thread> threads_;
   std::thread starter_;  ///< runs start() for startInBackground()
 };
-
-/// The Python program in an LLM reply: the first ```python (or ```) fenced block, else the whole text,
-/// without an `if __name__` block, after the allowed imports it lacks (torch, nn, F, math).
-std::string pythonFromReply(const std::string& reply);
 
 }  // namespace tcfuzz

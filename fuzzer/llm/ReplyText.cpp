@@ -1,9 +1,8 @@
-// The Python program in an LLM reply (pythonFromReply, declared in LlmProposer.h): apart from the
+// The Python program in an LLM reply (pythonFromReply): apart from the
 // proposer, because it is about the text a model writes, not about requests and the campaign.
-#include <sstream>
-#include <string>
+#include "fuzzer/llm/ReplyText.h"
 
-#include "fuzzer/llm/LlmProposer.h"
+#include <sstream>
 
 namespace tcfuzz {
 

@@ -51,7 +51,15 @@ WorkerMessage decodeMessage(std::string_view line) {
   if (j.is_discarded() || !j.is_object())
     throw ProtocolError(fmt::format("worker sent a line that is not a JSON object: '{}'",
                                     std::string(line.substr(0, 200))));
-  std::string type = j.value("type", "");
+  // j.value() would throw json's type_error (not a ProtocolError) for a field of another type.
+  auto text = [&](const char* key) {
+    auto it = j.find(key);
+    if (it == j.end()) return std::string();
+    return it->is_string() ? it->get<std::string>() : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  if (auto it = j.find("type"); it != j.end() && !it->is_string())
+    throw ProtocolError(fmt::format("worker sent a message whose type is not a string: {}", text("type").substr(0, 200)));
+  std::string type = text("type");
   try {
     if (type == "hello") {
       Hello h;
@@ -91,7 +99,7 @@ WorkerMessage decodeMessage(std::string_view line) {
   } catch (const std::exception& e) {
     throw ProtocolError(fmt::format("malformed '{}' message from worker: {}", type, e.what()));
   }
-  if (type == "error") throw ProtocolError(fmt::format("worker rejected a line: {}", j.value("message", "")));
+  if (type == "error") throw ProtocolError(fmt::format("worker rejected a line: {}", text("message")));
   throw ProtocolError(fmt::format("worker sent a message of unknown type '{}'", type));
 }
 
