@@ -36,7 +36,7 @@ struct LibFuzzerSettings {
   std::vector<std::string> extraArgs; ///< more libFuzzer flags (--libfuzzer-arg), after tcfuzz's own
 };
 
-/// The extra-counter index of a feature string (FNV-1a into kLibFuzzerCounters buckets).
+/// The extra-counter index of a feature string (FNV-1a, mixed, into kLibFuzzerCounters buckets).
 size_t counterIndex(const std::string& feature);
 /// Buckets of libFuzzer's extra counters that compiler features are hashed into.
 inline constexpr size_t kLibFuzzerCounters = 1 << 16;
