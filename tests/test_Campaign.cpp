@@ -89,6 +89,31 @@ TEST(FuzzCommand, UsageErrorsExitTwo) {
   EXPECT_EQ(runFuzz(fuzzArgs({"-o", (dir.path() / "x").string(), "--max-time", "soon"})).exitCode, 2);
 }
 
+// --seed-corpus: a new campaign judges the given programs first, in name order, before generating.
+TEST(Campaign, JudgesItsSeedCorpusFirstInNameOrder) {
+  TempDir dir("tcfuzz-campaign-seeds");
+  fs::path seeds = dir.path() / "seeds", out = dir.path() / "out";
+  auto gen = runFuzz({"gen", "--seed", "4", "--count", "3", "--out", seeds.string()});
+  ASSERT_EQ(gen.exitCode, 0) << gen.output;
+  auto run = runFuzz(fuzzArgs({"-o", out.string(), "--seed", "2", "--max-programs", "4", "--backend", "eager",
+                               "--no-triage", "--seed-corpus", seeds.string()}));
+  ASSERT_EQ(run.exitCode, 0) << run.output;
+  SQLite::Database d((out / "findings.sqlite").string(), SQLite::OPEN_READONLY);
+  SQLite::Statement rows(d, "SELECT origin, hash FROM programs ORDER BY idx");
+  std::vector<std::pair<std::string, std::string>> got;
+  while (rows.executeStep()) got.emplace_back(rows.getColumn(0).getString(), rows.getColumn(1).getString());
+  ASSERT_EQ(got.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[static_cast<size_t>(i)].first, "seed");
+    EXPECT_EQ(got[static_cast<size_t>(i)].second,
+              gen::Graph::load(seeds / fmt::format("g4_{:06d}.json", i)).contentHash());
+  }
+  EXPECT_NE(got[3].first, "seed");
+  auto empty = runFuzz(fuzzArgs({"-o", (dir.path() / "none").string(), "--seed-corpus", out.string() + "/crashes"}));
+  EXPECT_EQ(empty.exitCode, 2);
+  EXPECT_NE(empty.output.find("holds no IR program"), std::string::npos) << empty.output;
+}
+
 // The checks of issue 4 in one campaign: a planted numeric bug chosen by flag is found, recorded in
 // findings.sqlite before anything else, reported under crashes/, and the AFL-style files exist.
 TEST(Campaign, FindsAPlantedNumericBugAndWritesTheOutputDirectory) {

@@ -249,7 +249,15 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
   Candidate c;
   c.index = index;
   bool made = false;
-  if (llm_) {
+  {
+    std::lock_guard lock(mutex_);
+    if (nextSeedProgram_ < settings_.seedPrograms.size()) {  // the seed corpus first, as given
+      c.graph = settings_.seedPrograms[nextSeedProgram_++];
+      c.origin = "seed";
+      made = true;
+    }
+  }
+  if (llm_ && !made) {
     if (auto proposal = llm_->take()) {
       // The proposal is the core; the generator grows a program of the sampled size around it.
       gen::NodeRange size;
@@ -265,7 +273,7 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
   }
   {
     std::lock_guard lock(mutex_);
-    if (!c.llm && !queue_.empty() && rng.chance(policy_.mutationShare)) {
+    if (!made && !c.llm && !queue_.empty() && rng.chance(policy_.mutationShare)) {
       std::vector<double> weights;
       for (const auto& e : queue_) weights.push_back(1.0 / (1.0 + e.picked));
       QueueEntry& parent = queue_[rng.weighted(weights)];
@@ -302,7 +310,7 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
       if (c.llm) llm_->feedback(*c.llm, false, 0, 0, false);
       return std::nullopt;
     }
-    (c.llm ? llmProposed_ : made ? mutated_ : generated_)++;
+    (c.llm ? llmProposed_ : c.origin == "seed" ? generated_ : made ? mutated_ : generated_)++;
   }
   if (c.llm) output_.writeLlmProgram(index, c.graph);  // the IR its header's replay line names
   return c;

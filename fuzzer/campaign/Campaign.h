@@ -66,6 +66,8 @@ struct CampaignSettings {
   double stopReserveSeconds = 5;
   double statsIntervalSeconds = 5;
   double plotIntervalSeconds = 60;
+  /// Programs to judge first, in order, before any is generated (--seed-corpus; a fresh campaign's).
+  std::vector<gen::Graph> seedPrograms;
 };
 
 /// Why run() returned.
@@ -132,7 +134,7 @@ class Campaign {
   struct Candidate {
     int64_t index = 0;
     gen::Graph graph;
-    std::string origin = "grammar";  ///< or "mutation:<mutator>", "llm:<strategy>"
+    std::string origin = "grammar";  ///< or "mutation:<mutator>", "llm:<strategy>", "seed"
     std::string parent, donor;       ///< queue entry names
     int64_t parentIndex = -1;
     std::optional<LlmProposal> llm;  ///< set for LLM proposals
@@ -168,6 +170,7 @@ class Campaign {
   std::set<std::string> signatures_;
   StoreTotals totals_;         ///< all sessions, kept current
   int64_t nextIndex_ = 0;
+  size_t nextSeedProgram_ = 0;  ///< the next of settings_.seedPrograms to judge
   int64_t started_ = 0;        ///< programs started this session
   int64_t sessionDone_ = 0, generated_ = 0, mutated_ = 0, llmProposed_ = 0, duplicates_ = 0, errors_ = 0;
   gen::Rng queueSampler_{0};  ///< draws for sampleQueueProgram

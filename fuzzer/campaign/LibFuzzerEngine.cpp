@@ -284,7 +284,11 @@ void LibFuzzerEngine::seedCorpus() {
   if (!fs::is_empty(seeds) || !fs::is_empty(corpus)) return;
   // Grammar programs of the campaign's seed, and the queue of a campaign that ran natively before.
   int written = 0;
-  for (int i = 0; i < settings_.seedPrograms; ++i) {
+  for (const auto& g : settings_.seedCorpus) {
+    writeFileAtomically(seeds / fmt::format("seed-{:04d}.json", written), g.toJson().dump());
+    written++;
+  }
+  for (int i = 0; settings_.seedCorpus.empty() && i < settings_.seedPrograms; ++i) {
     gen::Graph g = generator_.generate(static_cast<uint64_t>(i));
     writeFileAtomically(seeds / fmt::format("seed-{:04d}.json", i), g.toJson().dump());
     written++;

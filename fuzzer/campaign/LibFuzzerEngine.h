@@ -31,6 +31,7 @@ struct LibFuzzerSettings {
   std::filesystem::path dir;          ///< OUT/libfuzzer: corpus/, seeds/, artifacts/, features.jsonl, libfuzzer.log
   uint64_t seed = 0;                  ///< the campaign's seed (libFuzzer's -seed and the seed programs)
   int seedPrograms = 16;              ///< grammar programs written to seeds/ when it is empty
+  std::vector<gen::Graph> seedCorpus; ///< written to seeds/ instead of those, when given (--seed-corpus)
   size_t maxLen = 1 << 16;            ///< libFuzzer's -max_len: bytes of one serialized program
   int configsPerInput = 1;            ///< compile configurations each input is judged under, at once (-j)
   std::vector<std::string> extraArgs; ///< more libFuzzer flags (--libfuzzer-arg), after tcfuzz's own

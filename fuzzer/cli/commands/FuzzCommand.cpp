@@ -8,6 +8,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -223,6 +224,26 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   settings.test.cheapChecksFirst = true;  // an invalid program never reaches the compiler
   settings.test.confirmFindings = true;   // fresh process, cold cache: before anything is recorded
   settings.pinned = id.pinned;
+  if (!o.seedCorpus.empty()) {
+    if (resume) {
+      std::cerr << "tcfuzz: --seed-corpus ignored: a resumed campaign judged its seed corpus when it started\n";
+    } else {
+      if (!fs::is_directory(o.seedCorpus)) throw std::invalid_argument("--seed-corpus " + o.seedCorpus + " is not a directory");
+      std::vector<fs::path> files;
+      for (const auto& e : fs::directory_iterator(o.seedCorpus))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) {
+        try {
+          settings.seedPrograms.push_back(gen::Graph::load(f));
+        } catch (const gen::GraphFormatError& e) {
+          throw std::invalid_argument(fmt::format("--seed-corpus: {}", e.what()));
+        }
+      }
+      if (settings.seedPrograms.empty())
+        throw std::invalid_argument("--seed-corpus " + o.seedCorpus + " holds no IR program (.json)");
+    }
+  }
 
   // libFuzzer prints its own progress lines (NEW, REDUCE, pulse ... ft: corp:) to stderr: a redrawn
   // screen would overwrite them, so auto means log lines there.
@@ -335,7 +356,8 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     lf.dir = output.root() / "libfuzzer";
     lf.seed = id.seed;
     lf.extraArgs = o.libfuzzerArgs;
-    lf.configsPerInput = workers;  // every worker busy while libFuzzer tests one input
+    lf.configsPerInput = workers;
+    lf.seedCorpus = settings.seedPrograms;  // every worker busy while libFuzzer tests one input
     LibFuzzerEngine engine(catalog, id.policy.generation, campaign, lf, finishSession);
     engine.run();  // ends the process with finishSession's code
   }
