@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace bp = boost::process;
+using test_support::fuzzerStat;
 using test_support::readText;
 using test_support::sandboxArg;
 using test_support::sourcePath;
@@ -38,18 +39,6 @@ std::vector<std::string> engineArgs(const fs::path& out, std::vector<std::string
 
 std::vector<std::string> plantedNumeric() {
   return {"--backend", "tcfuzz_planted_numeric", "--plugin", sourcePath("tests/fixtures/planted_backends.py").string()};
-}
-
-std::map<std::string, std::string> stats(const fs::path& out) {
-  std::map<std::string, std::string> kv;
-  std::ifstream in(out / "fuzzer_stats");
-  std::string line;
-  std::regex re(R"(^(\w+)\s*:\s(.*)$)");
-  while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_match(line, m, re)) kv[m[1]] = m[2];
-  }
-  return kv;
 }
 
 int64_t countRows(const fs::path& db, const std::string& sql) {
@@ -122,11 +111,10 @@ TEST(LibFuzzerEngine, GrowsItsCorpusReportsFindingsAndResumesFromTheRecord) {
   EXPECT_GT(countRows(db, "SELECT COUNT(*) FROM programs WHERE origin = 'libfuzzer:seed'"), 0);
   EXPECT_GT(countRows(db, "SELECT COUNT(*) FROM programs WHERE origin != 'libfuzzer:seed'"), 0);
   EXPECT_GE(countRows(db, "SELECT COUNT(*) FROM findings WHERE verdict = 'numeric-divergence'"), 1);
-  auto kv = stats(out);
-  EXPECT_EQ(kv["engine"], "libfuzzer");
-  EXPECT_EQ(kv["programs_done"], "40");
-  EXPECT_GT(std::stoll(kv["libfuzzer_counter_features"]), 0);
-  EXPECT_EQ(kv["libfuzzer_replayed_from_record"], "0");
+  EXPECT_EQ(fuzzerStat(out, "engine"), "libfuzzer");
+  EXPECT_EQ(fuzzerStat(out, "programs_done"), "40");
+  EXPECT_GT(std::stoll(fuzzerStat(out, "libfuzzer_counter_features")), 0);
+  EXPECT_EQ(fuzzerStat(out, "libfuzzer_replayed_from_record"), "0");
   // A queue entry's header names the libFuzzer engine and where its IR is.
   bool sawMutant = false;
   for (const auto& e : fs::directory_iterator(out / "queue")) {
@@ -154,9 +142,8 @@ TEST(LibFuzzerEngine, GrowsItsCorpusReportsFindingsAndResumesFromTheRecord) {
                                           "--max-programs", "4"});
   ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("judged programs recorded"), std::string::npos) << resumed.output;
-  auto again = stats(out);
-  EXPECT_GE(std::stoull(again["libfuzzer_replayed_from_record"]), inputs - 1) << resumed.output;  // one may be a duplicate
-  EXPECT_EQ(again["programs_this_session"], "4");
+  EXPECT_GE(std::stoull(fuzzerStat(out, "libfuzzer_replayed_from_record")), inputs - 1) << resumed.output;  // one may be a duplicate
+  EXPECT_EQ(fuzzerStat(out, "programs_this_session"), "4");
   EXPECT_EQ(countRows(db, "SELECT COUNT(*) FROM programs"), 44);
 }
 
@@ -170,8 +157,8 @@ TEST(LibFuzzerEngine, SigintStopsTheSessionAndKeepsWhatItFound) {
   bp::child c(TCFUZZ_BINARY, bp::args(args), (bp::std_out & bp::std_err) > log.string());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
   while (std::chrono::steady_clock::now() < deadline) {
-    auto kv = stats(out);
-    if (kv.count("programs_done") && std::stoll(kv["programs_done"]) >= 3) break;
+    std::string done = fuzzerStat(out, "programs_done");
+    if (!done.empty() && std::stoll(done) >= 3) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   ASSERT_TRUE(c.running()) << readText(log);
@@ -185,9 +172,8 @@ TEST(LibFuzzerEngine, SigintStopsTheSessionAndKeepsWhatItFound) {
   EXPECT_NE(text.find("SIGINT received"), std::string::npos) << text;
   EXPECT_NE(text.find("stopped by a signal"), std::string::npos) << text;
   EXPECT_NE(text.find("--resume"), std::string::npos) << text;
-  auto kv = stats(out);
-  EXPECT_GE(std::stoll(kv["programs_done"]), 3);
-  EXPECT_EQ(std::stoll(kv["programs_done"]), countRows(out / "findings.sqlite", "SELECT COUNT(*) FROM programs"));
+  EXPECT_GE(std::stoll(fuzzerStat(out, "programs_done")), 3);
+  EXPECT_EQ(std::stoll(fuzzerStat(out, "programs_done")), countRows(out / "findings.sqlite", "SELECT COUNT(*) FROM programs"));
 }
 
 TEST(LibFuzzerEngine, FlagsOnlyWithTheEngineAndUnknownEnginesAreRefused) {

@@ -145,6 +145,8 @@ class Campaign {
   std::optional<Candidate> makeCandidate(int64_t index, gen::Generator& generator);
   /// Tests and records the candidate; returns its features, nullopt when it was not judged.
   std::optional<std::vector<std::string>> testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
+  /// The final fuzzer_stats and plot row of a session; why it ended.
+  CampaignEnd endSession();
   /// run()'s bookkeeping loop, while `running()` holds.
   void supervise(const std::function<bool()>& running);
   void fail(CampaignEnd end, const std::string& message);

@@ -58,14 +58,7 @@ void Campaign::supervise(const std::function<bool()>& running) {
   }
 }
 
-CampaignEnd Campaign::run() {
-  began_ = Clock::now();
-  int lanes = std::max(1, settings_.lanes);
-  activeLanes_ = lanes;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < lanes; ++i) threads.emplace_back(&Campaign::lane, this, i);
-  supervise([this] { return activeLanes_ > 0; });
-  for (auto& t : threads) t.join();
+CampaignEnd Campaign::endSession() {
   try {
     writeStats();
     CampaignSnapshot s = snapshot();
@@ -77,6 +70,17 @@ CampaignEnd Campaign::run() {
   std::lock_guard lock(mutex_);
   if (!end_) end_ = stopping_ ? CampaignEnd::Stopped : CampaignEnd::ProgramBudget;
   return *end_;
+}
+
+CampaignEnd Campaign::run() {
+  began_ = Clock::now();
+  int lanes = std::max(1, settings_.lanes);
+  activeLanes_ = lanes;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < lanes; ++i) threads.emplace_back(&Campaign::lane, this, i);
+  supervise([this] { return activeLanes_ > 0; });
+  for (auto& t : threads) t.join();
+  return endSession();
 }
 
 void Campaign::startSupervisor() {
@@ -88,17 +92,7 @@ void Campaign::startSupervisor() {
 CampaignEnd Campaign::finishSupervisor() {
   supervisorStop_ = true;
   if (supervisor_.joinable()) supervisor_.join();
-  try {
-    writeStats();
-    CampaignSnapshot s = snapshot();
-    output_.appendPlot({unixSeconds(), s.runSeconds, s.programs, s.programsPerMinute, s.queue, s.features, s.findings,
-                        s.uniqueSignatures, s.torchShare});
-  } catch (const DiskFullError& e) {
-    fail(CampaignEnd::DiskFull, e.what());
-  }
-  std::lock_guard lock(mutex_);
-  if (!end_) end_ = stopping_ ? CampaignEnd::Stopped : CampaignEnd::ProgramBudget;
-  return *end_;
+  return endSession();
 }
 
 std::optional<std::vector<std::string>> Campaign::judge(gen::Graph graph, const std::string& origin) {
