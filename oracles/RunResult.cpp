@@ -34,6 +34,13 @@ void numberMap(const nlohmann::json& j, const char* key, std::map<std::string, d
     if (v.is_number()) into[k] = v.get<double>();
 }
 
+/// What Inductor did (compile_stats.py's hook figures): the compile_facts key of each, and its member.
+constexpr std::pair<const char*, std::map<std::string, int> CompileFacts::*> kInductorFigures[] = {
+    {"post_grad_ops", &CompileFacts::postGradOps}, {"lowerings", &CompileFacts::lowerings},
+    {"fallbacks", &CompileFacts::fallbacks},       {"patterns", &CompileFacts::patterns},
+    {"fusions", &CompileFacts::fusions},           {"kernel_kinds", &CompileFacts::kernelKinds},
+    {"extern_kernels", &CompileFacts::externKernels}, {"recompile_reasons", &CompileFacts::recompileReasons}};
+
 /// The numeric entries of the object j[key] as counts (absent or not an object: none).
 void countMap(const nlohmann::json& j, const char* key, std::map<std::string, int>& into) {
   auto it = j.find(key);
@@ -165,14 +172,7 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     numberMap(*it, "inductor_counters", f.inductorCounters);
     numberMap(*it, "inductor_metrics", f.inductorMetrics);
     numberMap(*it, "aot_autograd_counters", f.aotAutogradCounters);
-    countMap(*it, "post_grad_ops", f.postGradOps);
-    countMap(*it, "lowerings", f.lowerings);
-    countMap(*it, "fallbacks", f.fallbacks);
-    countMap(*it, "patterns", f.patterns);
-    countMap(*it, "fusions", f.fusions);
-    countMap(*it, "kernel_kinds", f.kernelKinds);
-    countMap(*it, "extern_kernels", f.externKernels);
-    countMap(*it, "recompile_reasons", f.recompileReasons);
+    for (const auto& [key, figure] : kInductorFigures) countMap(*it, key, f.*figure);
     if (auto n = it->find("recompiles"); n != it->end() && n->is_number()) f.recompiles = n->get<int>();
     numberMap(*it, "dynamo_counters", f.dynamoCounters);
     r.compileFacts = std::move(f);
@@ -230,12 +230,8 @@ nlohmann::json toJson(const RunResult& r) {
              {"inductor_metrics", f.inductorMetrics},
              {"aot_autograd_counters", f.aotAutogradCounters}};
     // What Inductor did: only the figures this torch reported.
-    const std::pair<const char*, const std::map<std::string, int>*> figures[] = {
-        {"post_grad_ops", &f.postGradOps}, {"lowerings", &f.lowerings},   {"fallbacks", &f.fallbacks},
-        {"patterns", &f.patterns},         {"fusions", &f.fusions},       {"kernel_kinds", &f.kernelKinds},
-        {"extern_kernels", &f.externKernels}, {"recompile_reasons", &f.recompileReasons}};
-    for (const auto& [key, figure] : figures)
-      if (!figure->empty()) facts[key] = *figure;
+    for (const auto& [key, figure] : kInductorFigures)
+      if (!(f.*figure).empty()) facts[key] = f.*figure;
     if (f.recompiles > 0) facts["recompiles"] = f.recompiles;
     if (!f.dynamoCounters.empty()) facts["dynamo_counters"] = f.dynamoCounters;
   }

@@ -310,7 +310,7 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
       if (c.llm) llm_->feedback(*c.llm, false, 0, 0, false);
       return std::nullopt;
     }
-    (c.llm ? llmProposed_ : c.origin == "seed" ? generated_ : made ? mutated_ : generated_)++;
+    (c.llm ? llmProposed_ : made && c.origin != "seed" ? mutated_ : generated_)++;
   }
   if (c.llm) output_.writeLlmProgram(index, c.graph);  // the IR its header's replay line names
   return c;

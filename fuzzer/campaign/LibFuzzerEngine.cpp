@@ -145,14 +145,15 @@ std::optional<gen::Graph> LibFuzzerEngine::programOf(const uint8_t* data, size_t
 }
 
 void LibFuzzerEngine::setCounters(const std::vector<std::string>& features) {
+  std::vector<size_t> touched;
   for (const auto& f : features) {
     if (!isCoverageFeature(f)) continue;
-    uint8_t& c = extraCounters[counterIndex(f)];
-    if (c < 255) c++;
+    size_t i = counterIndex(f);
+    if (extraCounters[i] < 255) extraCounters[i]++;
+    touched.push_back(i);
   }
   std::lock_guard lock(mutex_);
-  for (size_t i = 0; i < kLibFuzzerCounters; ++i)
-    if (extraCounters[i]) counterFeatures_.insert(static_cast<uint32_t>(i * 8 + counterBucket(extraCounters[i])));
+  for (size_t i : touched) counterFeatures_.insert(static_cast<uint32_t>(i * 8 + counterBucket(extraCounters[i])));
 }
 
 int LibFuzzerEngine::testOneInput(const uint8_t* data, size_t size) {

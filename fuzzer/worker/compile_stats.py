@@ -25,11 +25,12 @@ def compile_facts():
         "graph_count": int(stats.get("unique_graphs", 0)),
         "graph_breaks": int(sum(breaks.values())),
         "break_reasons": {str(k)[:300]: int(v) for k, v in list(breaks.items())[:20]},
-        "inductor_counters": _numeric(counters.get("inductor", {})),
+        # torch's own Inductor counters; the hooks' "tcfuzz:" keys there are hook_facts' figures
+        "inductor_counters": {k: v for k, v in _numeric(counters.get("inductor", {})).items()
+                              if not k.startswith(HOOK_KEY)},
         "inductor_metrics": inductor_metrics(),
         "aot_autograd_counters": _numeric(counters.get("aot_autograd", {})),
     }
-    facts["inductor_counters"] = {k: v for k, v in facts["inductor_counters"].items() if not k.startswith(HOOK_KEY)}
     facts.update(hook_facts(counters, notes))
     facts["dynamo_counters"] = dynamo_counters(counters)
     if _metrics_module() is None:
@@ -320,12 +321,12 @@ def _hook_patterns():
             return out
         return apply
 
-    classes, todo = [], [PatternEntry]
-    while todo:
-        cls = todo.pop()
-        classes.append(cls)
-        todo.extend(cls.__subclasses__())
-    hooked = [cls for cls in classes if cls is not PatternEntry and "apply" in cls.__dict__]
+    hooked, unvisited = [], list(PatternEntry.__subclasses__())  # every subclass, at any depth
+    while unvisited:
+        cls = unvisited.pop()
+        if "apply" in cls.__dict__:
+            hooked.append(cls)
+        unvisited.extend(cls.__subclasses__())
     if not hooked:
         raise AttributeError("no PatternEntry subclass defines apply")
     for cls in hooked:
