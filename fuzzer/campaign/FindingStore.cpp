@@ -291,6 +291,59 @@ std::vector<TriageRecord> FindingStore::triageRecords() const {
   return out;
 }
 
+std::map<int64_t, int64_t> FindingStore::importFrom(const FindingStore& from, int64_t indexOffset) {
+  std::vector<int64_t> oldIds;
+  {
+    SQLite::Statement s(*from.db_, "SELECT id FROM findings ORDER BY id");
+    while (s.executeStep()) oldIds.push_back(s.getColumn(0).getInt64());
+  }
+  std::map<int64_t, int64_t> ids;
+  try {
+    SQLite::Statement attach(*db_, "ATTACH DATABASE ? AS source");  // not inside a transaction
+    attach.bind(1, from.file_.string());
+    attach.exec();
+  } catch (const SQLite::Exception& e) {
+    throw StoreError(fmt::format("{}: cannot read {}: {}", file_.string(), from.file_.string(), e.what()));
+  }
+  struct Detach {
+    SQLite::Database& db;
+    ~Detach() {
+      try {
+        db.exec("DETACH DATABASE source");
+      } catch (const SQLite::Exception&) {
+      }
+    }
+  } detach{*db_};
+  write("import another store", [&] {
+    SQLite::Statement programs(*db_,
+                               "INSERT OR REPLACE INTO programs(idx, hash, origin, parent, config, verdict, reason, "
+                               "new_features, wall_s, torch_s, finished_at, phases) SELECT idx + ?, hash, origin, parent, "
+                               "config, verdict, reason, new_features, wall_s, torch_s, finished_at, phases FROM "
+                               "source.programs");
+    programs.bind(1, indexOffset);
+    programs.exec();
+    // One row at a time in the old ids' order, so the new ids keep it; each new id is read back.
+    SQLite::Statement insert(*db_,
+                             "INSERT INTO findings(program_idx, found_at, verdict, reason, signature_id, signature, "
+                             "config, program_json, program_py, result, torch) SELECT program_idx + ?, found_at, "
+                             "verdict, reason, signature_id, signature, config, program_json, program_py, result, torch "
+                             "FROM source.findings WHERE id = ?");
+    for (int64_t old : oldIds) {
+      insert.reset();
+      insert.bind(1, indexOffset);
+      insert.bind(2, old);
+      insert.exec();
+      ids[old] = db_->getLastInsertRowid();
+    }
+    SQLite::Statement features(*db_,
+                               "INSERT OR IGNORE INTO features(feature, first_idx) SELECT feature, first_idx + ? FROM "
+                               "source.features");
+    features.bind(1, indexOffset);
+    features.exec();
+  });
+  return ids;
+}
+
 std::vector<std::string> FindingStore::signatureIds() const {
   std::vector<std::string> out;
   SQLite::Statement s(*db_, "SELECT DISTINCT signature_id FROM findings");

@@ -129,6 +129,11 @@ class FindingStore {
   void removeTriage(const std::string& signatureId);
   /// Signature ids seen so far.
   std::vector<std::string> signatureIds() const;
+  /// Copies every program (its index shifted by `indexOffset`), raw finding (a new id, in the order of
+  /// the old ones) and feature of `from` into this store in one transaction: a night's merge of its
+  /// shards (rows are copied as `from` stored them, already masked). The queue, triage rows and meta
+  /// are not copied. Returns `from`'s finding ids mapped to their new ids. Throws StoreError.
+  std::map<int64_t, int64_t> importFrom(const FindingStore& from, int64_t indexOffset);
   const std::filesystem::path& file() const { return file_; }
 
  private:

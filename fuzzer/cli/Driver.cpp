@@ -79,6 +79,16 @@ int runDriver(int argc, char** argv) {
   registerOptions(*regress, "regress", options);
   regress->add_option("DIRS", regressDirs, "Folders of known findings (default: corpus/regressions)");
 
+  std::vector<std::string> shardDirs;
+  CLI::App* merge = app.add_subcommand(
+      "merge", "Merge a night's campaign shards into one campaign directory (-o NIGHT): deduplicated findings with "
+               "hit counts and first-seen times, triage of what is new, regress of the known bugs, and "
+               "NIGHT/summary.md against the previous night (new, seen before, fixed, signature changed)");
+  registerOptions(*merge, "merge", options);
+  merge->add_option("SHARD_DIRS", shardDirs, "Campaign output directories (tcfuzz fuzz -o DIR); a missing or broken "
+                                             "one is reported and skipped")
+      ->required();
+
   CLI::App* ops = app.add_subcommand("ops", "Print the op catalog and its coverage of the dispatcher's aten operators");
   bool opsJson = false;
   ops->add_flag("--json", opsJson, "Print JSON");
@@ -115,6 +125,7 @@ int runDriver(int argc, char** argv) {
                                                                : std::string(TCFUZZ_SOURCE_DIR) + "/corpus/regressions");
       return regressCommand(options, regressDirs, secrets);
     }
+    if (merge->parsed()) return mergeCommand(options, shardDirs, secrets);
     if (ops->parsed()) return opsCommand(opsJson);
   } catch (const std::invalid_argument& e) {
     std::cerr << "tcfuzz: " << e.what() << "\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fuzzer/cli/Options.h"
+#include "fuzzer/triage/ReleaseMatrix.h"
 #include "generators/OpCatalog.h"
 #include "oracles/SecretRedactor.h"
 
@@ -53,5 +54,14 @@ int reportCommand(const Options& options, const std::string& campaignDir, const 
 /// under the torch of each --python and writes a CSV: name, expected and observed verdict and signature,
 /// status (still-failing, fixed, changed-signature, error).
 int regressCommand(const Options& options, const std::vector<std::string>& dirs, const SecretRedactor& secrets);
+/// regress's work without its output: every known finding of `dirs` (each a finding folder or a folder
+/// of them) under each --python, one interpreter at a time, as a matrix sorted by release. Throws
+/// std::invalid_argument when `dirs` hold no known finding.
+ReleaseMatrix regressMatrix(const Options& options, const std::vector<std::string>& dirs, const SecretRedactor& secrets);
+
+/// `tcfuzz merge SHARD_DIR... -o NIGHT`: merges a night's campaign shards into one campaign directory,
+/// triages what is new, re-runs the known bugs (regress) and writes NIGHT/summary.md and night.json
+/// against the previous night. A missing or broken shard is reported and skipped; none usable: exit 2.
+int mergeCommand(const Options& options, const std::vector<std::string>& shardDirs, const SecretRedactor& secrets);
 
 }  // namespace tcfuzz

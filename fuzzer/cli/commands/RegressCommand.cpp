@@ -143,7 +143,7 @@ std::vector<std::string> interpretersFrom(const Options& o) {
 
 }  // namespace
 
-int regressCommand(const Options& o, const std::vector<std::string>& dirs, const SecretRedactor& secrets) {
+ReleaseMatrix regressMatrix(const Options& o, const std::vector<std::string>& dirs, const SecretRedactor& secrets) {
   std::vector<std::string> pythons = interpretersFrom(o);
   if (o.bisectReleases && pythons.size() < 2)
     throw std::invalid_argument(fmt::format(
@@ -196,7 +196,11 @@ int regressCommand(const Options& o, const std::vector<std::string>& dirs, const
     }
   }
   matrix.sortByRelease();
+  return matrix;
+}
 
+int regressCommand(const Options& o, const std::vector<std::string>& dirs, const SecretRedactor& secrets) {
+  ReleaseMatrix matrix = regressMatrix(o, dirs, secrets);
   bool several = matrix.columnCount() > 1;
   std::string markdown = matrix.markdown(o.bisectReleases);
   if (!o.out.empty()) {
