@@ -188,6 +188,8 @@ TEST_F(NightMergeTest, MergingAgainRebuildsWithoutDuplicatesAndKeepsTriage) {
     TriageRecord row{onlyZero.id(), 3, "done", onlyZero.id(), oracles::toJson(onlyZero).dump(), toJson(t).dump(), 1100};
     shard.saveTriage(row);
   }
+  fs::create_directories(dir_.path() / "shards" / "shard-0" / "traces" / onlyZero.id() / "tlparse");
+  std::ofstream(dir_.path() / "shards" / "shard-0" / "traces" / onlyZero.id() / "tlparse" / "index.html") << "trace";
   fs::path night = dir_.path() / "night";
   NightMerge first = mergeShards(shards(), night, {});
   EXPECT_EQ(first.triageCarried, 1);
@@ -203,6 +205,7 @@ TEST_F(NightMergeTest, MergingAgainRebuildsWithoutDuplicatesAndKeepsTriage) {
   for (const auto& f : store.findings())
     if (f.signatureId == onlyZero.id()) witness = f.id;
   EXPECT_EQ(rows[0].findingId, witness);
+  EXPECT_EQ(readText(night / "traces" / onlyZero.id() / "tlparse" / "index.html"), "trace");  // the row names it
 }
 
 TEST_F(NightMergeTest, NoUsableShardIsAUsageError) {

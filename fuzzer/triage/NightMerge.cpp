@@ -95,6 +95,18 @@ void copyIfPresent(const fs::path& from, const fs::path& to) {
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
 }
 
+/// The structured traces of a shard's triaged bugs (traces/<signature id>/, which their triage rows
+/// name relative to the campaign), so that the night's reports find them; one already there stays.
+void copyTraces(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  if (!fs::is_directory(from, ec)) return;
+  for (const auto& e : fs::directory_iterator(from)) {
+    if (fs::exists(to / e.path().filename())) continue;
+    fs::create_directories(to);
+    fs::copy(e.path(), to / e.path().filename(), fs::copy_options::recursive);
+  }
+}
+
 /// The night's signatures from its store, each finding attributed to the shard whose index range holds it.
 std::vector<NightSignature> nightSignatures(const std::vector<FindingRecord>& findings,
                                             const std::vector<ShardInfo>& shards) {
@@ -258,6 +270,7 @@ NightMerge mergeShards(const std::vector<fs::path>& shardDirs, const fs::path& n
     if (!s.ok()) continue;
     copyIfPresent(s.path / "plot_data", night / "shards" / s.name / "plot_data");
     copyIfPresent(s.path / "fuzzer_stats", night / "shards" / s.name / "fuzzer_stats");
+    copyTraces(s.path / "traces", night / "traces");
   }
   output.writeStats(nightStats(m));
   writeFileAtomically(night / "shards.json", secrets.mask(shardsJson.dump(2) + "\n"));
