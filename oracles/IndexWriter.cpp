@@ -53,6 +53,13 @@ std::string shortReproLines(const BugReport& bug) {
   }
 }
 
+/// The campaign's figure that `tcfuzz plot` drew, relative to `root` (the SVG before the PNG); "" when none.
+std::string campaignPlot(const std::filesystem::path& root) {
+  for (const char* figure : {"plots/campaign.svg", "plots/campaign.png"})
+    if (std::filesystem::is_regular_file(root / figure)) return figure;
+  return "";
+}
+
 }  // namespace
 
 int severityRank(const std::string& severity) {
@@ -86,6 +93,8 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
   std::string md = "# tcfuzz findings\n\n";
   for (const auto& [key, value] : campaignStats) md += fmt::format("- {}: {}\n", cell(key), cell(value));
   if (!campaignStats.empty()) md += "\n";
+  const std::string plot = campaignPlot(root);
+  if (!plot.empty()) md += fmt::format("![the campaign over run time]({})\n\n", plot);
   md += countLine + ".\n\n";
   md += "| rank | id | title | upstream | severity | component | hits | first seen | last seen | torch | "
         "nodes (original) | short repro lines | verified |\n";  // torch: the versions its findings were made on
@@ -111,6 +120,7 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
       "dl.stats dd{margin:0}\n"
       ".sev-crash{color:#b00}.sev-hang{color:#a60}.sev-wrong-result{color:#06a}\n"
       "code{font-size:90%}\n"
+      "figure.plots{margin:1em 0}figure.plots img{max-width:100%;width:1200px;height:auto}\n"
       "</style>\n</head>\n<body>\n<h1>tcfuzz findings</h1>\n";
   if (!campaignStats.empty()) {
     html += "<dl class=\"stats\">\n";
@@ -118,6 +128,10 @@ void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<
       html += fmt::format("<dt>{}</dt><dd>{}</dd>\n", htmlEscape(key), htmlEscape(value));
     html += "</dl>\n";
   }
+  if (!plot.empty())
+    html += fmt::format("<figure class=\"plots\"><a href=\"{0}\"><img src=\"{0}\" alt=\"the campaign over run time: "
+                        "programs judged, speed, features, queue, findings, unique bugs\"></a></figure>\n",
+                        htmlEscape(plot));
   html += fmt::format("<p>{}.</p>\n", htmlEscape(countLine));
   html += "<table>\n<thead><tr><th>rank</th><th>id</th><th>title</th><th>upstream</th><th>severity</th>"
           "<th>component</th><th>hits</th><th>first seen</th><th>last seen</th><th>torch</th><th>nodes (original)</th>"

@@ -14,8 +14,9 @@ namespace tcfuzz::oracles {
 /// index.md and index.html (static, self-contained, no scripts fetched from anywhere) in `root`:
 /// one row per bug, new bugs before those known upstream, then by severity rank (crash, hang,
 /// wrong-result, accepts-invalid, low), then hits; each links to crashes/<id>/report.md and shows the
-/// upstream state, the torch version, and the short repro's length. `campaignStats` (fuzzer_stats keys) heads the page. Both
-/// files are masked with `secrets`.
+/// upstream state, the torch version, and the short repro's length. `campaignStats` (fuzzer_stats keys) heads the page,
+/// followed by the figure of `tcfuzz plot` when root/plots/campaign.svg (or .png) exists. Both files are masked with
+/// `secrets`.
 void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
                 const std::filesystem::path& root, const SecretRedactor& secrets);
 

@@ -157,6 +157,7 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     r.child.persistent = it->value("persistent", false);
     r.child.jobsBefore = it->value("jobs_before", 0);
     r.child.stateLeak = stringField(*it, "state_leak");
+    r.child.gpu = stringField(*it, "gpu");
   }
   if (auto it = j.find("outputs"); it != j.end() && !it->is_null()) r.outputs = outputSetFromJson(*it);
   if (auto it = j.find("random_ops"); it != j.end() && it->is_array())
@@ -203,6 +204,7 @@ nlohmann::json toJson(const RunResult& r) {
   if (!r.times.compilePhases.empty()) j["compile_phases"] = r.times.compilePhases;
   j["child"] = {{"persistent", r.child.persistent}, {"jobs_before", r.child.jobsBefore}};
   if (!r.child.stateLeak.empty()) j["child"]["state_leak"] = r.child.stateLeak;
+  if (!r.child.gpu.empty()) j["child"]["gpu"] = r.child.gpu;
   if (!r.backwardNote.empty()) j["backward"] = r.backwardNote;
   if (!r.refusals.empty()) j["refusals"] = r.refusals;
   // Tails only: a report quotes the end of a traceback, where the root cause is.
@@ -236,6 +238,18 @@ nlohmann::json toJson(const RunResult& r) {
     if (!f.dynamoCounters.empty()) facts["dynamo_counters"] = f.dynamoCounters;
   }
   return j;
+}
+
+std::string stickyCudaError(const RunResult& run) {
+  static constexpr std::string_view kMarkers[] = {
+      "device-side assert triggered", "an illegal memory access was encountered", "unspecified launch failure",
+      "misaligned address",           "an illegal instruction was encountered",   "uncorrectable ECC error"};
+  if (run.status != RunStatus::Exception && run.status != RunStatus::Signal) return "";
+  for (std::string_view marker : kMarkers) {
+    bool inMessage = run.exception && run.exception->message.find(marker) != std::string::npos;
+    if (inMessage || run.stderrTail.find(marker) != std::string::npos) return std::string(marker);
+  }
+  return "";
 }
 
 }  // namespace tcfuzz::oracles

@@ -102,7 +102,14 @@ struct ChildInfo {
   bool persistent = false;  ///< a warm persistent child (else a fresh fork of the zygote)
   int jobsBefore = 0;       ///< jobs that process ran before this one (0: a cold process)
   std::string stateLeak;    ///< what the job left changed in torch's global state (the child retired); "" if clean
+  std::string gpu;          ///< the GPU its worker is pinned to (a CUDA_VISIBLE_DEVICES entry); "" on CPU or unpinned
 };
+
+struct RunResult;
+/// The sticky CUDA error `run` ended with: a device-side assert, an illegal memory access, a launch
+/// failure, ... (after one, every CUDA call of that process fails), named by the marker found in its
+/// exception message or stderr; "" for any other ending. The worker's child.py keeps the same markers.
+std::string stickyCudaError(const RunResult& run);
 
 /// The result of one job.
 struct RunResult {

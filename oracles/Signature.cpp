@@ -411,6 +411,9 @@ void fillRun(Signature& sig, const RunResult& run, std::string_view mode) {
     case RunStatus::OutOfMemory: sig.kind = "oom"; break;
     case RunStatus::Refused: sig.kind = "refused"; break;
   }
+  // A sticky CUDA error is its own kind of crash (the GPU context is gone, and whatever ran next on it
+  // failed too), whether it surfaced as an exception or killed the process.
+  if (!stickyCudaError(run).empty()) sig.kind = "cuda-sticky-error";
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ namespace tcfuzz::oracles {
 
 struct Signature {
   std::string symptom;              ///< verdict spelling: "crash-mismatch", "numeric-divergence", ...
-  std::string kind;                 ///< "exception", "timeout", "oom", "signal SIGSEGV", "numeric"; "" for non-findings
+  std::string kind;                 ///< "exception", "timeout", "oom", "signal SIGSEGV", "cuda-sticky-error", "numeric"; "" for non-findings
   std::string failingMode;          ///< "compiled" or "eager" (the run that misbehaved); "" for numeric
   std::string phase;                ///< compile | run | backward | setup ... (crashes, timeouts, signals)
   std::string exceptionType;        ///< "InductorError(AssertionError)", "RuntimeError", ...

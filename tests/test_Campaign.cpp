@@ -21,6 +21,7 @@
 #include "fuzzer/campaign/CampaignOutput.h"
 #include "fuzzer/campaign/FeatureSet.h"
 #include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/GpuStats.h"
 #include "fuzzer/cli/Settings.h"
 #include "tests/TestWorkers.h"
 
@@ -414,6 +415,35 @@ TEST(FeatureSet, WhatInductorDidIsFeatures) {
   for (const std::string& feature : runFeatures(gen::Graph{}, compile, result))
     for (const char* prefix : {"fact:post_grad_op=", "fact:lowering=", "fact:kernel=", "fact:recompiles="})
       EXPECT_FALSE(feature.starts_with(prefix)) << feature;
+}
+
+
+TEST(GpuStats, CountsEachProgramAndStickyErrorOnItsGpu) {
+  Nvml nvml;  // unavailable on a machine without a driver: the health figures say unknown
+  GpuStats stats({"0", "1"}, nvml);
+  oracles::RunResult onOne;
+  onOne.child.gpu = "1";
+  stats.record(onOne);
+  oracles::RunResult sticky = onOne;
+  sticky.status = oracles::RunStatus::Exception;
+  sticky.exception = oracles::ExceptionInfo{"AcceleratorError", "torch.AcceleratorError",
+                                            "CUDA error: device-side assert triggered", ""};
+  stats.record(sticky);
+  stats.record(oracles::RunResult{});  // an unpinned run (CPU) counts nowhere
+  std::map<std::string, std::string> kv;
+  for (const auto& [k, v] : stats.statsLines()) kv[k] = v;
+  EXPECT_EQ(kv["gpu_0_device"], "0");
+  EXPECT_EQ(kv["gpu_0_programs"], "0");
+  EXPECT_EQ(kv["gpu_1_device"], "1");
+  EXPECT_EQ(kv["gpu_1_programs"], "2");
+  EXPECT_EQ(kv["gpu_1_sticky_cuda_errors"], "1");
+  if (!nvml.available()) {
+    EXPECT_EQ(kv["gpu_1_utilization_percent"], "unknown");
+    EXPECT_EQ(kv["gpu_driver"], nvml.unavailableReason());
+  }
+  auto view = stats.viewLines();
+  ASSERT_EQ(view.size(), 2u);
+  EXPECT_EQ(view[1].rfind("GPU 1   2 programs, 1 sticky CUDA errors", 0), 0u) << view[1];
 }
 
 }  // namespace tcfuzz

@@ -479,3 +479,29 @@ TEST(Signature, CompilerFailuresAreKeyedByTheCompilersFirstError) {
   EXPECT_EQ(other.normalizedMessage.find("; error:"), std::string::npos) << other.normalizedMessage;
 }
 }  // namespace tcfuzz::oracles
+
+// --- sticky CUDA errors --------------------------------------------------------------------------
+
+TEST(StickyCudaError, IsItsOwnKindOfCrashWhetherRaisedOrFatal) {
+  RunResult illegal = raised("run", "AcceleratorError", "CUDA error: an illegal memory access was encountered\n"
+                             "CUDA kernel errors might be asynchronously reported");
+  EXPECT_EQ(stickyCudaError(illegal), "an illegal memory access was encountered");
+  Signature sig = crashOf(illegal);
+  EXPECT_EQ(sig.kind, "cuda-sticky-error");
+  EXPECT_EQ(sig.exceptionType, "AcceleratorError");
+
+  // A device-side assert that aborted the process: the marker is in its stderr.
+  RunResult aborted = stopped(RunStatus::Signal, "run", "SIGABRT");
+  aborted.signal = 6;
+  aborted.stderrTail = "Assertion `index out of bounds` failed.\nRuntimeError: CUDA error: device-side assert triggered";
+  EXPECT_EQ(crashOf(aborted).kind, "cuda-sticky-error");
+
+  // An ordinary exception, and a CUDA out-of-memory (not sticky), keep their kinds.
+  EXPECT_EQ(crashOf(raised("run", "RuntimeError", "shape mismatch")).kind, "exception");
+  RunResult oom = stopped(RunStatus::OutOfMemory, "run");
+  oom.stderrTail = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
+  EXPECT_EQ(stickyCudaError(oom), "");
+  EXPECT_EQ(crashOf(oom).kind, "oom");
+  EXPECT_NE(crashOf(illegal).id(), crashOf(raised("compile", "AcceleratorError", "CUDA error: an illegal memory access was "
+                                                  "encountered")).id());
+}

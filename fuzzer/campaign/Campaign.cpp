@@ -378,6 +378,7 @@ std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, co
   // Confirming a finding (fresh processes, cold cache) is part of what the program cost.
   double torchSeconds = r.runs.eager.times.childWall + r.runs.compiled.times.childWall + r.runs.fp64.times.childWall +
                         r.confirmSeconds;
+  if (settings_.gpuStats) settings_.gpuStats->record(r.runs.compiled);
   std::string verdict(oracles::toString(r.verdict.verdict));
   json config = sc.nonDefault();
   double now = unixNow();
@@ -529,6 +530,7 @@ CampaignSnapshot Campaign::snapshot() const {
   s.torchShare = workerSeconds > 0 ? std::min(1.0, sessionTorchSeconds_ / workerSeconds) : 0;
   s.workers = settings_.workers;
   s.device = settings_.device;
+  if (settings_.gpuStats) s.gpuLines = settings_.gpuStats->viewLines();
   s.outDir = output_.root().string();
   s.seed = settings_.seed;
   return s;
@@ -585,6 +587,8 @@ void Campaign::writeStats() {
       kv.push_back(std::move(line));
     schedule = scheduler_.toJson().dump(1);
   }
+  if (settings_.gpuStats)
+    for (auto& line : settings_.gpuStats->statsLines()) kv.push_back(std::move(line));
   kv.emplace_back("queue_size", std::to_string(s.queue));
   kv.emplace_back("features", std::to_string(s.features));
   kv.emplace_back("torch_share", fmt::format("{:.3f}", s.torchShare));

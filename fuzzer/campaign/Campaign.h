@@ -22,6 +22,7 @@
 #include "fuzzer/campaign/CostAwareScheduler.h"
 #include "fuzzer/campaign/FeatureSet.h"
 #include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/GpuStats.h"
 #include "fuzzer/campaign/OriginLedger.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/worker/ProgramTester.h"
@@ -68,6 +69,9 @@ struct CampaignSettings {
   double plotIntervalSeconds = 60;
   /// Programs to judge first, in order, before any is generated (--seed-corpus; a fresh campaign's).
   std::vector<gen::Graph> seedPrograms;
+  /// A GPU campaign's per-GPU figures (owned by the caller): each program is counted on its GPU, and
+  /// fuzzer_stats and the status view show them. Null on CPU.
+  GpuStats* gpuStats = nullptr;
 };
 
 /// Why run() returned.

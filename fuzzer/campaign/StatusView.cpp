@@ -28,6 +28,13 @@ int64_t count(const CampaignSnapshot& s, const char* verdict) {
   return it == s.verdicts.end() ? 0 : it->second;
 }
 
+/// A log line's per-GPU tail: " | GPU 0 120 programs, ... | GPU 1 ...".
+std::string gpuSuffix(const CampaignSnapshot& s) {
+  std::string out;
+  for (const auto& line : s.gpuLines) out += " | " + line;
+  return out;
+}
+
 }  // namespace
 
 StatusView::StatusView(std::ostream& out, bool screen, std::chrono::seconds logInterval)
@@ -44,7 +51,7 @@ std::string StatusView::summaryLine(const CampaignSnapshot& s) const {
       count(s, "nondeterministic"),
       count(s, "invalid-program"), s.findings, s.uniqueSignatures,
       s.sinceLastNewSignature < 0 ? "none yet" : duration(s.sinceLastNewSignature) + " ago", s.queue, s.features,
-      100 * s.torchShare);
+      100 * s.torchShare) + gpuSuffix(s);
 }
 
 void StatusView::draw(const CampaignSnapshot& s) {
@@ -65,6 +72,11 @@ void StatusView::draw(const CampaignSnapshot& s) {
   text += fmt::format("\n  findings       {:<14} unique signatures {}   last new: {}\n", s.findings, s.uniqueSignatures,
                       s.sinceLastNewSignature < 0 ? "none yet" : duration(s.sinceLastNewSignature) + " ago");
   text += fmt::format("  queue          {:<14} features      {}\n\n", s.queue, s.features);
+  if (!s.gpuLines.empty()) {
+    text += "  GPUs\n";
+    for (const auto& line : s.gpuLines) text += "    " + line + "\n";
+    text += "\n";
+  }
   text += "  recent events\n";
   for (const auto& e : recent_) text += "    " + e + "\n";
   text += "\n  Ctrl-C stops (state is saved; continue with tcfuzz fuzz --resume OUT)\n";

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace tcfuzz {
 
@@ -25,6 +26,7 @@ struct CampaignSnapshot {
   double torchShare = 0;         ///< share of worker time spent inside torch
   int workers = 0;
   std::string device, outDir;
+  std::vector<std::string> gpuLines;  ///< a GPU campaign: GpuStats::viewLines()
   uint64_t seed = 0;
 };
 

@@ -89,6 +89,12 @@ int runDriver(int argc, char** argv) {
                                              "one is reported and skipped")
       ->required();
 
+  CLI::App* plot = app.add_subcommand(
+      "plot", "Draw a campaign's plot_data (programs, speed, features, queue, findings, unique bugs over run time; a "
+              "merged night: one line per shard) as OUT/plots/campaign.png and campaign.svg with matplotlib");
+  registerOptions(*plot, "plot", options);
+  plot->add_option("OUT", campaignDir, "Campaign output directory or merged night")->required()->check(CLI::ExistingDirectory);
+
   CLI::App* ops = app.add_subcommand("ops", "Print the op catalog and its coverage of the dispatcher's aten operators");
   bool opsJson = false;
   ops->add_flag("--json", opsJson, "Print JSON");
@@ -126,6 +132,7 @@ int runDriver(int argc, char** argv) {
       return regressCommand(options, regressDirs, secrets);
     }
     if (merge->parsed()) return mergeCommand(options, shardDirs, secrets);
+    if (plot->parsed()) return plotCommand(campaignDir, options.output);
     if (ops->parsed()) return opsCommand(opsJson);
   } catch (const std::invalid_argument& e) {
     std::cerr << "tcfuzz: " << e.what() << "\n";

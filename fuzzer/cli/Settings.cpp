@@ -12,6 +12,7 @@
 #include <torch/headeronly/version.h>
 
 #include "fuzzer/triage/StructuredTrace.h"
+#include "fuzzer/worker/GpuInventory.h"
 #include "fuzzer/worker/Sandbox.h"
 
 namespace tcfuzz {
@@ -35,6 +36,21 @@ ScratchDir::~ScratchDir() {
   if (!keep_) fs::remove_all(path_, ec);
 }
 
+DeviceSelection deviceSelectionFrom(const std::string& device) {
+  DeviceSelection selection = parseDeviceSelection(device);
+  if (!selection.cuda) return selection;
+  Nvml nvml;
+  return resolveDevices(std::move(selection), nvml, std::getenv("CUDA_VISIBLE_DEVICES"));
+}
+
+std::optional<std::string> campaignDevice(const FindingStore& store) {
+  auto stored = store.meta("identity");
+  if (!stored) return std::nullopt;
+  json id = json::parse(*stored, nullptr, false);
+  if (!id.is_object() || !id.contains("device") || !id["device"].is_string()) return std::nullopt;
+  return id["device"].get<std::string>();
+}
+
 WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, const SecretRedactor& secrets, int defaultChildJobs) {
   WorkerSpec spec;
   spec.secrets = secrets;
@@ -49,7 +65,9 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, const Secre
   }
   spec.python = o.python;
   spec.harness = fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "zygote.py";
-  spec.device = o.device;
+  DeviceSelection devices = deviceSelectionFrom(o.device);
+  spec.device = devices.jobDevice();
+  spec.gpus = devices.gpus;
   spec.workDir = workDir;
   if (!o.inductorCache.empty()) spec.inductorCacheDir = fs::absolute(o.inductorCache);
   if (o.headerCache != "none")
@@ -73,9 +91,9 @@ oracles::CompileConfig compileConfigFrom(const Options& o) {
 
 TestSettings testSettingsFrom(const Options& o, int workers) {
   TestSettings s;
-  s.limits = Limits{o.timeout, o.memoryMb};
+  s.limits = Limits{o.timeout, o.memoryMb, o.gpuMemoryMb};
   s.seed = static_cast<uint64_t>(o.seed);
-  s.device = o.device;
+  s.device = parseDeviceSelection(o.device).jobDevice();
   int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   s.threads = o.threads > 0 ? o.threads : std::max(1, cores / std::max(1, workers));
   for (const auto& p : o.plugins) {
@@ -110,7 +128,7 @@ void adoptCampaignIdentity(const FindingStore& store, TestSettings& s) {
   if (!id.is_object()) return;
   if (s.plugins.empty())
     for (const auto& p : id.value("plugins", std::vector<std::string>{})) s.plugins.push_back(p);
-  if (id.contains("device") && id["device"].is_string()) s.device = id["device"];
+  if (id.contains("device") && id["device"].is_string()) s.device = parseDeviceSelection(id["device"].get<std::string>()).jobDevice();
   if (id.contains("timeout") && id["timeout"].is_number()) s.limits.timeoutSeconds = id["timeout"];
   if (id.contains("memory_mb") && id["memory_mb"].is_number_integer()) s.limits.memoryMb = id["memory_mb"];
 }

@@ -3,6 +3,7 @@
 // settings of the layers below (workers, tests, compile configs, triage, LLM) through these, and
 // the scratch directory a subcommand that runs programs needs.
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "fuzzer/cli/Options.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/triage/Triage.h"
+#include "fuzzer/worker/GpuInventory.h"
 #include "fuzzer/worker/WorkerPool.h"
 #include "oracles/SecretRedactor.h"
 
@@ -36,9 +38,16 @@ class ScratchDir {
 /// Program jobs a campaign's persistent worker child serves when --child-jobs is not given.
 inline constexpr int kCampaignChildJobs = 200;
 
+/// Parses --device and pins a CUDA selection to this machine's GPUs (resolveDevices with NVML and tcfuzz's
+/// CUDA_VISIBLE_DEVICES); throws DeviceError when CUDA is asked for and no GPU is usable.
+DeviceSelection deviceSelectionFrom(const std::string& device);
+/// The --device a campaign's store records (its identity); nullopt for a store that records none.
+std::optional<std::string> campaignDevice(const FindingStore& store);
+
 /// The worker set-up the options describe, writing under workDir; `defaultChildJobs` stands for
 /// --child-jobs -1 (the command's default); the zygotes' replies are masked with `secrets`. Throws
-/// WorkerStartError when the bubblewrap sandbox is asked for and cannot run here.
+/// WorkerStartError when the bubblewrap sandbox is asked for and cannot run here, DeviceError when
+/// --device asks for GPUs the machine lacks.
 WorkerSpec workerSpecFrom(const Options& options, const std::filesystem::path& workDir, const SecretRedactor& secrets,
                           int defaultChildJobs = 1);
 

@@ -23,6 +23,7 @@ std::string_view toString(RunMode mode);
 struct Limits {
   double timeoutSeconds = 60;
   int64_t memoryMb = 4096;  ///< 0: unlimited
+  int64_t gpuMemoryMb = 0;  ///< CUDA jobs: the caching allocator's cap (past it: an `oom` result); 0: the whole GPU
 };
 
 /// One job for a worker: a program run in one mode (kind "program"), a plain Python script run in a
@@ -35,6 +36,9 @@ struct Job {
   RunMode mode = RunMode::Eager;
   uint64_t seed = 0;
   std::string device = "cpu";
+  /// Run only on the worker pinned to this GPU (a CUDA_VISIBLE_DEVICES entry, as RunResult::child.gpu
+  /// names it): a finding replays where it was made. "": any worker.
+  std::string gpu;
   oracles::CompileConfig compile;           ///< used in Compiled mode only
   Limits limits;
   std::filesystem::path jobDir;    ///< absolute; the child writes its outputs here

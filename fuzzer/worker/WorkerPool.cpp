@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -48,6 +49,10 @@ struct Worker::Process {
 
 Worker::Worker(WorkerSpec spec, int index, const std::atomic<bool>* cancelled)
     : spec_(std::move(spec)), index_(index), cancelled_(cancelled) {
+  if (!spec_.gpus.empty()) {
+    gpu_ = spec_.gpus[static_cast<size_t>(index) % spec_.gpus.size()];
+    spec_.extraEnv["CUDA_VISIBLE_DEVICES"] = gpu_;  // nothing touches CUDA before the fork; each child sees one GPU
+  }
   // A relative interpreter path means the caller's directory; inside the sandbox it would mean another.
   // Lexically normal too: a "../" through a folder the sandbox does not show would not resolve there.
   if (spec_.python.string().find('/') != std::string::npos)
@@ -352,11 +357,15 @@ std::future<oracles::RunResult> WorkerPool::submit(Job job) {
     promise.set_exception(std::make_exception_ptr(JobCancelled("job " + job.id + " refused: the run is stopping")));
     return future;
   }
+  // A GPU no zygote is pinned to (an unpinned pool, another campaign's GPU) is no constraint.
+  if (!job.gpu.empty() && std::find(spec_.gpus.begin(), spec_.gpus.end(), job.gpu) == spec_.gpus.end()) job.gpu.clear();
+  bool pinned = !job.gpu.empty();
   {
     std::lock_guard lock(mutex_);
     queue_.emplace_back(std::move(job), std::move(promise));
   }
-  ready_.notify_one();
+  if (pinned) ready_.notify_all();  // only that GPU's zygotes may take it
+  else ready_.notify_one();
   return future;
 }
 
@@ -368,17 +377,25 @@ void WorkerPool::serve(size_t index, std::promise<Hello> started) {
     started.set_exception(std::current_exception());
     return;
   }
+  // The first queued job this zygote may run: any job, or one pinned to its GPU.
+  auto next = [&] {
+    return std::find_if(queue_.begin(), queue_.end(),
+                        [&](const auto& queued) { return queued.first.gpu.empty() || queued.first.gpu == worker.gpu(); });
+  };
   while (true) {
     std::pair<Job, std::promise<oracles::RunResult>> item;
     {
       std::unique_lock lock(mutex_);
-      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping with nothing left
-      item = std::move(queue_.front());
-      queue_.pop_front();
+      ready_.wait(lock, [&] { return stopping_ || next() != queue_.end(); });
+      auto it = next();
+      if (it == queue_.end()) return;  // stopping with nothing left for this zygote
+      item = std::move(*it);
+      queue_.erase(it);
     }
     try {
-      item.second.set_value(worker.run(item.first));
+      oracles::RunResult result = worker.run(item.first);
+      result.child.gpu = worker.gpu();
+      item.second.set_value(std::move(result));
     } catch (...) {
       item.second.set_exception(std::current_exception());  // e.g. the zygote cannot be restarted
     }

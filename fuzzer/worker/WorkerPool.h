@@ -25,7 +25,10 @@ namespace tcfuzz {
 struct WorkerSpec {
   std::filesystem::path python;        ///< the interpreter whose torch is under test
   std::filesystem::path harness;       ///< the zygote's entry script, fuzzer/worker/zygote.py
-  std::string device = "cpu";
+  std::string device = "cpu";          ///< what jobs name: "cpu" or "cuda" (see gpus)
+  /// GPUs the zygotes are pinned to, CUDA_VISIBLE_DEVICES entries (DeviceSelection::gpus): zygote i sees
+  /// only gpus[i % size] as its cuda:0. Empty: unpinned.
+  std::vector<std::string> gpus;
   std::filesystem::path workDir;       ///< writable in the sandbox: job dirs, caches, zygote logs
   std::filesystem::path inductorCacheDir;  ///< TORCHINDUCTOR_CACHE_DIR; empty: workDir/inductor-cache
   /// Where Inductor's C++ precompiled headers live (writable in the sandbox). Torch keys each by its
@@ -78,6 +81,8 @@ class Worker {
 
   /// Starts the zygote if it is not running and returns its hello; throws WorkerStartError.
   const Hello& start();
+  /// The GPU this zygote is pinned to (WorkerSpec::gpus[index % size]); "" when unpinned.
+  const std::string& gpu() const { return gpu_; }
   /// Runs one job. A zygote that dies or hangs is restarted, and the job's result says what
   /// happened (status signal or timeout, phase "harness"); it never throws for that.
   oracles::RunResult run(const Job& job);
@@ -94,6 +99,7 @@ class Worker {
 
   WorkerSpec spec_;
   int index_;
+  std::string gpu_;  ///< the GPU this zygote is pinned to ("" unpinned)
   const std::atomic<bool>* cancelled_;
   struct Process;
   std::unique_ptr<Process> process_;

@@ -37,6 +37,11 @@ SCRIPT_STDERR_FILE = "script_stderr.txt"
 SCRIPT_TAIL_CHARS = 8000
 TRACE_DIR = "torch_trace"  # a traced script job's TORCH_TRACE folder, inside its job directory
 OOM_MARKERS = ("can't allocate memory", "out of memory", "DefaultCPUAllocator", "std::bad_alloc")
+# CUDA errors that poison the process's context: every later CUDA call fails too, so the process must go.
+# The same list is oracles::stickyCudaError's (RunResult.cpp), which names the finding's kind.
+STICKY_CUDA_MARKERS = ("device-side assert triggered", "an illegal memory access was encountered",
+                       "unspecified launch failure", "misaligned address", "an illegal instruction was encountered",
+                       "uncorrectable ECC error")
 
 
 class ChildRun:
@@ -478,6 +483,24 @@ def is_oom(exc):
     return any(m in text for m in OOM_MARKERS)
 
 
+def sticky_cuda_error(result):
+    """The sticky CUDA error marker in a job's result (its exception message), or None."""
+    message = ((result or {}).get("exception") or {}).get("message", "")
+    return next((m for m in STICKY_CUDA_MARKERS if m in message), None)
+
+
+def cap_gpu_memory(job):
+    """Caps the CUDA caching allocator at the job's gpu_memory_mb (0: no cap); a job past it raises
+    torch.OutOfMemoryError, which is_oom makes an `oom` result. Touches CUDA, so only in a job's child."""
+    cap_mb = int((job.get("limits") or {}).get("gpu_memory_mb", 0))
+    if cap_mb <= 0 or not str(job.get("device", "cpu")).startswith("cuda") or not torch.cuda.is_available():
+        return
+    device = torch.device(job.get("device"))
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    total_mb = torch.cuda.get_device_properties(index).total_memory / 2 ** 20
+    torch.cuda.set_per_process_memory_fraction(min(1.0, cap_mb / total_mb), index)
+
+
 def redirect_job_output(job_dir):
     """Points fds 1 and 2 (and sys.stdout/sys.stderr) at the job's stdout.txt and stderr.txt."""
     for fd, name in ((1, STDOUT_FILE), (2, STDERR_FILE)):
@@ -516,6 +539,7 @@ def execute_job(job):
     run = ChildRun(job)
     kind = job.get("kind", "program")
     try:
+        cap_gpu_memory(job)
         if kind == "script":
             result = run.run_script()
         elif kind == "bisect":

@@ -30,9 +30,10 @@ import torch
 import torch._dynamo
 import torch._inductor.config
 
-from child import execute_job, lift_address_space_limit, limit_address_space, redirect_job_output
+from child import execute_job, lift_address_space_limit, limit_address_space, redirect_job_output, sticky_cuda_error
 
 LEAK_FILE = "state_leak.txt"
+STICKY_FILE = "cuda_sticky.txt"  # the sticky CUDA error that retired the child (its context is unusable)
 
 # The done-pipe bytes a persistent child sends after each job.
 DONE_KEEP = b"1"     # result.json written; ready for the next job
@@ -305,6 +306,12 @@ def serve_jobs(job_fd, done_fd, device):
         if result is None:
             os.write(done_fd, DONE_NO_RESULT)
             code = 3
+            break
+        sticky = sticky_cuda_error(result)
+        if sticky:  # every later CUDA call of this process would fail: a fresh child takes the next job
+            with open(os.path.join(job["job_dir"], STICKY_FILE), "w") as f:
+                f.write(sticky)
+            os.write(done_fd, DONE_RETIRE)
             break
         reset_compiler_state(baseline)
         leaks = state_leaks(baseline)

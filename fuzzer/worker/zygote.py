@@ -78,7 +78,7 @@ try:
         PHASE_FILE, RESULT_FILE, STDERR_FILE, child_main, exception_record, tail,
     )
     from persistent import (  # noqa: E402
-        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, DONE_WARM, LEAK_FILE, serve_jobs, share_precompiled_headers,
+        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, DONE_WARM, LEAK_FILE, STICKY_FILE, serve_jobs, share_precompiled_headers,
         warm_zygote, write_job,
     )
     from torch_facts import torch_facts  # noqa: E402
@@ -467,7 +467,9 @@ class Zygote:
                                     "message": f"refused by the tcfuzz sandbox: {refusals[0]}", "traceback": ""}}
         child_info = {"persistent": child.persistent, "jobs_before": jobs_before}
         if child.persistent and reported:
-            if done == DONE_RETIRE:
+            if done == DONE_RETIRE and os.path.exists(os.path.join(job_dir, STICKY_FILE)):
+                child_info["retired"] = "sticky CUDA error"
+            elif done == DONE_RETIRE:
                 child_info["state_leak"] = tail(os.path.join(job_dir, LEAK_FILE), 400) or "unnamed"
                 child_info["retired"] = "state leak"
             elif child.jobs >= self.child_jobs:

@@ -3,6 +3,7 @@
 // Options into settings (fuzzer/cli/Settings.h), runs, and returns the process exit code; the
 // Driver parses argv and dispatches here. Each command masks `secrets` (the Driver's, built once from
 // the environment) in every file and database row it writes; the Driver masks stdout and stderr.
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,5 +64,23 @@ ReleaseMatrix regressMatrix(const Options& options, const std::vector<std::strin
 /// triages what is new, re-runs the known bugs (regress) and writes NIGHT/summary.md and night.json
 /// against the previous night. A missing or broken shard is reported and skipped; none usable: exit 2.
 int mergeCommand(const Options& options, const std::vector<std::string>& shardDirs, const SecretRedactor& secrets);
+
+/// What drawing a campaign's plots came to: the exit code (0 drawn; 2 nothing to draw: no plot_data, no rows
+/// yet, a malformed row or shards.json; 3 matplotlib missing, the script failed or overran), the one-line
+/// reasons it gave (stderr), and the files it wrote, one a line.
+struct PlotOutcome {
+  int exitCode = 0;
+  std::string message, printed;
+};
+
+/// Draws `campaignDir`'s plot_data (a merged night: each shard's, one line per shard) as dest/campaign.png and
+/// dest/campaign.svg with fuzzer/campaign/plot_campaign.py under the set-up venv's Python (headless,
+/// byte-identical for the same input), killed after `timeoutSeconds`. Reads plot_data and shards.json only.
+PlotOutcome drawCampaignPlots(const std::filesystem::path& campaignDir, const std::filesystem::path& dest,
+                              double timeoutSeconds);
+
+/// `tcfuzz plot OUT [-o DIR]`: drawCampaignPlots into DIR (default OUT/plots), its reasons on stderr and the
+/// files on stdout. Returns 0, 2 when there is nothing to draw, 3 when matplotlib is missing (run scripts/setup).
+int plotCommand(const std::string& campaignDir, const std::string& dest);
 
 }  // namespace tcfuzz

@@ -202,12 +202,17 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   workerOptions.device = id.device;
   WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir(), secrets, kCampaignChildJobs);
   spec.freshUntilWarm = true;  // the first programs' eager and fp64 jobs do not wait for the warm-up compile
-  int workers = workerCount(o);
+  // On GPUs, one zygote per GPU unless -j says otherwise (then they are spread round-robin).
+  int workers = o.workers <= 0 && !spec.gpus.empty() ? static_cast<int>(spec.gpus.size()) : workerCount(o);
+  Nvml nvml;
+  std::optional<GpuStats> gpuStats;
+  if (!spec.gpus.empty()) gpuStats.emplace(spec.gpus, nvml);
   int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
   CampaignSettings settings;
   settings.seed = id.seed;
   settings.device = id.device;
+  settings.gpuStats = gpuStats ? &*gpuStats : nullptr;
   settings.workers = workers;
   // Cheap checks first: a program's compiled job waits for its eager run, so one program per worker
   // would leave workers idle (40% of worker time in a 30-minute campaign); two per worker keep them busy.
@@ -215,9 +220,9 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   settings.maxPrograms = o.maxPrograms;
   settings.maxSeconds = maxSeconds;
   settings.startedAt = startedAt;
-  settings.test.limits = Limits{id.timeout, id.memoryMb};
+  settings.test.limits = Limits{id.timeout, id.memoryMb, o.gpuMemoryMb};
   settings.test.seed = id.seed;
-  settings.test.device = id.device;
+  settings.test.device = spec.device;
   settings.test.threads = o.threads > 0 ? o.threads : std::max(1, cores / workers);
   for (const auto& p : id.plugins) settings.test.plugins.push_back(p);
   settings.test.persistent = spec.childJobs > 1;

@@ -24,6 +24,7 @@ int minimizeCommand(const Options& o, const std::string& finding, const SecretRe
   int workers = workerCount(o);
   TriageSettings settings = triageSettingsFrom(o, workers, secrets);
   fs::path outDir;
+  Options workerOptions = o;
   if (fs::is_directory(path)) {
     // A crashes/<id>/ folder: the campaign's first witness (meta.json "config") or a report (meta.json "config.original").
     start.graph = gen::Graph::load((path / "program.json").string());
@@ -44,6 +45,7 @@ int minimizeCommand(const Options& o, const std::string& finding, const SecretRe
     if (fs::exists(store)) {
       FindingStore s(store);
       adoptCampaignIdentity(s, settings.test);
+      if (auto device = campaignDevice(s)) workerOptions.device = *device;  // replayed where it was found
     }
     outDir = o.out.empty() ? path / "minimized" : fs::path(o.out);
   } else {
@@ -56,7 +58,7 @@ int minimizeCommand(const Options& o, const std::string& finding, const SecretRe
   ScratchDir work(o.workDir, o.keep);
   InterruptCleanup interrupt(work.kept() ? std::vector<fs::path>{} : std::vector<fs::path>{work.path()});
   FindingStore scratchStore(work.path() / "minimize.sqlite", secrets);
-  WorkerPool pool(workerSpecFrom(o, work.path(), secrets), static_cast<size_t>(workers));
+  WorkerPool pool(workerSpecFrom(workerOptions, work.path(), secrets), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;
   settings.structuredTrace = pool.hello().has("structured_trace");
   ProgramTester tester(pool, oracles::Comparator{}, work.path() / "jobs");

@@ -38,7 +38,9 @@ int triageCommand(const Options& o, const std::string& campaignDir, const Secret
   }
   logLine(fmt::format("{} signature(s) to triage with {} workers", waiting.size(), workers));
   InterruptCleanup interrupt({output.workDir() / "jobs"});  // job outputs; the caches and the store stay
-  WorkerPool pool(workerSpecFrom(o, output.workDir(), secrets), static_cast<size_t>(workers));
+  Options workerOptions = o;  // replayed on the device the campaign ran on (a CUDA finding on its GPU)
+  if (auto device = campaignDevice(store)) workerOptions.device = *device;
+  WorkerPool pool(workerSpecFrom(workerOptions, output.workDir(), secrets), static_cast<size_t>(workers));
   settings.torch = pool.hello().torch;  // the torch the cases are replayed on now
   settings.structuredTrace = pool.hello().has("structured_trace");
   logLine("workers run " + settings.torch.summary());
