@@ -54,8 +54,8 @@ cleanup() {
   for d in /proc/[0-9]*; do
     local p="${d#/proc/}"
     [ "$p" = $$ ] && continue
-    if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qF "$T/" ||
-       tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$T/slurm.conf"; then
+    if tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -qF "$T/" ||
+       tr '\0' '\n' 2>/dev/null <"$d/environ" | grep -qxF "SLURM_CONF=$T/slurm.conf"; then
       left+=("$p")
     fi
   done
@@ -276,6 +276,7 @@ planted = [s for s in sigs.values() if "planted compiler failure" in s.get("key"
 check(len(planted) >= 1, f"the planted failure was not found (signatures: {[s.get('key') for s in sigs.values()]})")
 by_shards = max((len(shard_hits.get(s["id"], {})) for s in planted), default=0)
 check(len(planted) == 1, f"the planted failure is {len(planted)} merged signatures, not one: {[s['key'] for s in planted]}")
+check(by_shards >= 2, f"the planted failure was found by {by_shards} shard(s), not several: {shard_hits}")
 for s in planted:
     print(f"planted signature {s['id']}: {s['hits']} hits = {shard_hits.get(s['id'])}")
 print(f"programs: {total_programs} over 3 shards; signatures merged: {len(sigs)}; the planted one found by {by_shards} shard(s)")
