@@ -61,6 +61,8 @@ std::string componentAtFault(const std::vector<AblationRow>& rows, const std::st
   for (const auto& row : rows)
     if (row.variant.starts_with(kWithoutPrefix) && !row.reproduces) needed.push_back(row.variant.substr(kWithoutPrefix.size()));
   if (!needed.empty()) component += fmt::format(" (needs {})", fmt::join(needed, ", "));
+  for (const auto& row : rows)
+    if (row.variant == kCpuVariant) component += row.reproduces ? " (on CPU too)" : " (CUDA only)";
   return component;
 }
 

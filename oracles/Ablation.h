@@ -18,6 +18,10 @@ namespace tcfuzz::oracles {
 /// The backends every ablation runs, in the order components are blamed in.
 inline constexpr std::array<std::string_view, 4> kStandardBackends = {"eager", "aot_eager", "aot_eager_decomp_partition",
                                                                       kInductorBackend};
+/// The row of a CUDA bug's case run once more on the CPU under its own configuration: whether the bug
+/// is CUDA's alone (the caller adds it; ablationVariants does not, it knows no device).
+inline constexpr std::string_view kCpuVariant = "device=cpu";
+
 /// Whether `backend` is one of kStandardBackends.
 bool isStandardBackend(const std::string& backend);
 
@@ -39,7 +43,7 @@ AblationRow ablationRow(const AblationVariant& variant, const std::string& verdi
 /// The component the rows of ablationVariants blame for a case compiled with `backend`: "dynamo",
 /// "aot_autograd", "aot_autograd (decompositions or partitioner)", "inductor", "backend X" or
 /// "unknown (no backend variant reproduces)", then " (needs a, b)" naming the options without which
-/// the bug is gone.
+/// the bug is gone, then " (CUDA only)" or " (on CPU too)" when a kCpuVariant row says.
 std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend);
 
 /// The component a bug found under `backend` is put on when no ablation ran.

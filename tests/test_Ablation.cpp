@@ -98,3 +98,16 @@ TEST(Ablation, WithoutAblationTheBackendNamesTheComponent) {
   EXPECT_EQ(oracles::componentOfBackend("inductor"), "inductor");
   EXPECT_EQ(oracles::componentOfBackend("planted"), "backend planted");
 }
+
+TEST(Ablation, TheCpuRowOfACudaBugSaysWhetherItIsCudasAlone) {
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=aot_eager", false},
+                                            {"backend=inductor", true},
+                                            {std::string(oracles::kCpuVariant), false}}),
+                                      "inductor"),
+            "inductor (CUDA only)");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", true},
+                                            {"without coordinate_descent_tuning", false},
+                                            {std::string(oracles::kCpuVariant), true}}),
+                                      "inductor"),
+            "inductor (needs coordinate_descent_tuning) (on CPU too)");
+}

@@ -13,6 +13,7 @@
 
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/worker/Sandbox.h"
+#include "fuzzer/worker/SourceTree.h"
 #include "fuzzer/worker/WorkerPool.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
@@ -128,7 +129,7 @@ int runDriver(int argc, char** argv) {
     if (regress->parsed()) {
       if (regressDirs.empty())
         regressDirs.push_back(fs::exists("corpus/regressions") ? std::string("corpus/regressions")
-                                                               : std::string(TCFUZZ_SOURCE_DIR) + "/corpus/regressions");
+                                                               : (sourceTree() / "corpus" / "regressions").string());
       return regressCommand(options, regressDirs, secrets);
     }
     if (merge->parsed()) return mergeCommand(options, shardDirs, secrets);
@@ -145,6 +146,9 @@ int runDriver(int argc, char** argv) {
     return kExitUsage;
   } catch (const DiskFullError& e) {
     std::cerr << "tcfuzz: disk full: " << e.what() << "\n";
+    return kExitEnvironment;
+  } catch (const DeviceError& e) {
+    std::cerr << "tcfuzz: " << e.what() << "\n";
     return kExitEnvironment;
   } catch (const WorkerStartError& e) {
     std::cerr << "tcfuzz: " << e.what() << "\n";

@@ -14,6 +14,7 @@
 #include "fuzzer/triage/StructuredTrace.h"
 #include "fuzzer/worker/GpuInventory.h"
 #include "fuzzer/worker/Sandbox.h"
+#include "fuzzer/worker/SourceTree.h"
 
 namespace tcfuzz {
 
@@ -64,7 +65,7 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, const Secre
     spec.passEnv.push_back(name);
   }
   spec.python = o.python;
-  spec.harness = fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "zygote.py";
+  spec.harness = sourceTree() / "fuzzer" / "worker" / "zygote.py";
   DeviceSelection devices = deviceSelectionFrom(o.device);
   spec.device = devices.jobDevice();
   spec.gpus = devices.gpus;
@@ -153,7 +154,7 @@ TriageSettings triageSettingsFrom(const Options& o, int workers, const SecretRed
   t.trace = !o.noTlparse;
   t.tlparse = installedTlparse();
   // The project's list of known upstream issues, then the user's own (--known), in that order of matching.
-  std::vector<fs::path> knownFiles{fs::path(TCFUZZ_SOURCE_DIR) / "corpus" / "known-upstream.json"};
+  std::vector<fs::path> knownFiles{sourceTree() / "corpus" / "known-upstream.json"};
   for (const auto& file : o.known) knownFiles.emplace_back(file);
   for (const auto& file : knownFiles) {
     auto issues = oracles::loadKnownIssues(file);

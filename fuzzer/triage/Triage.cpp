@@ -220,6 +220,9 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
   if (result.is_object()) {
     if (result.contains("seed") && result["seed"].is_number_unsigned()) s.seed = result["seed"].get<uint64_t>();
     if (result.contains("threads") && result["threads"].is_number_integer()) s.threads = result["threads"].get<int>();
+    // A CUDA finding replays on the GPU whose compiled run misbehaved (where the pool has that GPU).
+    json gpu = result.value("/compiled/child/gpu"_json_pointer, json());
+    if (gpu.is_string()) s.gpu = gpu.get<std::string>();
   }
   MinimizeCase start;
   start.graph = gen::Graph::fromJson(json::parse(finding.programJson), "finding");

@@ -174,6 +174,14 @@ void ablate(CaseInTriage& c, TriageTools& tools) {
   std::vector<MinimizeCase> reruns;
   for (const auto& v : variants) reruns.push_back(v.rerun);
   std::vector<ProgramTestResult> results = tools.cases.testAll(reruns, c.settings, "ablate");
+  // A CUDA bug's case once more on the CPU, under its own configuration: the bug is CUDA's alone, or not.
+  if (c.settings.device.starts_with("cuda")) {
+    TestSettings onCpu = c.settings;
+    onCpu.device = "cpu";
+    onCpu.gpu.clear();
+    variants.push_back({std::string(oracles::kCpuVariant), c.best});
+    results.push_back(tools.cases.test(c.best, onCpu, "ablate-cpu"));
+  }
   for (size_t i = 0; i < variants.size(); ++i)
     t.ablation.push_back(oracles::ablationRow(variants[i], std::string(oracles::toString(results[i].verdict.verdict)),
                                               showsBug(t.baseline, results[i]),

@@ -18,6 +18,7 @@ Job ProgramTester::makeJob(const std::filesystem::path& program, RunMode mode, c
   job.mode = mode;
   job.seed = settings.seed;
   job.device = settings.device;
+  job.gpu = settings.gpu;
   job.compile = settings.compile;
   job.limits = settings.limits;
   job.jobDir = std::filesystem::absolute(jobsRoot_ / job.id);
@@ -212,6 +213,7 @@ void ProgramTester::confirm(const std::filesystem::path& program, const TestSett
   double firstWall = result.wallSeconds;
   TestSettings fresh = settings;
   fresh.persistent = false;
+  if (fresh.gpu.empty()) fresh.gpu = result.runs.compiled.child.gpu;  // again on the GPU that misbehaved
   std::filesystem::path coldCache = jobsRoot_ / fmt::format("cold-cache-{:06d}", nextJob_++);
   ProgramTestResult cold = testOnce(program, fresh, coldCache);
   std::error_code ignored;

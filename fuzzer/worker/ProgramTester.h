@@ -24,6 +24,9 @@ struct TestSettings {
   Limits limits;
   uint64_t seed = 0;
   std::string device = "cpu";
+  /// Every job runs on the zygote pinned to this GPU (Job::gpu): a finding replayed on the GPU where it was
+  /// made. "": any zygote.
+  std::string gpu;
   int threads = 0;
   std::vector<std::filesystem::path> plugins;
   bool backward = false;  ///< also run backward in every mode; gradients become extra output leaves
