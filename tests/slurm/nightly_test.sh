@@ -7,7 +7,8 @@
 #   - summary.md names the three shards with the programs each one's fuzzer_stats counted; night.json is valid;
 #   - every merged signature's hits are the sum of the shards' raw findings, and the planted failure
 #     found by several shards is one merged signature;
-#   - the merge job started after every array task had ended (scontrol's times and the jobs' own logs).
+#   - the merge job started after every array task had ended (scontrol's times and the jobs' own logs);
+#   - a second night (one shard) finds the first by itself: the planted failure is "seen before".
 # It stops the daemons and leaves nothing running. Not root: skipped (exit 77). Root without the Slurm
 # packages (scripts/setup installs slurmctld, slurmd, slurm-client and munge): a failure that says so.
 #
@@ -165,46 +166,53 @@ log "node $node idle"
 # --- The nightly: three CPU shards of one minute ---------------------------------------------------
 sandbox=bwrap
 bwrap --ro-bind / / --dev /dev --proc /proc --unshare-net true 2>/dev/null || sandbox=none
-night_name=2026-01-02
 nights="$T/nights"
-export NIGHTLY_ROOT="$nights" NIGHTLY_DATE="$night_name" NIGHTLY_SHARDS=3 NIGHTLY_SHARD_MINUTES=1 \
-  NIGHTLY_SHARD_TIME=10 NIGHTLY_SEED=700 NIGHTLY_DEVICE=cpu NIGHTLY_GRES= NIGHTLY_CPUS=1 NIGHTLY_WORKERS=1 \
+export NIGHTLY_ROOT="$nights" NIGHTLY_SHARD_MINUTES=1 \
+  NIGHTLY_SHARD_TIME=10 NIGHTLY_DEVICE=cpu NIGHTLY_GRES= NIGHTLY_CPUS=1 NIGHTLY_WORKERS=1 \
   NIGHTLY_MEM= NIGHTLY_MERGE_CPUS=1 NIGHTLY_MERGE_MEM= NIGHTLY_MERGE_TIME=15 NIGHTLY_PARTITION= \
   NIGHTLY_ACCOUNT= NIGHTLY_QOS= NIGHTLY_SBATCH_ARGS= NIGHTLY_JOB_NAME=tcfuzz-slurm-test \
   NIGHTLY_TCFUZZ="$TCFUZZ" NIGHTLY_PYTHON="$PY" \
   NIGHTLY_FUZZ_ARGS="--llm off --status log --no-triage --sandbox $sandbox --timeout 60 --backend tcfuzz_planted_raise --plugin $SRC/tests/fixtures/planted_backends.py" \
   NIGHTLY_MERGE_ARGS="--no-triage --no-regress"
-"$SRC/scripts/nightly" --dry-run >/dev/null || fail "scripts/nightly --dry-run failed"
-submit="$("$SRC/scripts/nightly")" || fail "scripts/nightly failed: $submit"
-echo "$submit"
-night="$nights/$night_name"
-array_id="$(sed -n 's/^array_job_id=//p' "$night/jobs")"
-merge_id="$(sed -n 's/^merge_job_id=//p' "$night/jobs")"
-[[ "$array_id" =~ ^[0-9]+$ && "$merge_id" =~ ^[0-9]+$ ]] || fail "no job ids in $night/jobs"
-jobs_to_cancel=("$array_id" "$merge_id")
-grep -q "job $array_id" <<<"$submit" && grep -q "job $merge_id" <<<"$submit" || fail "scripts/nightly did not print the job ids"
-scontrol -o show job "$merge_id" | grep -q "Dependency=afterany:${array_id}" ||
-  fail "the merge job does not depend on the array: $(scontrol -o show job "$merge_id")"
 
-# --- Wait for the merge job (deadline: 8 minutes) --------------------------------------------------
-deadline=$(( $(date +%s) + 480 ))
-merge_state=""
-while :; do
-  merge_state="$(scontrol -o show job "$merge_id" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')"
-  case "$merge_state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|PREEMPTED|BOOT_FAIL|DEADLINE) break ;; esac
-  (( $(date +%s) < deadline )) || fail "the merge job is still $merge_state after 8 minutes: $(squeue 2>&1)"
-  sleep 3
-done
-log "merge job $merge_id: $merge_state"
-jobs_to_cancel=()
-scontrol -o show job "$array_id" >"$T/array.jobs"
-scontrol -o show job "$merge_id" >"$T/merge.job"
-[ "$merge_state" = COMPLETED ] || fail "the merge job ended $merge_state: $(tail -n 20 "$night/logs/merge.out" 2>/dev/null)"
+# Submits the night $1 (NIGHTLY_SHARDS shards, base seed $2) with scripts/nightly, waits for its merge job
+# (deadline: 8 minutes) and saves scontrol's view of both jobs as $T/$1.array and $T/$1.merge.
+run_night() {
+  local name="$1" submit array_id merge_id merge_state deadline
+  local night="$nights/$name"
+  NIGHTLY_DATE="$name" NIGHTLY_SEED="$2" "$SRC/scripts/nightly" --dry-run >/dev/null || fail "scripts/nightly --dry-run failed"
+  submit="$(NIGHTLY_DATE="$name" NIGHTLY_SEED="$2" "$SRC/scripts/nightly")" || fail "scripts/nightly failed: $submit"
+  echo "$submit"
+  array_id="$(sed -n 's/^array_job_id=//p' "$night/jobs")"
+  merge_id="$(sed -n 's/^merge_job_id=//p' "$night/jobs")"
+  [[ "$array_id" =~ ^[0-9]+$ && "$merge_id" =~ ^[0-9]+$ ]] || fail "no job ids in $night/jobs"
+  jobs_to_cancel=("$array_id" "$merge_id")
+  grep -q "job $array_id" <<<"$submit" && grep -q "job $merge_id" <<<"$submit" || fail "scripts/nightly did not print the job ids"
+  scontrol -o show job "$merge_id" | grep -q "Dependency=afterany:${array_id}" ||
+    fail "the merge job does not depend on the array: $(scontrol -o show job "$merge_id")"
+  deadline=$(( $(date +%s) + 480 ))
+  while :; do
+    merge_state="$(scontrol -o show job "$merge_id" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')"
+    case "$merge_state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|PREEMPTED|BOOT_FAIL|DEADLINE) break ;; esac
+    (( $(date +%s) < deadline )) || fail "the merge job of $name is still $merge_state after 8 minutes: $(squeue 2>&1)"
+    sleep 3
+  done
+  log "night $name: merge job $merge_id $merge_state"
+  jobs_to_cancel=()
+  scontrol -o show job "$array_id" >"$T/$name.array"
+  scontrol -o show job "$merge_id" >"$T/$name.merge"
+  [ "$merge_state" = COMPLETED ] || fail "the merge job of $name ended $merge_state: $(tail -n 20 "$night/logs/merge.out" 2>/dev/null)"
+}
+
+# Night one: three shards. Night two: one shard, which finds the previous night by itself.
+NIGHTLY_SHARDS=3 run_night 2026-01-02 700
+NIGHTLY_SHARDS=1 run_night 2026-01-03 800
 
 # --- The checks ------------------------------------------------------------------------------------
-python3 - "$night" "$T/array.jobs" "$T/merge.job" <<'EOF'
+python3 - "$nights" "$T" <<'EOF'
 import datetime, json, pathlib, re, sqlite3, sys
-night, array_jobs, merge_job = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+nights, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+night = nights / "2026-01-02"
 errors = []
 def check(ok, what):
     if not ok: errors.append(what)
@@ -215,26 +223,32 @@ def ts(s):
     return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S").timestamp()
 
 # The dependency: by Slurm's clock and by the jobs' own logs.
-tasks = [fields(l) for l in open(array_jobs) if l.strip()]
-merge = fields(open(merge_job).read())
-check(sorted(t.get("ArrayTaskId") for t in tasks) == ["0", "1", "2"], f"array tasks: {[t.get('ArrayTaskId') for t in tasks]}")
-for t in tasks:
-    check(t.get("JobState") == "COMPLETED", f"task {t.get('ArrayTaskId')} ended {t.get('JobState')}")
-last_end = max(ts(t["EndTime"]) for t in tasks)
-check(ts(merge["StartTime"]) >= last_end,
-      f"scontrol: merge started {merge['StartTime']}, before the last task ended ({max(t['EndTime'] for t in tasks)})")
-shard_ends = {}
-for i in range(3):
-    text = (night / "logs" / f"shard-{i}.out").read_text()
-    m = re.search(rf"^nightly: shard {i} end (\d+) rc=(\d+)", text, re.M)
-    check(m is not None, f"shard {i}'s log has no end line")
-    if m: shard_ends[i] = int(m.group(1))
-mlog = (night / "logs" / "merge.out").read_text()
-m = re.search(r"^nightly: merge start (\d+)", mlog, re.M)
-check(m is not None, "the merge log has no start line")
-if m and shard_ends:
-    check(int(m.group(1)) >= max(shard_ends.values()), f"logs: merge started at {m.group(1)}, shards ended {shard_ends}")
-check(re.search(r"^nightly: merge end \d+ rc=0", mlog, re.M) is not None, "the merge log has no successful end")
+def check_dependency(name, shards):
+    night = nights / name
+    tasks = [fields(l) for l in open(tmp / f"{name}.array") if l.strip()]
+    merge = fields(open(tmp / f"{name}.merge").read())
+    check(sorted(t.get("ArrayTaskId") for t in tasks) == [str(i) for i in range(shards)],
+          f"{name}: array tasks {[t.get('ArrayTaskId') for t in tasks]}")
+    for t in tasks:
+        check(t.get("JobState") == "COMPLETED", f"{name}: task {t.get('ArrayTaskId')} ended {t.get('JobState')}")
+    last_end = max(t["EndTime"] for t in tasks)
+    check(ts(merge["StartTime"]) >= ts(last_end),
+          f"{name}: scontrol says the merge started {merge['StartTime']}, before the last task ended ({last_end})")
+    shard_ends = {}
+    for i in range(shards):
+        m = re.search(rf"^nightly: shard {i} end ([\d.]+) rc=(\d+)", (night / "logs" / f"shard-{i}.out").read_text(), re.M)
+        check(m is not None, f"{name}: shard {i}'s log has no end line")
+        if m: shard_ends[i] = float(m.group(1))
+    mlog = (night / "logs" / "merge.out").read_text()
+    m = re.search(r"^nightly: merge start ([\d.]+)", mlog, re.M)
+    check(m is not None, f"{name}: the merge log has no start line")
+    if m and shard_ends:
+        check(float(m.group(1)) > max(shard_ends.values()), f"{name}: logs: merge started at {m.group(1)}, shards ended {shard_ends}")
+    check(re.search(r"^nightly: merge end [\d.]+ rc=0", mlog, re.M) is not None, f"{name}: the merge log has no successful end")
+    print(f"{name}: last of {shards} array task(s) ended {last_end}, merge started {merge['StartTime']} "
+          f"(logs: last shard end {max(shard_ends.values(), default=0):.3f} < merge start {m.group(1) if m else '?'})")
+check_dependency("2026-01-02", 3)
+check_dependency("2026-01-03", 1)
 
 # The summary names each shard with the programs its fuzzer_stats counted.
 summary = (night / "summary.md").read_text()
@@ -280,10 +294,32 @@ check(by_shards >= 2, f"the planted failure was found by {by_shards} shard(s), n
 for s in planted:
     print(f"planted signature {s['id']}: {s['hits']} hits = {shard_hits.get(s['id'])}")
 print(f"programs: {total_programs} over 3 shards; signatures merged: {len(sigs)}; the planted one found by {by_shards} shard(s)")
-print(f"dependency: last array task ended {max(t['EndTime'] for t in tasks)}, merge started {merge['StartTime']}")
+
+# Night two found night one by itself: the planted failure is seen before, since 2026-01-02.
+night2 = nights / "2026-01-03"
+nj2 = json.loads((night2 / "night.json").read_text())
+check(str(nj2.get("previous") or "").endswith("/2026-01-02"), f"night two compared with {nj2.get('previous')}, not 2026-01-02")
+db = sqlite3.connect(f"file:{night2 / 'campaigns' / 'shard-00' / 'findings.sqlite'}?mode=ro", uri=True)
+hits2 = dict(db.execute("SELECT signature_id, COUNT(*) FROM findings GROUP BY signature_id").fetchall())
+db.close()
+sigs2 = {s["id"]: s for s in nj2.get("signatures", [])}
+summary2 = (night2 / "summary.md").read_text()
+check("Compared with [2026-01-02]" in summary2, "night two's summary.md does not say it compared with 2026-01-02")
+for s in planted:
+    if s["id"] not in hits2:
+        print(f"note: night two's one shard did not find the planted failure ({hits2})")
+        continue
+    s2 = sigs2.get(s["id"], {})
+    check(s2.get("status") == "seen-before" and s2.get("first_night") == "2026-01-02",
+          f"night two: the planted failure is {s2.get('status')} since {s2.get('first_night')}, not seen-before since 2026-01-02")
+    check(s2.get("hits") == hits2[s["id"]], f"night two: {s2.get('hits')} hits merged, its shard found {hits2[s['id']]}")
+    seen = summary2.split("## Seen before", 1)[-1].split("\n## ", 1)[0]
+    check(s["id"] in seen, f"night two's summary.md does not list {s['id']} under Seen before:\n{seen}")
+    print(f"night two: {s['id']} seen before (since {s2.get('first_night')}), {s2.get('hits')} hits")
 if errors:
     print("FAIL:\n  " + "\n  ".join(errors), file=sys.stderr)
     sys.exit(1)
 EOF
+night="$nights/2026-01-02"
 if [ -f "$night/plots/campaign.png" ]; then log "plots: $night/plots/campaign.png"; else log "note: no plot (tcfuzz plot: $(grep 'plot' "$night/logs/merge.out" | tail -n 1))"; fi
 log "PASS"
