@@ -341,3 +341,47 @@ TEST(NightSummary, FixedAndChangedComeFromRegressUnderTheNewestTorch) {
 
 }  // namespace
 }  // namespace tcfuzz
+
+namespace tcfuzz {
+namespace {
+
+// A raw signature never seen before that triage minimized into a bug the nights before knew is not new.
+TEST(NightSummary, ASignatureMinimizedIntoAKnownBugIsSeenBefore) {
+  TempDir dir;
+  fs::path previous = dir.path() / "2026-11-20", night = dir.path() / "2026-11-21";
+  fs::create_directories(previous);
+  fs::create_directories(night);
+  std::ofstream(previous / "night.json") << json{{"known", {{"bug0000000000001", {{"first_night", "2026-11-20"}}}}}}.dump();
+  NightMerge merge;
+  NightSignature raw;
+  raw.id = "raw0000000000001";
+  raw.verdict = "numeric-divergence";
+  raw.hits = 2;
+  raw.shards = {{"shard-0", 2}};
+  merge.signatures = {raw};
+  oracles::BugReport bug;
+  bug.id = "bug0000000000001";
+  bug.title = "a known numeric bug";
+  bug.severity = "wrong-result";
+  bug.rawSignatureIds = {raw.id};
+  NightFacts facts;
+  facts.night = night;
+  facts.name = "2026-11-21";
+  facts.merge = &merge;
+  facts.bugs = {bug};
+  facts.previous = previous;
+  std::string md = writeNightSummary(facts, {});
+  EXPECT_NE(md.find("## New tonight\n\nNone."), std::string::npos) << md;
+  EXPECT_NE(md.find("- [wrong-result: a known numeric bug](crashes/bug0000000000001/report.md): seen since 2026-11-20; "
+                    "2 hit(s) tonight on shard-0 (2)"),
+            std::string::npos)
+      << md;
+  json j = readJson(night / "night.json");
+  EXPECT_EQ(j["signatures"][0]["status"], "seen-before");
+  EXPECT_EQ(j["signatures"][0]["bug"], "bug0000000000001");
+  EXPECT_EQ(j["known"]["raw0000000000001"]["first_night"], "2026-11-20");
+  EXPECT_EQ(j["known"]["bug0000000000001"]["last_night"], "2026-11-21");
+}
+
+}  // namespace
+}  // namespace tcfuzz

@@ -68,11 +68,29 @@ struct NightEntry {
   std::map<std::string, int64_t> shards;
 };
 
+/// The raw signature ids of tonight's bugs, each mapped to its bug.
+std::map<std::string, const oracles::BugReport*> bugsBySignature(const std::vector<oracles::BugReport>& bugs) {
+  std::map<std::string, const oracles::BugReport*> bugOf;
+  for (const auto& b : bugs)
+    for (const auto& raw : b.rawSignatureIds) bugOf[raw] = &b;
+  return bugOf;
+}
+
+/// The first night `known` (the cumulative set so far) saw raw signature `id` or its bug (a bug's id is
+/// its representative signature: another raw signature may be minimized into a known bug); "" when new.
+std::string seenSince(const json& known, const std::string& id, const oracles::BugReport* bug) {
+  std::string first;
+  for (const std::string& key : {id, bug ? bug->id : std::string()})
+    if (!key.empty() && known.contains(key)) {
+      std::string night = known[key].value("first_night", "");
+      if (first.empty() || night < first) first = night;
+    }
+  return first;
+}
+
 /// Tonight's bugs and untriaged signatures, marked against `known` (the cumulative set so far).
 std::vector<NightEntry> nightEntries(const NightFacts& facts, const json& known) {
-  std::map<std::string, const oracles::BugReport*> bugOf;
-  for (const auto& b : facts.bugs)
-    for (const auto& raw : b.rawSignatureIds) bugOf[raw] = &b;
+  std::map<std::string, const oracles::BugReport*> bugOf = bugsBySignature(facts.bugs);
   std::vector<NightEntry> entries;
   std::map<std::string, size_t> entryOfBug;
   for (const auto& s : facts.merge->signatures) {
@@ -97,8 +115,7 @@ std::vector<NightEntry> nightEntries(const NightFacts& facts, const json& known)
     e->hits += s.hits;
     e->firstSeen = std::min(e->firstSeen, s.firstSeen);
     for (const auto& [name, hits] : s.shards) e->shards[name] += hits;
-    if (known.contains(s.id)) {
-      std::string first = known[s.id].value("first_night", "");
+    if (std::string first = seenSince(known, s.id, bug); !first.empty()) {
       e->seenBefore = true;
       if (e->firstNight.empty() || first < e->firstNight) e->firstNight = first;
     }
@@ -173,10 +190,13 @@ std::vector<fs::path> writePreviousBugs(const fs::path& previous, const std::set
   fs::remove_all(dir);
   std::vector<fs::path> written;
   if (!fs::exists(previous / "findings.sqlite")) return written;
+  std::map<std::string, std::string> previousBug;  // signature id -> its bug, per the previous night.json
+  if (json night = readJson(previous / "night.json"); night.is_object() && night.contains("signatures"))
+    for (const auto& s : night["signatures"]) previousBug[s.value("id", "")] = s.value("bug", "");
   FindingStore store(previous / "findings.sqlite");
   std::map<std::string, FindingRecord> firstWitness;
   for (auto& f : store.findings()) {
-    if (tonight.count(f.signatureId)) continue;
+    if (tonight.count(f.signatureId) || tonight.count(previousBug[f.signatureId])) continue;
     auto it = firstWitness.find(f.signatureId);
     if (it == firstWitness.end() || f.foundAt < it->second.foundAt) firstWitness[f.signatureId] = std::move(f);
   }
@@ -224,12 +244,11 @@ std::string writeNightSummary(const NightFacts& facts, const SecretRedactor& sec
   std::vector<NightEntry> entries = nightEntries(facts, known);
 
   // night.json: the facts, and the cumulative known set the next night compares with.
-  json signatures = json::array();
-  std::map<std::string, std::string> bugOf;
-  for (const auto& b : facts.bugs)
-    for (const auto& raw : b.rawSignatureIds) bugOf[raw] = b.id;
+  json signatures = json::array(), before = known;
+  std::map<std::string, const oracles::BugReport*> bugOf = bugsBySignature(facts.bugs);
   for (const auto& s : merge.signatures) {
-    bool seen = known.contains(s.id);
+    const oracles::BugReport* bug = bugOf.count(s.id) ? bugOf[s.id] : nullptr;
+    std::string since = seenSince(before, s.id, bug);
     signatures.push_back({{"id", s.id},
                           {"verdict", s.verdict},
                           {"key", s.key},
@@ -237,13 +256,19 @@ std::string writeNightSummary(const NightFacts& facts, const SecretRedactor& sec
                           {"first_seen", s.firstSeen},
                           {"last_seen", s.lastSeen},
                           {"shards", s.shards},
-                          {"bug", bugOf.count(s.id) ? bugOf[s.id] : ""},
-                          {"status", seen ? "seen-before" : "new"},
-                          {"first_night", seen ? known[s.id].value("first_night", "") : facts.name}});
+                          {"bug", bug ? bug->id : ""},
+                          {"status", since.empty() ? "new" : "seen-before"},
+                          {"first_night", since.empty() ? facts.name : since}});
     json& k = known[s.id];
-    if (!k.contains("first_night")) k["first_night"] = facts.name;
+    if (!k.contains("first_night")) k["first_night"] = since.empty() ? facts.name : since;
     k["last_night"] = facts.name;
     k["key"] = s.key;
+    if (bug) {  // the bug too: a later raw signature minimized into it is not new
+      json& b = known[bug->id];
+      if (!b.contains("first_night")) b["first_night"] = since.empty() ? facts.name : since;
+      b["last_night"] = facts.name;
+      if (!b.contains("key")) b["key"] = bug->title;
+    }
   }
   json shards = json::array(), regress = json::array(), fixed = json::array(), changed = json::array();
   for (const auto& s : merge.shards) shards.push_back(s.toJson());

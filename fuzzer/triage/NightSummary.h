@@ -24,8 +24,10 @@ namespace tcfuzz {
 std::optional<std::filesystem::path> previousNight(const std::filesystem::path& night, const std::string& given);
 
 /// Writes a regress folder (finding.json: verdict, signature, config, seed, threads, torch; program.json)
-/// under `dir` for each signature of the previous night's store that is not in `tonight`, from its first
-/// witness; returns the folders written (named by signature id). A previous night without a store gives none.
+/// under `dir` for each signature of the previous night's store that was not seen tonight, from its first
+/// witness; returns the folders written (named by signature id). `tonight`: tonight's signature and bug
+/// ids (a previous signature whose bug, per the previous night.json, is among them was seen too). A
+/// previous night without a store gives none.
 std::vector<std::filesystem::path> writePreviousBugs(const std::filesystem::path& previousNight,
                                                      const std::set<std::string>& tonight,
                                                      const std::filesystem::path& dir);
@@ -58,8 +60,9 @@ struct NightFacts {
 /// Writes NIGHT/night.json and NIGHT/summary.md (masked with `secrets`); returns summary.md's text.
 /// night.json: {"night", "created_at", "torch", "previous", "first_night", "shards", "signatures": [{"id",
 /// "verdict", "key", "hits", "first_seen", "last_seen", "shards", "bug", "status": "new"|"seen-before",
-/// "first_night"}], "fixed", "changed", "regress", "known": {"<signature id>": {"first_night",
-/// "last_night", "key"}}} (known: the previous night's set plus tonight's signatures).
+/// "first_night"}], "fixed", "changed", "regress", "known": {"<id>": {"first_night", "last_night", "key"}}}
+/// (known: the previous night's set plus tonight's raw signatures and bug ids; a raw signature whose
+/// bug is known counts as seen before).
 std::string writeNightSummary(const NightFacts& facts, const SecretRedactor& secrets);
 
 }  // namespace tcfuzz

@@ -33,6 +33,7 @@ std::vector<oracles::BugReport> nightReports(const Options& o, const fs::path& n
 /// NIGHT/regress.csv (and regress.md); none (with `note` saying why) when there is nothing to re-run.
 std::optional<std::vector<KnownBugCheck>> regressKnownBugs(const Options& o, const fs::path& night,
                                                            const NightMerge& merge,
+                                                           const std::vector<oracles::BugReport>& bugs,
                                                            const std::optional<fs::path>& previous,
                                                            const SecretRedactor& secrets, std::string& note) {
   std::vector<std::string> dirs;
@@ -41,6 +42,7 @@ std::optional<std::vector<KnownBugCheck>> regressKnownBugs(const Options& o, con
   else logLine(fmt::format("--regressions {}: no such folder; only the previous night's bugs are re-run", corpus.string()));
   std::set<std::string> tonight, previousNames;
   for (const auto& s : merge.signatures) tonight.insert(s.id);
+  for (const auto& b : bugs) tonight.insert(b.id);
   if (previous)
     for (const auto& folder : writePreviousBugs(*previous, tonight, night / "work" / "previous-bugs")) {
       dirs.push_back(folder.string());
@@ -87,7 +89,7 @@ int mergeCommand(const Options& o, const std::vector<std::string>& shardDirs, co
   facts.bugs = nightReports(tonight, night, secrets);
   facts.previous = previous;
   if (o.noRegress) facts.regressNote = "--no-regress";
-  else facts.regress = regressKnownBugs(o, night, merge, previous, secrets, facts.regressNote);
+  else facts.regress = regressKnownBugs(o, night, merge, facts.bugs, previous, secrets, facts.regressNote);
   writeNightSummary(facts, secrets);
   std::cout << fmt::format("night: {}\n", (night / "summary.md").string());
   return kExitOk;
