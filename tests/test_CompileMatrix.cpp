@@ -159,5 +159,18 @@ TEST(CompileMatrix, TemplatesWhoseOptionsTheWorkerTorchLacksAreSkippedWithANote)
   EXPECT_EQ(fresh.usableTemplates("cuda").size(), CompileMatrix{}.usableTemplates("cuda").size());
 }
 
+TEST(CompileMatrix, ATemplateTheGpuLacksIsSkippedWithANote) {
+  CompileMatrix m;
+  EXPECT_EQ(m.disableTemplate("tma", "TMA needs compute capability 9.0 or newer; this GPU has 8.0"),
+            "template 'tma' skipped: TMA needs compute capability 9.0 or newer; this GPU has 8.0");
+  EXPECT_EQ(m.disableTemplate("tma", "again"), std::nullopt);  // already skipped: one note
+  EXPECT_EQ(m.disableTemplate("no_such_template", "x"), std::nullopt);
+  auto usable = m.usableTemplates("cuda");
+  EXPECT_EQ(std::count(usable.begin(), usable.end(), "tma"), 0);
+  EXPECT_EQ(std::count(usable.begin(), usable.end(), "no_persistent_reductions"), 1);
+  auto cpu = m.usableTemplates("cpu");
+  EXPECT_EQ(std::count(cpu.begin(), cpu.end(), "multi_kernel"), 0);  // CUDA-only templates stay off the CPU
+}
+
 }  // namespace
 }  // namespace tcfuzz

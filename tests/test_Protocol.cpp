@@ -77,9 +77,10 @@ TEST(Protocol, DecodesHello) {
       R"({"type":"hello","torch":"2.11.0+cu130","torch_git":"abc","torch_dir":"/t","python":"3.11.7",)"
       R"("cuda_version":"13.0","triton":"3.6.0","devices":["AMD EPYC"],)"
       R"("inductor_options":["cpp_wrapper","triton.cudagraphs"],"features":["compiler_bisector"],)"
-      R"("pid":9,"device":"cuda","import_s":2.5,"cuda":{"available":true,"count":2,"names":["H100","H100"]}})");
+      R"("pid":9,"device":"cuda","import_s":2.5,"cuda":{"available":true,"count":2,"names":["H100","H100"],"capability":[9,0]}})");
   ASSERT_TRUE(std::holds_alternative<Hello>(msg));
   const auto& h = std::get<Hello>(msg);
+  EXPECT_EQ(h.cudaCapability, 90);
   EXPECT_EQ(h.torch.version, "2.11.0+cu130");
   EXPECT_EQ(h.torch.git, "abc");
   EXPECT_EQ(h.torch.cuda, "13.0");

@@ -66,6 +66,10 @@ std::vector<InductorTemplate> CompileMatrix::defaultTemplates() {
       cudaTemplate("cutlass", {{"max_autotune", true}, {"max_autotune_gemm_backends", "CUTLASS"}}, 0.3),
       cudaTemplate("tma", {{"triton.enable_persistent_tma_matmul", true}, {"max_autotune", true}}, 0.3),
       cudaTemplate("combo_kernels", {{"combo_kernels", true}}),
+      cudaTemplate("triton_gemm", {{"max_autotune", true}, {"max_autotune_gemm_backends", "TRITON"}}, 0.5),
+      cudaTemplate("no_persistent_reductions", {{"triton.persistent_reductions", false}}),
+      cudaTemplate("multi_kernel", {{"triton.multi_kernel", 1}}, 0.5),
+      cudaTemplate("autotune_pointwise", {{"triton.autotune_pointwise", true}, {"triton.unique_kernel_names", true}}, 0.5),
       // Scheduler and lowering switches that change which code Inductor emits on any device.
       cpuTemplate("aggressive_fusion", {{"aggressive_fusion", true}, {"max_fusion_size", 256}}),
       cpuTemplate("no_pattern_matcher", {{"pattern_matcher", false}}),
@@ -158,6 +162,15 @@ std::vector<std::string> CompileMatrix::disableTemplatesLacking(const std::set<s
       }
   }
   return notes;
+}
+
+std::optional<std::string> CompileMatrix::disableTemplate(const std::string& name, const std::string& why) {
+  for (auto& t : templates)
+    if (t.name == name && t.weight > 0) {
+      t.weight = 0;
+      return fmt::format("template '{}' skipped: {}", name, why);
+    }
+  return std::nullopt;
 }
 
 CompileShares CompileMatrix::shares(const std::string& device) const {

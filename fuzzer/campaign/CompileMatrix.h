@@ -81,6 +81,9 @@ class CompileMatrix {
   /// Inductor options, Hello::inductorOptions); returns one note per template it stopped. An empty
   /// `options` (not reported) stops none.
   std::vector<std::string> disableTemplatesLacking(const std::set<std::string>& options);
+  /// Stops sampling the template `name` (what the GPU or torch lacks: `why`); the note, or nullopt when
+  /// no such template was being sampled.
+  std::optional<std::string> disableTemplate(const std::string& name, const std::string& why);
   /// The templates a campaign on `device` can draw.
   std::vector<std::string> usableTemplates(const std::string& device) const;
 };

@@ -112,6 +112,16 @@ oracles::TorchInfo campaignTorch(const FindingStore& store) {
 
 std::vector<std::string> torchLacks(const Hello& hello, CompileMatrix& matrix, bool bisect) {
   std::vector<std::string> notes = matrix.disableTemplatesLacking(hello.inductorOptions);
+  if (hello.device.starts_with("cuda")) {  // what the GPU and the packages beside torch allow
+    if (!hello.has("cutlass"))
+      if (auto note = matrix.disableTemplate("cutlass", "no cutlass package (nvidia-cutlass) beside this torch"))
+        notes.push_back(*note);
+    if (hello.cudaCapability > 0 && hello.cudaCapability < 90)
+      if (auto note = matrix.disableTemplate(
+              "tma", fmt::format("TMA needs compute capability 9.0 or newer; this GPU has {}.{}",
+                                 hello.cudaCapability / 10, hello.cudaCapability % 10)))
+        notes.push_back(*note);
+  }
   if (bisect && !hello.has("compiler_bisector"))
     notes.push_back(fmt::format("torch {} has no torch._inductor.compiler_bisector: triage's bisect step reports it unavailable",
                                 hello.torch.version));

@@ -52,6 +52,8 @@ def features():
         "cpu_vec_isa": _has_module("torch._inductor.cpu_vec_isa"),
         "unsigned_dtypes": all(hasattr(torch, f"uint{bits}") for bits in (16, 32, 64)),
         "float8_dtypes": hasattr(torch, "float8_e4m3fn") and hasattr(torch, "float8_e5m2"),
+        # Inductor's CUTLASS GEMM backend needs NVIDIA's cutlass Python package beside torch.
+        "cutlass": _has_module("cutlass_library") or _has_module("cutlass"),
     }
     return sorted(name for name, present in found.items() if present)
 

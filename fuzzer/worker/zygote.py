@@ -501,9 +501,10 @@ def probe_cuda():
             ok = torch.cuda.is_available()
             n = torch.cuda.device_count() if ok else 0
             names = [torch.cuda.get_device_name(i) for i in range(n)]
+            capability = list(torch.cuda.get_device_capability(0)) if n else []
         except Exception:  # noqa: BLE001
-            ok, n, names = False, 0, []
-        os.write(w, json.dumps({"available": ok, "count": n, "names": names}).encode())
+            ok, n, names, capability = False, 0, [], []
+        os.write(w, json.dumps({"available": ok, "count": n, "names": names, "capability": capability}).encode())
         os._exit(0)
     os.close(w)
     data = b""

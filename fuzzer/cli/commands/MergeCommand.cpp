@@ -11,6 +11,7 @@
 #include "fuzzer/triage/NightMerge.h"
 #include "fuzzer/triage/NightSummary.h"
 #include "fuzzer/triage/Triage.h"
+#include "fuzzer/worker/SourceTree.h"
 #include "oracles/AtomicFile.h"
 
 namespace tcfuzz {
@@ -37,7 +38,7 @@ std::optional<std::vector<KnownBugCheck>> regressKnownBugs(const Options& o, con
                                                            const std::optional<fs::path>& previous,
                                                            const SecretRedactor& secrets, std::string& note) {
   std::vector<std::string> dirs;
-  fs::path corpus = o.regressions.empty() ? fs::path(TCFUZZ_SOURCE_DIR) / "corpus" / "regressions" : fs::path(o.regressions);
+  fs::path corpus = o.regressions.empty() ? sourceTree() / "corpus" / "regressions" : fs::path(o.regressions);
   if (fs::is_directory(corpus)) dirs.push_back(corpus.string());
   else logLine(fmt::format("--regressions {}: no such folder; only the previous night's bugs are re-run", corpus.string()));
   std::set<std::string> tonight, previousNames;
