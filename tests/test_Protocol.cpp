@@ -388,3 +388,14 @@ TEST(Protocol, RejectsMalformedLines) {
   EXPECT_THROW(decodeMessage("{\"type\":[\"\xff\"]}"), ProtocolError);
   EXPECT_THROW(decodeMessage(R"({"type":"error","message":[1]})"), ProtocolError);
 }
+
+TEST(Protocol, AHelloSaysWhyCudaIsNotUsable) {
+  auto msg = decodeMessage(
+      R"({"type":"hello","torch":"2.11.0+cu130","device":"cuda","cuda":{"available":false,"count":0,"names":[],)"
+      R"("error":"RuntimeError: Cannot re-initialize CUDA in forked subprocess"}})");
+  ASSERT_TRUE(std::holds_alternative<Hello>(msg));
+  const auto& h = std::get<Hello>(msg);
+  EXPECT_FALSE(h.cudaAvailable);
+  EXPECT_EQ(h.cudaError, "RuntimeError: Cannot re-initialize CUDA in forked subprocess");
+  EXPECT_EQ(h.cudaCapability, 0);
+}

@@ -86,6 +86,7 @@ WorkerMessage decodeMessage(std::string_view line) {
       if (auto it = j.find("cuda"); it != j.end() && it->is_object()) {
         h.cudaAvailable = it->value("available", false);
         h.cudaDevices = it->value("count", 0);
+        if (auto e = it->find("error"); e != it->end() && e->is_string()) h.cudaError = e->get<std::string>();
         if (auto c = it->find("capability"); c != it->end() && c->is_array() && c->size() == 2 && (*c)[0].is_number_integer() &&
                                              (*c)[1].is_number_integer())
           h.cudaCapability = (*c)[0].get<int>() * 10 + (*c)[1].get<int>();

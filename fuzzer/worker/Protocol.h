@@ -79,6 +79,7 @@ struct Hello {
   bool warm = false;  ///< the zygote warmed up before its hello; false: it does so before its first compiled job
   bool cudaAvailable = false;
   int cudaDevices = 0;
+  std::string cudaError;  ///< why CUDA is not usable in a forked child ("" when it is, or not asked)
   int cudaCapability = 0;  ///< the first GPU's compute capability as 10 * major + minor (90: Hopper); 0 unknown
   /// The dotted Inductor config options this torch has (torch._inductor.config); empty: not reported.
   std::set<std::string> inductorOptions;

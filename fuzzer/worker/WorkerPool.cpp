@@ -176,8 +176,9 @@ const Hello& Worker::start() {
                                        "Pass --python with an interpreter whose torch is {} or newer.",
                                        spec_.python.string(), *why, hello.torchDir, oracles::kMinimumTorch));
   if (spec_.device.starts_with("cuda") && !hello.cudaAvailable)
-    throw WorkerStartError(fmt::format("device {} was requested, but torch {} sees no CUDA GPU on this machine",
-                                       spec_.device, hello.torch.version));
+    throw WorkerStartError(fmt::format("device {} was requested, but torch {} sees no CUDA GPU on this machine{}",
+                                       spec_.device, hello.torch.version,
+                                       hello.cudaError.empty() ? "" : ": " + hello.cudaError));
   zygoteWarm_ = hello.warm;
   hello_ = std::move(hello);
   return *hello_;

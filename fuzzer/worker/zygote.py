@@ -26,6 +26,11 @@ os.dup2(2, 1)
 
 # One compile thread per worker: no Inductor compile pool is ever started, here or in a child.
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+# torch.cuda.is_available() asks NVML instead of the CUDA runtime. Imports call it (torch 2.11's
+# torch._inductor.runtime.benchmarking, cpp_extension's CUDA_HOME lookup), and a runtime query marks the
+# process as having initialized CUDA: every child forked after it then fails with "Cannot re-initialize
+# CUDA in forked subprocess" (seen on an H100). With NVML nothing touches CUDA before the fork.
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
 
 def exit_if_orphaned():
@@ -497,14 +502,25 @@ def probe_cuda():
     pid = os.fork()
     if pid == 0:
         os.close(r)
+        error = ""
         try:
-            ok = torch.cuda.is_available()
-            n = torch.cuda.device_count() if ok else 0
+            # Initializes CUDA here (not is_available(), which hides why): the error says what is wrong.
+            n = torch.cuda.device_count()
+            if n:
+                torch.cuda.init()
+            ok = n > 0
             names = [torch.cuda.get_device_name(i) for i in range(n)]
             capability = list(torch.cuda.get_device_capability(0)) if n else []
-        except Exception:  # noqa: BLE001
+            if not ok:
+                error = (f"torch.cuda.device_count() is 0 (torch {torch.__version__}, CUDA {torch.version.cuda}, "
+                         f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
+        except Exception as exc:  # noqa: BLE001
             ok, n, names, capability = False, 0, [], []
-        os.write(w, json.dumps({"available": ok, "count": n, "names": names, "capability": capability}).encode())
+            error = f"{type(exc).__name__}: {exc}"[:600]
+        if error:
+            print(f"zygote: CUDA is not usable: {error}", file=sys.stderr)
+        os.write(w, json.dumps({"available": ok, "count": n, "names": names, "capability": capability,
+                                "error": error}).encode())
         os._exit(0)
     os.close(w)
     data = b""
