@@ -61,7 +61,9 @@ uint64_t drawFingerprint(Draw draw, std::string* firstDraw) {
   return h;
 }
 
-constexpr uint64_t kFixedShareFingerprint = 0x5905f98ed0ecbd9bULL;
+// Changes when the default matrix does: last with issue 18's CUDA templates (triton_gemm,
+// no_persistent_reductions, multi_kernel, autotune_pointwise), which only the cuda:0 draws see.
+constexpr uint64_t kFixedShareFingerprint = 0xa0d80af4e8c5f3ddULL;
 const char* kFixedShareFirstDraw =
     R"({"backward":true,"inductor_config":{"comprehensive_padding":false,"layout_optimization":false,)"
     R"("max_autotune":true,"max_autotune_gemm_backends":"ATEN","shape_padding":false},)"
