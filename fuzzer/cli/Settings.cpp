@@ -139,7 +139,7 @@ void adoptCampaignIdentity(const FindingStore& store, TestSettings& s) {
   if (!id.is_object()) return;
   if (s.plugins.empty())
     for (const auto& p : id.value("plugins", std::vector<std::string>{})) s.plugins.push_back(p);
-  if (id.contains("device") && id["device"].is_string()) s.device = parseDeviceSelection(id["device"].get<std::string>()).jobDevice();
+  if (auto device = campaignDevice(store)) s.device = parseDeviceSelection(*device).jobDevice();
   if (id.contains("timeout") && id["timeout"].is_number()) s.limits.timeoutSeconds = id["timeout"];
   if (id.contains("memory_mb") && id["memory_mb"].is_number_integer()) s.limits.memoryMb = id["memory_mb"];
 }
