@@ -399,3 +399,15 @@ TEST(Protocol, AHelloSaysWhyCudaIsNotUsable) {
   EXPECT_EQ(h.cudaError, "RuntimeError: Cannot re-initialize CUDA in forked subprocess");
   EXPECT_EQ(h.cudaCapability, 0);
 }
+
+TEST(Protocol, HelloNumbersPastAnIntAreIgnoredNotConverted) {
+  // Found by tests/fuzz/fuzz_worker_protocol: 2.2e27 converted to int was undefined behaviour.
+  auto msg = decodeMessage(R"({"type":"hello","torch":"2.4.1+cu121","pid":2222222222222222222222222223,)"
+                           R"("child_jobs":99999999999,"cuda":{"available":true,"count":-5e40,"capability":[9e99,0]}})");
+  ASSERT_TRUE(std::holds_alternative<Hello>(msg));
+  const auto& h = std::get<Hello>(msg);
+  EXPECT_EQ(h.pid, 0);
+  EXPECT_EQ(h.childJobs, 1);
+  EXPECT_EQ(h.cudaDevices, 0);
+  EXPECT_EQ(h.cudaCapability, 0);
+}

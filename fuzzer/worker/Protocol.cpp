@@ -1,5 +1,7 @@
 #include "fuzzer/worker/Protocol.h"
 
+#include <cstdint>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,28 @@ std::string_view toString(RunMode mode) {
   }
   return "eager";
 }
+
+namespace {
+
+/// `v` as an int when it is an integer an int holds, else `fallback` (a worker's number is untrusted:
+/// converting 2.2e27 to int is undefined behaviour, found by tests/fuzz/fuzz_worker_protocol).
+int smallInt(const nlohmann::json& v, int fallback) {
+  if (!v.is_number_integer()) return fallback;
+  if (v.is_number_unsigned()) {
+    auto u = v.get<uint64_t>();
+    return u <= static_cast<uint64_t>(INT32_MAX) ? static_cast<int>(u) : fallback;
+  }
+  auto i = v.get<int64_t>();
+  return i >= INT32_MIN && i <= INT32_MAX ? static_cast<int>(i) : fallback;
+}
+
+/// The field `key` of object `j` as smallInt, `fallback` when absent.
+int smallInt(const nlohmann::json& j, const char* key, int fallback) {
+  auto it = j.find(key);
+  return it == j.end() ? fallback : smallInt(*it, fallback);
+}
+
+}  // namespace
 
 std::string encodeJob(const Job& job) {
   nlohmann::json j{
@@ -75,9 +99,9 @@ WorkerMessage decodeMessage(std::string_view line) {
         for (const auto& name : *d) h.torch.devices.push_back(name.get<std::string>());
       h.torchDir = j.value("torch_dir", "");
       h.device = j.value("device", "cpu");
-      h.pid = j.value("pid", 0);
+      h.pid = smallInt(j, "pid", 0);
       h.importSeconds = j.value("import_s", 0.0);
-      h.childJobs = j.value("child_jobs", 1);
+      h.childJobs = smallInt(j, "child_jobs", 1);
       if (j.contains("header_cache") && j["header_cache"].is_string()) h.headerCache = j["header_cache"].get<std::string>();
       h.warm = j.value("warm", false);
       if (auto w = j.find("warm_s"); w != j.end() && w->is_object())
@@ -85,11 +109,10 @@ WorkerMessage decodeMessage(std::string_view line) {
           if (seconds.is_number()) h.warmSeconds[step] = seconds.get<double>();
       if (auto it = j.find("cuda"); it != j.end() && it->is_object()) {
         h.cudaAvailable = it->value("available", false);
-        h.cudaDevices = it->value("count", 0);
+        h.cudaDevices = smallInt(*it, "count", 0);
         if (auto e = it->find("error"); e != it->end() && e->is_string()) h.cudaError = e->get<std::string>();
-        if (auto c = it->find("capability"); c != it->end() && c->is_array() && c->size() == 2 && (*c)[0].is_number_integer() &&
-                                             (*c)[1].is_number_integer())
-          h.cudaCapability = (*c)[0].get<int>() * 10 + (*c)[1].get<int>();
+        if (auto c = it->find("capability"); c != it->end() && c->is_array() && c->size() == 2)
+          h.cudaCapability = smallInt((*c)[0], 0) * 10 + smallInt((*c)[1], 0);
         if (auto names = it->find("names"); names != it->end() && names->is_array())
           for (const auto& name : *names) h.torch.devices.push_back(name.get<std::string>());
       }
