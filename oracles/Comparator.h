@@ -79,6 +79,11 @@ class Comparator {
   /// Bitwise equality with NaN equal to NaN: two eager runs of a deterministic program.
   bool identical(const LoadedOutputs& a, const LoadedOutputs& b) const;
 
+  /// True when fp64 has nothing to arbitrate: every leaf of `compiled` equals eager's bit for bit (signed
+  /// zeros included) and every floating value is finite. Then compare() passes whatever fp64 says, no
+  /// signed-zero slip exists, and eager has no NaN/Inf that fp64 could show unstable.
+  bool settledWithoutFp64(const LoadedOutputs& eager, const LoadedOutputs& compiled) const;
+
   /// The allclose tolerance for a dtype name ("float16", "bfloat16", anything else: float32's).
   double toleranceFor(const std::string& dtype) const;
   const ComparatorOptions& options() const { return options_; }

@@ -142,6 +142,10 @@ struct RunResult {
   std::string summary() const;
 };
 
+/// The phase of the fp64 placeholder tcfuzz keeps instead of submitting an fp64 run whose arbitration is
+/// not needed (eager failed, or Comparator::settledWithoutFp64): never a worker's result.
+inline constexpr const char* kNotNeededPhase = "not-needed";
+
 /// Decodes a harness result object; throws std::invalid_argument naming the bad field.
 RunResult runResultFromJson(const nlohmann::json& j);
 /// A report view of a result: status, phase, summary, times, exception and compile facts.

@@ -198,7 +198,9 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
   VerdictReport report;
   report.comparison = comparator.compare(eagerOut, compiledOut, fp64Out ? &*fp64Out : nullptr);
   const Comparison& cmp = *report.comparison;
-  std::string fp64Note = fp64.ok() ? "" : fmt::format(" (fp64 run failed: {})", fp64.summary());
+  std::string fp64Note = fp64.ok()                   ? ""
+                         : fp64.phase == kNotNeededPhase ? " (bit for bit, so fp64 was not run)"
+                                                        : fmt::format(" (fp64 run failed: {})", fp64.summary());
   if (cmp.unstable) {
     report.verdict = Verdict::InvalidProgram;
     report.reason = "eager output has NaN/Inf where fp64 does not (numerically unstable program)";

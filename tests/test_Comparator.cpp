@@ -222,6 +222,27 @@ TEST_F(ComparatorTest, IdenticalTreatsNanAsEqualAndCatchesOneUlp) {
   EXPECT_FALSE(comparator.identical(outputs({x}), outputs({y})));
 }
 
+// fp64 on demand skips the fp64 run only where it cannot change the verdict: bit-identical, all finite.
+TEST_F(ComparatorTest, SettledWithoutFp64OnlyWhenBitIdenticalAndFinite) {
+  at::Tensor x = at::randn({8});
+  at::Tensor ints = at::arange(6, at::kLong);
+  EXPECT_TRUE(comparator.settledWithoutFp64(outputs({x, ints}), outputs({x.clone(), ints.clone()})));
+  at::Tensor ulp = x.clone();
+  ulp[3] = std::nextafter(ulp[3].item<float>(), 1e9f);
+  EXPECT_FALSE(comparator.settledWithoutFp64(outputs({x}), outputs({ulp})));
+  at::Tensor zero = at::zeros({4}), negativeZero = -at::zeros({4});  // equal under ==, not bit for bit
+  EXPECT_TRUE(comparator.identical(outputs({zero}), outputs({negativeZero})));
+  EXPECT_FALSE(comparator.settledWithoutFp64(outputs({zero}), outputs({negativeZero})));
+  at::Tensor nan = x.clone(), inf = x.clone();
+  nan[0] = std::numeric_limits<float>::quiet_NaN();
+  inf[0] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(comparator.settledWithoutFp64(outputs({nan}), outputs({nan.clone()})));  // fp64 may call it unstable
+  EXPECT_FALSE(comparator.settledWithoutFp64(outputs({inf}), outputs({inf.clone()})));
+  EXPECT_FALSE(comparator.settledWithoutFp64(outputs({ints}), outputs({ints + 1})));
+  EXPECT_FALSE(comparator.settledWithoutFp64(outputs({x}), outputs({x.to(at::kDouble)})));
+  EXPECT_FALSE(comparator.settledWithoutFp64(outputs({x, x}), outputs({x})));
+}
+
 TEST_F(ComparatorTest, SignedZerosAreCountedOnlyWhereEagerAndFp64AgreeOnTheSign) {
   // Element 0: eager +0, fp64 +0, compiled -0 (counted). Element 1: eager -0, fp64 +0, compiled +0 (eager
   // and fp64 disagree: not counted). Element 2: a plain value.

@@ -260,6 +260,30 @@ TEST_F(WarmWorker, CheapChecksFirstNeverCompilesAProgramThatFailsInEager) {
   EXPECT_EQ(r.confirmation, Confirmation::NotChecked);
 }
 
+// fp64 on demand: a compiled run equal to eager bit for bit has no fp64 job (aot_eager runs eager's kernels);
+// a planted numeric bug's differs, so its fp64 job runs and arbitrates, and so does its confirmation.
+TEST_F(WarmWorker, Fp64RunsOnlyWhenItCanChangeTheVerdict) {
+  TestSettings s = persistentSettings("aot_eager");
+  s.fp64OnDemand = true;
+  auto same = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(same.verdict.verdict, oracles::Verdict::Agree) << same.verdict.reason;
+  EXPECT_TRUE(same.fp64Skipped);
+  EXPECT_EQ(same.runs.fp64.phase, oracles::kNotNeededPhase);
+  EXPECT_NE(same.verdict.reason.find("fp64 was not run"), std::string::npos) << same.verdict.reason;
+
+  s.compile.backend = "tcfuzz_planted_numeric";
+  s.plugins = {sourcePath("tests/fixtures/planted_backends.py")};
+  auto wrong = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);
+  EXPECT_EQ(wrong.verdict.verdict, oracles::Verdict::NumericDivergence) << wrong.verdict.reason;
+  EXPECT_FALSE(wrong.fp64Skipped);
+  EXPECT_TRUE(wrong.runs.fp64.ok()) << wrong.runs.fp64.summary();
+  EXPECT_EQ(wrong.confirmation, Confirmation::Confirmed);
+
+  auto invalid = tester_->test(sourcePath("tests/programs/planted/eager_raises.py"), s);
+  EXPECT_EQ(invalid.verdict.verdict, oracles::Verdict::InvalidProgram);
+  EXPECT_TRUE(invalid.fp64Skipped);
+}
+
 TEST_F(WarmWorker, ACompiledJobReportsItsCompileTimeByPhase) {
   auto r = run("tests/programs/linear_tanh_sum.py", "phases", RunMode::Compiled);
   ASSERT_TRUE(r.ok()) << r.summary();

@@ -214,3 +214,67 @@ TEST(WorkerPool, AWorkerThatDiesBeforeItsHelloIsAClearStartErrorNotACrash) {
     EXPECT_NE(std::string(e.what()).find("missing_harness.py"), std::string::npos) << e.what();  // the log tail
   }
 }
+
+namespace {
+
+/// The kernel libraries Inductor built under `cacheDir`, and how many of them LLD linked (it writes
+/// "Linker: [Debian ]LLD 14.0.6" into .comment; GNU ld writes no linker name).
+std::pair<int, int> kernelLibrariesAndLldLinked(const std::filesystem::path& cacheDir) {
+  int libraries = 0, lld = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cacheDir)) {
+    if (e.path().extension() != ".so") continue;
+    ++libraries;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (size_t at = bytes.find("Linker: "); at != std::string::npos && bytes.substr(at, 32).find("LLD") != std::string::npos)
+      ++lld;
+  }
+  return {libraries, lld};
+}
+
+oracles::RunResult compiledJob(WorkerPool& pool, const TempDir& dir, const std::string& id) {
+  Job job = eagerJob(dir, "corpus/conv1d_mean_linear.py", id, 300);
+  job.mode = RunMode::Compiled;
+  job.limits = Limits{300, 4096};
+  return pool.submit(std::move(job)).get();
+}
+
+}  // namespace
+
+// --kernel-linker lld links every Inductor kernel with LLD; default leaves torch's own link step alone.
+TEST(WorkerPool, KernelLinkerLldLinksEveryInductorKernelWithLldAndDefaultWithNone) {
+  for (std::string linker : {"lld", "default"}) {
+    TempDir dir("tcfuzz-linker");
+    WorkerSpec spec = test_support::testWorkerSpec(dir.path());
+    spec.kernelLinker = linker;
+    spec.inductorCacheDir = dir.path() / "inductor";
+    WorkerPool pool(spec, 1);
+    ASSERT_EQ(pool.hello().kernelLinker, linker);
+    auto r = compiledJob(pool, dir, "compiled-" + linker);
+    ASSERT_EQ(r.status, oracles::RunStatus::Ok) << r.summary() << "\n" << r.stderrTail;
+    auto [libraries, lld] = kernelLibrariesAndLldLinked(spec.inductorCacheDir);
+    ASSERT_GT(libraries, 0) << "Inductor built no kernel library under " << spec.inductorCacheDir;
+    EXPECT_EQ(lld, linker == "lld" ? libraries : 0) << linker << ": " << lld << " of " << libraries << " linked by LLD";
+  }
+}
+
+// A torch that cannot take a compiler command line refuses --kernel-linker lld clearly; auto falls back.
+TEST(WorkerPool, KernelLinkerLldOnATorchWithoutCompilerCommandsIsARefusalAndAutoFallsBack) {
+  auto extra = test_support::extraTorchPythons();
+  if (extra.empty()) GTEST_SKIP() << "no .venv-torch-<version>/ here (TCFUZZ_EXTRA_TORCH=... scripts/setup makes one)";
+  TempDir dir("tcfuzz-linker-old");
+  WorkerSpec spec = test_support::testWorkerSpec(dir.path());
+  spec.python = extra.front();
+  spec.kernelLinker = "lld";
+  try {
+    WorkerPool pool(spec, 1);
+    // A newer extra torch may take command lines: then it is LLD, as asked.
+    EXPECT_EQ(pool.hello().kernelLinker, "lld");
+  } catch (const WorkerStartError& e) {
+    EXPECT_NE(std::string(e.what()).find("--kernel-linker lld: this torch takes CXX as one program"), std::string::npos)
+        << e.what();
+    spec.kernelLinker = "auto";
+    WorkerPool pool(spec, 1);
+    EXPECT_EQ(pool.hello().kernelLinker, "default");
+  }
+}

@@ -60,6 +60,7 @@ json phaseRecord(const ProgramTestResult& r) {
          {"wall_s", r.wallSeconds}};
   if (r.conditioning) j["conditioning_s"] = r.conditioningSeconds;
   if (r.compileSkipped) j["compile_skipped"] = true;
+  if (r.fp64Skipped) j["fp64_skipped"] = true;
   if (r.confirmation != Confirmation::NotChecked) {
     j["confirmation"] = toString(r.confirmation);
     j["confirm_s"] = r.confirmSeconds;
@@ -549,6 +550,7 @@ void Campaign::writeStats() {
   kv.emplace_back("torch_git", settings_.torch.git);
   kv.emplace_back("torch_skipped", settings_.torchNotes.empty() ? std::string("none")
                                                                  : fmt::format("{}", fmt::join(settings_.torchNotes, "; ")));
+  kv.emplace_back("kernel_linker", settings_.kernelLinker);
   kv.emplace_back("seed", std::to_string(s.seed));
   kv.emplace_back("device", s.device);
   kv.emplace_back("workers", std::to_string(s.workers));

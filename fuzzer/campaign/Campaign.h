@@ -55,6 +55,7 @@ struct CampaignSettings {
   std::string device = "cpu";
   oracles::TorchInfo torch;      ///< the workers' torch (their hello): fuzzer_stats, findings
   std::vector<std::string> torchNotes;  ///< what that torch lacks and the campaign skips (fuzzer_stats)
+  std::string kernelLinker = "default";  ///< what links Inductor's C++ kernels in the workers (Hello::kernelLinker)
   int lanes = 1;                 ///< programs in flight at once (each submits three jobs)
   int workers = 1;               ///< zygotes in the pool (for the torch-time share)
   int64_t maxPrograms = 0;       ///< this session; 0: unbounded

@@ -24,7 +24,7 @@ int64_t countBucket(double count) {
 namespace {
 
 void runStatus(std::vector<std::string>& out, const char* mode, const oracles::RunResult& r) {
-  if (r.ok()) return;
+  if (r.ok() || r.phase == oracles::kNotNeededPhase) return;  // an fp64 run not needed never ran
   std::string what = std::string(oracles::toString(r.status));
   if (r.exception) what += ":" + r.exception->type;
   if (r.status == oracles::RunStatus::Signal) what += ":" + r.signalName;

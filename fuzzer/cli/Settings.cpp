@@ -75,6 +75,9 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, const Secre
     spec.headerCacheDir = o.headerCache.empty() ? sharedHeaderCacheDir() : fs::absolute(o.headerCache);
   spec.childJobs = o.childJobs < 0 ? defaultChildJobs : o.childJobs;
   spec.childRssMb = o.childRssMb;
+  if (o.kernelLinker != "auto" && o.kernelLinker != "lld" && o.kernelLinker != "default")
+    throw std::invalid_argument("--kernel-linker takes auto, lld or default, not " + o.kernelLinker);
+  spec.kernelLinker = o.kernelLinker;
   return spec;
 }
 

@@ -105,6 +105,15 @@ oracles::RunResult notCompiled(const oracles::RunResult& eager) {
   return r;
 }
 
+/// The fp64 run that was not submitted because its arbitration could not change the verdict.
+oracles::RunResult fp64NotNeeded(const std::string& why) {
+  oracles::RunResult r;
+  r.status = oracles::RunStatus::Exception;
+  r.phase = oracles::kNotNeededPhase;
+  r.exception = oracles::ExceptionInfo{"NotNeeded", "tcfuzz.NotNeeded", "fp64 not run: " + why, ""};
+  return r;
+}
+
 /// Under fullgraph=True a graph break is the documented outcome (Dynamo raises Unsupported), not a bug.
 bool expectedFullgraphBreak(const TestSettings& settings, const ProgramTestResult& r) {
   const auto& c = r.runs.compiled;
@@ -115,6 +124,20 @@ bool expectedFullgraphBreak(const TestSettings& settings, const ProgramTestResul
 }
 
 }  // namespace
+
+std::optional<std::string> ProgramTester::fp64Unneeded(const ProgramTestResult& r) const {
+  if (r.compileSkipped) return "eager failed, so the program is invalid whatever fp64 does";
+  const oracles::RunResult &eager = r.runs.eager, &compiled = r.runs.compiled;
+  if (!eager.ok() || !compiled.ok() || !eager.outputs || !compiled.outputs) return std::nullopt;
+  try {
+    if (comparator_.settledWithoutFp64(oracles::loadOutputs(*eager.outputs, eager.jobDir),
+                                       oracles::loadOutputs(*compiled.outputs, compiled.jobDir)))
+      return "compiled equals eager bit for bit, every value finite";
+  } catch (const oracles::OutputLoadError&) {
+    // judge() loads them again and reports the error; fp64 runs as usual meanwhile
+  }
+  return std::nullopt;
+}
 
 ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, const TestSettings& settings,
                                           const std::filesystem::path& cacheDir) {
@@ -131,7 +154,8 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
   result.program = program;
   if (settings.cheapChecksFirst) {
     auto eager = pool_.submit(job(RunMode::Eager));
-    auto fp64 = pool_.submit(job(RunMode::Fp64));
+    std::optional<std::future<oracles::RunResult>> fp64;
+    if (!settings.fp64OnDemand) fp64 = pool_.submit(job(RunMode::Fp64));
     result.runs.eager = eager.get();
     if (result.runs.eager.ok()) {
       result.runs.compiled = pool_.submit(job(RunMode::Compiled)).get();
@@ -139,7 +163,14 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
       result.runs.compiled = notCompiled(result.runs.eager);
       result.compileSkipped = true;
     }
-    result.runs.fp64 = fp64.get();
+    if (fp64) {
+      result.runs.fp64 = fp64->get();
+    } else if (auto why = fp64Unneeded(result)) {
+      result.runs.fp64 = fp64NotNeeded(*why);
+      result.fp64Skipped = true;
+    } else {
+      result.runs.fp64 = pool_.submit(job(RunMode::Fp64)).get();
+    }
   } else {
     // The compiled job is the slow one: submit it first so it starts first.
     auto compiled = pool_.submit(job(RunMode::Compiled));
@@ -278,6 +309,7 @@ nlohmann::json toJson(const ProgramTestResult& result) {
     j["confirm_s"] = result.confirmSeconds;
   }
   if (result.compileSkipped) j["compile_skipped"] = true;
+  if (result.fp64Skipped) j["fp64_skipped"] = true;
   if (v.comparison) {
     nlohmann::json leaves = nlohmann::json::array();
     for (const auto& l : v.comparison->leaves) {

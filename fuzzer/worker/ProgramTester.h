@@ -34,6 +34,11 @@ struct TestSettings {
   /// Eager and fp64 first; the compiled job only once eager ran: an invalid program (one that does not
   /// load, fails or exceeds the limits in eager) never reaches the compiler. Off: all three at once.
   bool cheapChecksFirst = false;
+  /// With cheapChecksFirst: the fp64 job runs only once eager and compiled are in, and only when it can
+  /// change the verdict. It is not run when eager failed (the program is invalid) or when compiled equals
+  /// eager bit for bit with every value finite (Comparator::settledWithoutFp64); the fp64 run is then a
+  /// placeholder in phase oracles::kNotNeededPhase. A wrong result's outputs differ, so it always has its fp64.
+  bool fp64OnDemand = false;
   /// A finding is tested again in fresh processes with a cold Inductor cache before it counts (see
   /// ProgramTestResult::confirmation).
   bool confirmFindings = false;
@@ -60,6 +65,7 @@ struct ProgramTestResult {
   double wallSeconds = 0;     ///< submit to verdict
   double compareSeconds = 0;  ///< loading outputs and comparing them in C++
   bool compileSkipped = false;  ///< cheap checks first: eager failed, so no compiled job ran
+  bool fp64Skipped = false;     ///< fp64 on demand: no fp64 job ran (TestSettings::fp64OnDemand)
   Confirmation confirmation = Confirmation::NotChecked;
   double confirmSeconds = 0;    ///< the part of wallSeconds spent confirming
   /// The ill-conditioning check, when a wrong result was found: its figures, and the part of
@@ -111,6 +117,8 @@ class ProgramTester {
  private:
   Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
   /// One judged run of the three jobs; `cacheDir` non-empty: every job fresh with that private cache.
+  /// Why r's fp64 run cannot change its verdict (TestSettings::fp64OnDemand); nullopt: it can, run it.
+  std::optional<std::string> fp64Unneeded(const ProgramTestResult& r) const;
   ProgramTestResult testOnce(const std::filesystem::path& program, const TestSettings& settings,
                              const std::filesystem::path& cacheDir);
   /// Re-tests the finding in `result` in fresh processes, first with a cold cache, then with the shared

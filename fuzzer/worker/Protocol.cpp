@@ -103,6 +103,7 @@ WorkerMessage decodeMessage(std::string_view line) {
       h.importSeconds = j.value("import_s", 0.0);
       h.childJobs = smallInt(j, "child_jobs", 1);
       if (j.contains("header_cache") && j["header_cache"].is_string()) h.headerCache = j["header_cache"].get<std::string>();
+      if (j.contains("kernel_linker") && j["kernel_linker"].is_string()) h.kernelLinker = j["kernel_linker"].get<std::string>();
       h.warm = j.value("warm", false);
       if (auto w = j.find("warm_s"); w != j.end() && w->is_object())
         for (const auto& [step, seconds] : w->items())

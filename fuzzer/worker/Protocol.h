@@ -76,6 +76,9 @@ struct Hello {
   /// Where the workers' precompiled headers live (WorkerSpec::headerCacheDir); empty: torch's own place
   /// inside the run's TMPDIR (none was given, or this torch keeps no such directory).
   std::string headerCache;
+  /// What links Inductor's C++ kernels: "lld" (WorkerSpec::kernelLinker chose it) or "default" (the
+  /// compiler's own, as a user's torch does).
+  std::string kernelLinker = "default";
   bool warm = false;  ///< the zygote warmed up before its hello; false: it does so before its first compiled job
   bool cudaAvailable = false;
   int cudaDevices = 0;

@@ -122,7 +122,8 @@ const Hello& Worker::start() {
       policy, {spec_.python.string(), "-u", spec_.harness.string(), "--device", spec_.device, "--child-jobs",
                std::to_string(spec_.childJobs), "--child-rss-mb", std::to_string(spec_.childRssMb),
                "--max-processes", std::to_string(spec_.maxProcesses), "--max-file-mb", std::to_string(spec_.maxFileMb),
-               "--max-open-files", std::to_string(spec_.maxOpenFiles), "--credential-marks", credentialMarks()});
+               "--max-open-files", std::to_string(spec_.maxOpenFiles), "--credential-marks", credentialMarks(),
+               "--kernel-linker", spec_.kernelLinker});
   if (spec_.freshUntilWarm) argv.push_back("--fresh-until-warm");
 
   int inPipe[2], outPipe[2];

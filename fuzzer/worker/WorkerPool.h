@@ -45,6 +45,9 @@ struct WorkerSpec {
   int maxFileMb = 4096;    ///< RLIMIT_FSIZE of workers: the largest file a job may write (0: no bound)
   int maxOpenFiles = 4096; ///< RLIMIT_NOFILE of workers (0: inherited)
   int childJobs = 1;       ///< program jobs one warm persistent child serves before it is replaced (<= 1: none)
+  /// Linker for Inductor's C++ kernels (--kernel-linker): "auto" (LLD where the machine and torch allow,
+  /// else the default), "lld" (the zygote refuses without it) or "default". Only the link step differs.
+  std::string kernelLinker = "default";
   int childRssMb = 3072;   ///< a persistent child whose RSS exceeds this is replaced after its job (0: no bound)
   /// Until a persistent child is warm, a program job that compiles nothing (eager, fp64) runs in a fresh
   /// child instead of waiting behind its warm-up compile (a campaign's first programs).

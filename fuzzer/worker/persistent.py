@@ -69,6 +69,45 @@ def _call_first(*candidates):
     return fn()
 
 
+class LinkerUnavailable(Exception):
+    """--kernel-linker lld was asked for, and this machine or torch cannot give it (the message says why)."""
+
+
+def choose_kernel_linker(wanted):
+    """Links Inductor's C++ kernels with LLD when `wanted` is "lld" or "auto", by setting CXX to
+    "<compiler> -fuse-ld=lld" before torch looks its compiler up. Only the link step changes: the compiler,
+    its flags and so the kernels' code are the same, and LLD links a kernel against libtorch in about 0.12 s
+    where GNU ld takes 0.31 s (a third of each kernel's build on CPU). Needs `ld.lld` and a torch that splits a
+    CXX command line (cpp_builder._split_compiler_command: torch 2.15 has it, 2.11 not). A CXX the user set is kept.
+    Returns the linker in use: "lld" or "default". "auto" falls back to "default" with a note on stderr;
+    "lld" raises LinkerUnavailable instead."""
+    import shutil
+    if wanted not in ("auto", "lld", "default"):
+        raise LinkerUnavailable(f"--kernel-linker {wanted}: expected auto, lld or default")
+    if wanted == "default":
+        return "default"
+    cpp_builder = _private("torch._inductor.cpp_builder:_split_compiler_command")
+    if os.environ.get("CXX"):
+        why = f"CXX is set ({os.environ['CXX']}): the user's compiler command is kept as it is"
+    elif cpp_builder is None:
+        why = "this torch takes CXX as one program, not a command line with flags"
+    elif shutil.which("ld.lld") is None:
+        why = "ld.lld is not installed (Debian: lld)"
+    elif shutil.which("g++") is None:
+        why = "g++ is not installed"
+    else:
+        # torch._inductor.config read CXX when torch was imported: set both, so children (and their
+        # compile subprocesses) agree. A persistent child's config snapshot is taken after this.
+        os.environ["CXX"] = "g++ -fuse-ld=lld"
+        import torch._inductor.config as inductor_config
+        inductor_config.cpp.cxx = (None, os.environ["CXX"])
+        return "lld"
+    if wanted == "lld":
+        raise LinkerUnavailable(f"--kernel-linker lld: {why}")
+    print(f"tcfuzz zygote: kernels link with the compiler's default linker: {why}", file=sys.stderr)
+    return "default"
+
+
 def share_precompiled_headers(directory):
     """Points Inductor's precompiled headers at `directory` (tcfuzz's TCFUZZ_HEADER_CACHE_DIR, shared by
     every run of the user) instead of TMPDIR, which is private to one run: building them costs about 6 s

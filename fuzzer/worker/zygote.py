@@ -83,8 +83,8 @@ try:
         PHASE_FILE, RESULT_FILE, STDERR_FILE, child_main, exception_record, tail,
     )
     from persistent import (  # noqa: E402
-        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, DONE_WARM, LEAK_FILE, STICKY_FILE, serve_jobs, share_precompiled_headers,
-        warm_zygote, write_job,
+        DONE_KEEP, DONE_NO_RESULT, DONE_RETIRE, DONE_WARM, LEAK_FILE, STICKY_FILE, LinkerUnavailable,
+        choose_kernel_linker, serve_jobs, share_precompiled_headers, warm_zygote, write_job,
     )
     from torch_facts import torch_facts  # noqa: E402
     from program_guard import GUARD, REFUSAL_FILE, read_refusals  # noqa: E402
@@ -594,6 +594,10 @@ def main():
     device = option("--device", "cpu")
     header_cache = share_precompiled_headers(os.environ.get("TCFUZZ_HEADER_CACHE_DIR"))
     child_jobs = int(option("--child-jobs", "1"))
+    try:  # before the warm-up's compiler lookup, which torch caches for the process
+        kernel_linker = choose_kernel_linker(option("--kernel-linker", "default"))
+    except LinkerUnavailable as exc:
+        refuse(str(exc))
     # No thread, no torch op: forking stays safe. A zygote with persistent children warms at once (it will
     # compile); one that forks a fresh child per job warms before its first compiled job, if any comes.
     warmed = warm_zygote() if child_jobs > 1 else {}
@@ -607,6 +611,7 @@ def main():
         "warm": bool(warmed),
         "child_jobs": child_jobs,
         "header_cache": header_cache,
+        "kernel_linker": kernel_linker,
     }
     if device.startswith("cuda"):
         hello["cuda"] = probe_cuda()

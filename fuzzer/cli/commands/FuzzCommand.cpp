@@ -227,6 +227,9 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   for (const auto& p : id.plugins) settings.test.plugins.push_back(p);
   settings.test.persistent = spec.childJobs > 1;
   settings.test.cheapChecksFirst = true;  // an invalid program never reaches the compiler
+  if (o.fp64 != "on-demand" && o.fp64 != "always")
+    throw std::invalid_argument("--fp64 takes on-demand or always, not " + o.fp64);
+  settings.test.fp64OnDemand = o.fp64 == "on-demand";  // no fp64 run where it cannot change the verdict
   settings.test.confirmFindings = true;   // fresh process, cold cache: before anything is recorded
   settings.pinned = id.pinned;
   if (!o.seedCorpus.empty()) {
@@ -263,6 +266,7 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   recordCampaignTorch(store, settings.torch);
   std::cerr << fmt::format("tcfuzz: workers run {}\n", settings.torch.summary());
   settings.torchNotes = torchLacks(pool.hello(), id.policy.compile, !o.noBisect);
+  settings.kernelLinker = pool.hello().kernelLinker;
   for (const auto& note : settings.torchNotes) std::cerr << "tcfuzz: " << note << "\n";
   ProgramTester tester(pool, oracles::Comparator{}, output.workDir() / "jobs");
   Campaign campaign(catalog, id.policy, settings, output, store, pool, tester, view);
