@@ -141,6 +141,12 @@ TEST(Campaign, FindsAPlantedNumericBugAndWritesTheOutputDirectory) {
   auto kv = stats(out);
   EXPECT_EQ(kv["programs_done"], "4");
   EXPECT_EQ(kv["seed"], "11");
+  EXPECT_EQ(kv["kernel_linker"], "lld");  // --kernel-linker auto, with scripts/setup's lld and torch 2.15
+  // Worker time inside torch in any job, and the rest: the harness's share.
+  double allJobs = std::stod(kv["torch_share_all_jobs"]), harness = std::stod(kv["harness_share"]);
+  EXPECT_GT(allJobs, 0.0);
+  EXPECT_LE(allJobs, 1.0);
+  EXPECT_NEAR(harness, 1.0 - allJobs, 0.0011);
   EXPECT_EQ(std::stoll(kv["findings"]), countRows(db, "SELECT COUNT(*) FROM findings"));
   EXPECT_GE(std::stoll(kv["queue_size"]), 1);
   int queued = 0;

@@ -529,6 +529,7 @@ CampaignSnapshot Campaign::snapshot() const {
   s.errors = errors_;
   double workerSeconds = s.runSeconds * std::max(1, settings_.workers);
   s.torchShare = workerSeconds > 0 ? std::min(1.0, sessionTorchSeconds_ / workerSeconds) : 0;
+  s.jobShare = workerSeconds > 0 ? std::min(1.0, pool_.jobSeconds() / workerSeconds) : 0;
   s.workers = settings_.workers;
   s.device = settings_.device;
   if (settings_.gpuStats) s.gpuLines = settings_.gpuStats->viewLines();
@@ -594,6 +595,8 @@ void Campaign::writeStats() {
   kv.emplace_back("queue_size", std::to_string(s.queue));
   kv.emplace_back("features", std::to_string(s.features));
   kv.emplace_back("torch_share", fmt::format("{:.3f}", s.torchShare));
+  kv.emplace_back("torch_share_all_jobs", fmt::format("{:.3f}", s.jobShare));
+  kv.emplace_back("harness_share", fmt::format("{:.3f}", 1.0 - s.jobShare));
   {
     std::lock_guard lock(mutex_);
     kv.emplace_back("llm_programs", std::to_string(llmProposed_));

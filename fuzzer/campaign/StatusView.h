@@ -23,7 +23,10 @@ struct CampaignSnapshot {
   double sinceLastNewSignature = -1;  ///< seconds; -1: none yet
   int64_t queue = 0, features = 0;
   int64_t generated = 0, mutated = 0, duplicates = 0, errors = 0;
-  double torchShare = 0;         ///< share of worker time spent inside torch
+  double torchShare = 0;         ///< share of worker time spent inside torch on the campaign's programs
+  /// Share of worker time inside torch in any job (programs, confirmations, background triage, LLM lifts);
+  /// 1 - this is the harness's share: IPC, saving outputs, comparing, and workers waiting for work.
+  double jobShare = 0;
   int workers = 0;
   std::string device, outDir;
   std::vector<std::string> gpuLines;  ///< a GPU campaign: GpuStats::viewLines()

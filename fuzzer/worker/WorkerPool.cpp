@@ -397,6 +397,7 @@ void WorkerPool::serve(size_t index, std::promise<Hello> started) {
     try {
       oracles::RunResult result = worker.run(item.first);
       result.child.gpu = worker.gpu();
+      jobSeconds_.fetch_add(result.times.childWall);
       item.second.set_value(std::move(result));
     } catch (...) {
       item.second.set_exception(std::current_exception());  // e.g. the zygote cannot be restarted

@@ -129,6 +129,10 @@ class WorkerPool {
   /// The first zygote's hello (torch version, device).
   const Hello& hello() const { return hello_; }
   size_t size() const { return threads_.size(); }
+  /// The child wall time (RunResult::times.childWall) of every job this pool has run, of any kind and for
+  /// any caller (a campaign's programs and confirmations, background triage, LLM lifts): its workers' time
+  /// inside torch. Thread-safe.
+  double jobSeconds() const { return jobSeconds_.load(); }
 
  private:
   void serve(size_t index, std::promise<Hello> started);
@@ -140,6 +144,7 @@ class WorkerPool {
   std::deque<std::pair<Job, std::promise<oracles::RunResult>>> queue_;
   bool stopping_ = false;
   std::atomic<bool> cancelled_{false};
+  std::atomic<double> jobSeconds_{0};
   std::vector<std::thread> threads_;
 };
 
