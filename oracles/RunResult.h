@@ -142,8 +142,8 @@ struct RunResult {
   std::string summary() const;
 };
 
-/// The phase of the fp64 placeholder tcfuzz keeps instead of submitting an fp64 run whose arbitration is
-/// not needed (eager failed, or Comparator::settledWithoutFp64): never a worker's result.
+/// The phase of the fp64 record tcfuzz writes instead of submitting an fp64 run whose arbitration is not
+/// needed (eager failed, or Comparator::settledWithoutFp64): it says no job ran, never a worker's result.
 inline constexpr const char* kNotNeededPhase = "not-needed";
 
 /// Decodes a harness result object; throws std::invalid_argument naming the bad field.

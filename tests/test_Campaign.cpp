@@ -88,6 +88,12 @@ TEST(FuzzCommand, UsageErrorsExitTwo) {
   EXPECT_NE(noOut.output.find("-o OUT"), std::string::npos) << noOut.output;
   EXPECT_EQ(runFuzz({"fuzz", "--resume", (dir.path() / "none").string()}).exitCode, 2);
   EXPECT_EQ(runFuzz(fuzzArgs({"-o", (dir.path() / "x").string(), "--max-time", "soon"})).exitCode, 2);
+  auto fp64 = runFuzz(fuzzArgs({"-o", (dir.path() / "y").string(), "--fp64", "sometimes"}));
+  EXPECT_EQ(fp64.exitCode, 2);
+  EXPECT_NE(fp64.output.find("--fp64 takes on-demand or always"), std::string::npos) << fp64.output;
+  auto linker = runFuzz(fuzzArgs({"-o", (dir.path() / "z").string(), "--kernel-linker", "gold"}));
+  EXPECT_EQ(linker.exitCode, 2);
+  EXPECT_NE(linker.output.find("--kernel-linker takes auto, lld or default"), std::string::npos) << linker.output;
 }
 
 // --seed-corpus: a new campaign judges the given programs first, in name order, before generating.

@@ -36,8 +36,8 @@ struct TestSettings {
   bool cheapChecksFirst = false;
   /// With cheapChecksFirst: the fp64 job runs only once eager and compiled are in, and only when it can
   /// change the verdict. It is not run when eager failed (the program is invalid) or when compiled equals
-  /// eager bit for bit with every value finite (Comparator::settledWithoutFp64); the fp64 run is then a
-  /// placeholder in phase oracles::kNotNeededPhase. A wrong result's outputs differ, so it always has its fp64.
+  /// eager bit for bit with every value finite (Comparator::settledWithoutFp64); runs.fp64 then records that
+  /// no job ran, in phase oracles::kNotNeededPhase. A wrong result's outputs differ, so it always has its fp64.
   bool fp64OnDemand = false;
   /// A finding is tested again in fresh processes with a cold Inductor cache before it counts (see
   /// ProgramTestResult::confirmation).

@@ -140,6 +140,8 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     throw std::invalid_argument("give either -o OUT (a new campaign) or --resume OUT, not both");
   double maxSeconds = parseDuration(o.maxTime);
   if (o.maxPrograms < 0) throw std::invalid_argument("--max-programs must be >= 0");
+  if (o.fp64 != "on-demand" && o.fp64 != "always")  // before any worker starts
+    throw std::invalid_argument("--fp64 takes on-demand or always, not " + o.fp64);
   if (o.status != "auto" && o.status != "screen" && o.status != "log")
     throw std::invalid_argument("--status takes auto, screen or log, not " + o.status);
   if (o.engine != "native" && o.engine != "libfuzzer")
@@ -227,8 +229,6 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   for (const auto& p : id.plugins) settings.test.plugins.push_back(p);
   settings.test.persistent = spec.childJobs > 1;
   settings.test.cheapChecksFirst = true;  // an invalid program never reaches the compiler
-  if (o.fp64 != "on-demand" && o.fp64 != "always")
-    throw std::invalid_argument("--fp64 takes on-demand or always, not " + o.fp64);
   settings.test.fp64OnDemand = o.fp64 == "on-demand";  // no fp64 run where it cannot change the verdict
   settings.test.confirmFindings = true;   // fresh process, cold cache: before anything is recorded
   settings.pinned = id.pinned;
