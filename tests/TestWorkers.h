@@ -1,10 +1,14 @@
 #pragma once
 // Shared set-up for tests that start real worker zygotes with the venv's torch.
+#include <signal.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/process.hpp>
@@ -83,26 +87,6 @@ inline std::filesystem::path sourcePath(const std::string& relative) {
   return std::filesystem::path(TCFUZZ_SOURCE_DIR) / relative;
 }
 
-/// What a run of the tcfuzz binary printed on stdout, and its exit code.
-struct CliRun {
-  int exitCode;
-  std::string out;
-};
-
-/// Runs the tcfuzz binary under test with `args` (stderr discarded).
-inline CliRun runCli(const std::vector<std::string>& args) {
-  namespace bp = boost::process;
-  bp::ipstream out;
-  bp::child c(TCFUZZ_BINARY, bp::args(args), bp::std_out > out, bp::std_err > bp::null);
-  std::string all, line;
-  while (std::getline(out, line)) all += line + "\n";
-  c.wait();
-  return {c.exit_code(), all};
-}
-
-/// "bwrap" where bubblewrap works on this machine, else "none" (for --sandbox).
-inline std::string sandboxArg() { return probeBubblewrap().empty() ? "bwrap" : "none"; }
-
 /// The whole content of a text file ("" when unreadable).
 inline std::string readText(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -110,6 +94,68 @@ inline std::string readText(const std::filesystem::path& p) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+/// What a run of the tcfuzz binary printed: stdout and stderr apart, and its exit code.
+struct CliRun {
+  int exitCode;
+  std::string out;
+  std::string err;
+};
+
+/// A run of the tcfuzz binary under test with `args`, its stdout and stderr in files (no pipe a
+/// grandchild could hold open), waited for at most `timeoutSeconds`. Past it, tcfuzz gets SIGTERM
+/// (its own clean stop) and 10 s later SIGKILL, the exit code is 124 and stderr ends with a line
+/// saying so: a hang fails the test with what tcfuzz printed instead of stalling ctest silently.
+inline CliRun runTcfuzzBounded(const std::vector<std::string>& args, bool stderrIntoStdout,
+                               double timeoutSeconds = 1200) {
+  namespace bp = boost::process;
+  TempDir dir("tcfuzz-cli");
+  boost::filesystem::path out = (dir.path() / "stdout").string(), err = (dir.path() / "stderr").string();
+  bp::child c = stderrIntoStdout ? bp::child(TCFUZZ_BINARY, bp::args(args), (bp::std_out & bp::std_err) > out)
+                                 : bp::child(TCFUZZ_BINARY, bp::args(args), bp::std_out > out, bp::std_err > err);
+  auto waitUntil = [&](std::chrono::steady_clock::time_point deadline) {
+    std::error_code ec;
+    while (c.running(ec) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return !c.running(ec);
+  };
+  auto start = std::chrono::steady_clock::now();
+  bool finished = waitUntil(start + std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000)));
+  if (!finished) {
+    ::kill(c.id(), SIGTERM);
+    if (!waitUntil(std::chrono::steady_clock::now() + std::chrono::seconds(10))) ::kill(c.id(), SIGKILL);
+  }
+  std::error_code ec;
+  c.wait(ec);
+  CliRun run{finished ? c.exit_code() : 124, readText(out.string()),
+             stderrIntoStdout ? std::string() : readText(err.string())};
+  if (!finished)
+    (stderrIntoStdout ? run.out : run.err) +=
+        "\n[test harness] tcfuzz " + args.front() + " was still running after " +
+        std::to_string(static_cast<int>(timeoutSeconds)) + " s: stopped (SIGTERM, then SIGKILL)\n";
+  return run;
+}
+
+/// Runs the tcfuzz binary under test with `args`: stdout in out, stderr in err (runTcfuzzBounded).
+inline CliRun runCli(const std::vector<std::string>& args) { return runTcfuzzBounded(args, false); }
+
+/// The last 4000 characters of every zygote log under `dir` (a kept work directory), each under its
+/// path: what the workers said, for a failure message.
+inline std::string zygoteLogs(const std::filesystem::path& dir) {
+  std::string all;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (!name.starts_with("zygote-") || !name.ends_with(".log")) continue;
+    std::string text = readText(it->path());
+    all += "\n--- " + it->path().string() + "\n" + (text.size() > 4000 ? text.substr(text.size() - 4000) : text);
+  }
+  return all;
+}
+
+/// "bwrap" where bubblewrap works on this machine, else "none" (for --sandbox).
+inline std::string sandboxArg() { return probeBubblewrap().empty() ? "bwrap" : "none"; }
 
 /// The value of `key` in a campaign's OUT/fuzzer_stats ("" when absent).
 inline std::string fuzzerStat(const std::filesystem::path& out, const std::string& key) {
@@ -126,15 +172,11 @@ struct Finished {
   std::string output;
 };
 
-/// Runs the tcfuzz binary under test with `args`, collecting stdout and stderr together.
+/// Runs the tcfuzz binary under test with `args`, collecting stdout and stderr together
+/// (runTcfuzzBounded).
 inline Finished runTcfuzz(const std::vector<std::string>& args) {
-  namespace bp = boost::process;
-  bp::ipstream out;
-  bp::child c(TCFUZZ_BINARY, bp::args(args), (bp::std_out & bp::std_err) > out);
-  std::string all, line;
-  while (std::getline(out, line)) all += line + "\n";
-  c.wait();
-  return {c.exit_code(), all};
+  CliRun run = runTcfuzzBounded(args, true);
+  return {run.exitCode, std::move(run.out)};
 }
 
 /// The lines of a text, without their line ends.

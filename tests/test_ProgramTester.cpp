@@ -623,3 +623,13 @@ TEST(Cli, VersionNamesTheLinkedTorch) {
   EXPECT_NE(r.out.find("tcfuzz 0.1.0"), std::string::npos);
   EXPECT_NE(r.out.find(std::string("(git ") + TCFUZZ_TORCH_GIT_VERSION + ")"), std::string::npos) << r.out;
 }
+
+TEST(Cli, ARunStillGoingAtTheHarnessDeadlineIsStoppedAndSaysSo) {
+  // The test harness's own bound (runTcfuzzBounded): a tcfuzz that outlives it is stopped, exits 124,
+  // and stderr says so, where an unbounded wait would stall ctest until its timeout with nothing printed.
+  // Starting a zygote alone (bubblewrap, then import torch) takes longer than the 1 s allowed here.
+  CliRun r = test_support::runTcfuzzBounded(
+      {"run", "--backend", "inductor", sourcePath("corpus/frexp_mul.py").string()}, false, 1.0);
+  EXPECT_EQ(r.exitCode, 124) << r.out << r.err;
+  EXPECT_NE(r.err.find("[test harness] tcfuzz run was still running after 1 s: stopped"), std::string::npos) << r.err;
+}

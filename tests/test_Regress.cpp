@@ -232,11 +232,14 @@ TEST(RegressCommand, MatrixAcrossTwoReleases) {
 
   TempDir dir("tcfuzz-regress");
   fs::path csvFile = dir.path() / "regress.csv";
+  // The finding's jobs take seconds: --timeout 120 bounds a job that hangs, and the kept work directory
+  // holds each interpreter's zygote logs for the failure message.
   auto r = test_support::runCli({"regress", "--python", current.string(), "--python", extra.string(),
                                  "--bisect-releases", "--out", csvFile.string(), "--sandbox",
-                                 test_support::sandboxArg(), "-j", "2",
+                                 test_support::sandboxArg(), "-j", "2", "--timeout", "120", "--work-dir",
+                                 (dir.path() / "work").string(), "--keep",
                                  test_support::sourcePath("corpus/regressions/" + kFinding).string()});
-  ASSERT_EQ(r.exitCode, 0) << r.out;
+  ASSERT_EQ(r.exitCode, 0) << r.out << "\n--- stderr\n" << r.err << test_support::zygoteLogs(dir.path() / "work");
 
   // Oldest first.
   std::vector<std::pair<fs::path, Torch>> releases = {{current, *currentTorch}, {extra, *extraTorch}};
