@@ -87,6 +87,24 @@ TEST(KnownUpstream, TheProjectListLoadsAndMarksTheAvgPoolGradientBugAsIssue19811
   EXPECT_EQ(matchKnownIssue(known, otherComponent), nullptr);
 }
 
+TEST(KnownUpstream, AReducedPrecisionAmaxOrAminGradientBugIsIssue186799) {
+  // Campaign seed 36 on torch 2.15: sigmoid then amax in bf16 (mul then amin in fp16), Inductor's backward
+  // gives [inf, nan] where eager gives [0.0547, 0]; upstream #186799 has this class.
+  std::vector<KnownIssue> known = projectList();
+  using Ops = std::vector<std::string>;
+  for (const Ops& ops : {Ops{"sigmoid", "amax"}, Ops{"mul", "amin"}}) {
+    SCOPED_TRACE(ops.back());
+    BugReport bug = avgPoolGradientBug();
+    bug.signature.ops = ops;
+    const KnownIssue* match = matchKnownIssue(known, bug);
+    ASSERT_NE(match, nullptr);
+    EXPECT_EQ(match->issue.number, 186799);
+    BugReport forwardOnly = bug;
+    forwardOnly.repro.backward = false;
+    EXPECT_EQ(matchKnownIssue(known, forwardOnly), nullptr);
+  }
+}
+
 TEST(KnownUpstream, AMalformedListIsAnErrorNamingTheFileAndTheEntry) {
   TempDir dir("tcfuzz-known");
   auto write = [&](const std::string& text) {
