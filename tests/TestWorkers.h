@@ -16,7 +16,7 @@
 #include "fuzzer/worker/Sandbox.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/worker/WorkerPool.h"
-#include "oracles/Comparator.h"
+#include "oracles/judge/Comparator.h"
 
 namespace tcfuzz::test_support {
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "oracles/Ablation.h"
+#include "oracles/reporter/Ablation.h"
 
 using namespace tcfuzz;
 using nlohmann::json;

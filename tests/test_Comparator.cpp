@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "oracles/Comparator.h"
+#include "oracles/judge/Comparator.h"
 
 using namespace tcfuzz::oracles;
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "oracles/CompileConfig.h"
+#include "oracles/judge/CompileConfig.h"
 
 using namespace tcfuzz;
 using nlohmann::json;

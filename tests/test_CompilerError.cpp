@@ -3,8 +3,8 @@
 // their paths shortened.
 #include <gtest/gtest.h>
 
-#include "oracles/CompilerError.h"
-#include "oracles/Signature.h"
+#include "oracles/judge/CompilerError.h"
+#include "oracles/judge/Signature.h"
 
 namespace tcfuzz::oracles {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <ATen/ATen.h>
 
-#include "oracles/Conditioning.h"
+#include "oracles/judge/Conditioning.h"
 
 using namespace tcfuzz::oracles;
 

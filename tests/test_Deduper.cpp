@@ -1,4 +1,4 @@
-#include "oracles/Deduper.h"
+#include "oracles/reporter/Deduper.h"
 
 #include <algorithm>
 #include <random>

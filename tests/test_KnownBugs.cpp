@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "TestWorkers.h"
-#include "oracles/TorchInfo.h"
-#include "oracles/Verdict.h"
+#include "oracles/infra/TorchInfo.h"
+#include "oracles/judge/Verdict.h"
 
 namespace tcfuzz {
 namespace {

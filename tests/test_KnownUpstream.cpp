@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "TestWorkers.h"
-#include "oracles/IndexWriter.h"
-#include "oracles/KnownUpstream.h"
-#include "oracles/ReportWriter.h"
+#include "oracles/reporter/IndexWriter.h"
+#include "oracles/reporter/KnownUpstream.h"
+#include "oracles/reporter/ReportWriter.h"
 
 using namespace tcfuzz;
 using namespace tcfuzz::oracles;

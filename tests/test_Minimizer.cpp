@@ -8,12 +8,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "oracles/CompileConfig.h"
+#include "oracles/judge/CompileConfig.h"
 #include "generators/Generator.h"
 #include "generators/InputLayout.h"
 #include "generators/GraphRepair.h"
 #include "generators/PythonEmitter.h"
-#include "oracles/Minimizer.h"
+#include "oracles/reporter/Minimizer.h"
 
 using namespace tcfuzz;
 using oracles::MinimizeCase;

@@ -13,7 +13,7 @@
 #include "fuzzer/triage/NightMerge.h"
 #include "fuzzer/triage/NightSummary.h"
 #include "fuzzer/triage/TriagedCase.h"
-#include "oracles/Signature.h"
+#include "oracles/judge/Signature.h"
 
 namespace tcfuzz {
 namespace {

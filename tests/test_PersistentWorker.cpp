@@ -12,7 +12,7 @@
 #include "generators/Generator.h"
 #include "generators/OpCatalog.h"
 #include "generators/PythonEmitter.h"
-#include "oracles/OutputLoader.h"
+#include "oracles/judge/OutputLoader.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::sourcePath;

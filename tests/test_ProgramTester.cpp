@@ -12,8 +12,8 @@
 
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
-#include "oracles/OutputLoader.h"
-#include "oracles/Signature.h"
+#include "oracles/judge/OutputLoader.h"
+#include "oracles/judge/Signature.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::sourcePath;

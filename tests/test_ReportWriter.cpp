@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include "oracles/IndexWriter.h"
-#include "oracles/MarkdownText.h"
-#include "oracles/ReportWriter.h"
-#include "oracles/Comparator.h"
-#include "oracles/ShortReproWriter.h"
+#include "oracles/reporter/IndexWriter.h"
+#include "oracles/reporter/MarkdownText.h"
+#include "oracles/reporter/ReportWriter.h"
+#include "oracles/judge/Comparator.h"
+#include "oracles/reporter/ShortReproWriter.h"
 
 using namespace tcfuzz::oracles;
 using nlohmann::json;

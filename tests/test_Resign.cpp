@@ -7,7 +7,7 @@
 
 #include "fuzzer/triage/Resign.h"
 #include "generators/Generator.h"
-#include "oracles/Signature.h"
+#include "oracles/judge/Signature.h"
 #include "tests/TestWorkers.h"
 
 namespace tcfuzz {

@@ -1,4 +1,4 @@
-// Tests of oracles/SecretRedactor (which secrets, how they are masked, the masking stream) and the
+// Tests of oracles/infra/SecretRedactor (which secrets, how they are masked, the masking stream) and the
 // end-to-end check of issue 20's redaction: fake secrets planted in tcfuzz's environment and in a
 // planted program and backend never reach a file under the output directory, stdout or stderr.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
-#include "oracles/SecretRedactor.h"
+#include "oracles/infra/SecretRedactor.h"
 #include "tests/TestWorkers.h"
 
 namespace tcfuzz {

@@ -12,8 +12,8 @@
 
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
-#include "oracles/Comparator.h"
-#include "oracles/ShortReproWriter.h"
+#include "oracles/judge/Comparator.h"
+#include "oracles/reporter/ShortReproWriter.h"
 
 using namespace tcfuzz;
 using oracles::renderShortRepro;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "oracles/Signature.h"
+#include "oracles/judge/Signature.h"
 
 using namespace tcfuzz::oracles;
 

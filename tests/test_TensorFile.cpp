@@ -1,4 +1,4 @@
-// The tensor file (oracles/OutputLoader.h): the version-independent exchange between any worker torch
+// The tensor file (oracles/judge/OutputLoader.h): the version-independent exchange between any worker torch
 // and the LibTorch tcfuzz links. Round trips, files written by real worker interpreters, corrupt files.
 #include <cstdlib>
 #include <fstream>
@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "TestWorkers.h"
-#include "oracles/OutputLoader.h"
+#include "oracles/judge/OutputLoader.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::TempDir;

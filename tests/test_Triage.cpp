@@ -20,8 +20,8 @@
 #include "fuzzer/triage/Triage.h"
 #include "generators/Generator.h"
 #include "generators/PythonEmitter.h"
-#include "oracles/Minimizer.h"
-#include "oracles/Deduper.h"
+#include "oracles/reporter/Minimizer.h"
+#include "oracles/reporter/Deduper.h"
 #include "tests/TestWorkers.h"
 
 namespace tcfuzz {

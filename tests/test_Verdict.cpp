@@ -6,7 +6,7 @@
 #include <torch/serialize.h>
 
 #include "TestWorkers.h"
-#include "oracles/Verdict.h"
+#include "oracles/judge/Verdict.h"
 
 using namespace tcfuzz::oracles;
 using tcfuzz::test_support::TempDir;

@@ -7,7 +7,7 @@
 #include <torch/headeronly/version.h>
 
 #include "TestWorkers.h"
-#include "oracles/OutputLoader.h"
+#include "oracles/judge/OutputLoader.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::sourcePath;

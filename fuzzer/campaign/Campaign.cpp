@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "oracles/OutputLoader.h"
-#include "oracles/Signature.h"
+#include "oracles/judge/OutputLoader.h"
+#include "oracles/judge/Signature.h"
 
 namespace tcfuzz {
 

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/campaign/FindingStore.h"
-#include "oracles/AtomicFile.h"
-#include "oracles/SecretRedactor.h"
+#include "oracles/infra/AtomicFile.h"
+#include "oracles/infra/SecretRedactor.h"
 #include "generators/Graph.h"
 
 namespace tcfuzz {

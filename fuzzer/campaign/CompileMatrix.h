@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "oracles/CompileConfig.h"
+#include "oracles/judge/CompileConfig.h"
 #include "generators/Rng.h"
 
 namespace tcfuzz {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "oracles/CompileConfig.h"
+#include "oracles/judge/CompileConfig.h"
 
 namespace tcfuzz {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "oracles/Verdict.h"
+#include "oracles/judge/Verdict.h"
 
 namespace tcfuzz {
 

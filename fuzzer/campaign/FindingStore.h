@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "oracles/AtomicFile.h"  // DiskFullError: a full disk stops the campaign with its state saved
-#include "oracles/SecretRedactor.h"
+#include "oracles/infra/AtomicFile.h"  // DiskFullError: a full disk stops the campaign with its state saved
+#include "oracles/infra/SecretRedactor.h"
 
 namespace SQLite {
 class Database;
@@ -69,7 +69,7 @@ struct QueueRecord {
   std::string programJson;
 };
 
-/// The triage of one exact signature: its minimized, ablated and verified case (oracles/BugReport's
+/// The triage of one exact signature: its minimized, ablated and verified case (oracles/reporter/BugReport's
 /// parts as JSON in `data`), or why it failed.
 struct TriageRecord {
   std::string signatureId;       ///< the raw (exact) signature triaged

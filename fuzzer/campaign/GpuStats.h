@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fuzzer/worker/GpuInventory.h"
-#include "oracles/RunResult.h"
+#include "oracles/judge/RunResult.h"
 
 namespace tcfuzz {
 

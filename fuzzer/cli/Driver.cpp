@@ -19,9 +19,9 @@
 #include "fuzzer/cli/commands/Commands.h"
 #include "fuzzer/campaign/CampaignOutput.h"
 #include "generators/OpCatalog.h"
-#include "oracles/OutputLoader.h"
-#include "oracles/SecretRedactor.h"
-#include "oracles/TorchInfo.h"
+#include "oracles/judge/OutputLoader.h"
+#include "oracles/infra/SecretRedactor.h"
+#include "oracles/infra/TorchInfo.h"
 
 namespace tcfuzz {
 namespace {

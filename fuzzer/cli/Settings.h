@@ -16,7 +16,7 @@
 #include "fuzzer/triage/Triage.h"
 #include "fuzzer/worker/GpuInventory.h"
 #include "fuzzer/worker/WorkerPool.h"
-#include "oracles/SecretRedactor.h"
+#include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {
 

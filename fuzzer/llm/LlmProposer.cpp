@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "oracles/AtomicFile.h"
+#include "oracles/infra/AtomicFile.h"
 #include "generators/LlmProgram.h"
 #include "generators/PythonLift.h"
 #include "generators/Rng.h"

@@ -31,7 +31,7 @@
 #include "generators/OpCatalog.h"
 #include "generators/PromptStrategy.h"
 #include "generators/PythonEmitter.h"
-#include "oracles/SecretRedactor.h"
+#include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {
 

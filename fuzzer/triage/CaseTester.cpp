@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "oracles/AtomicFile.h"
+#include "oracles/infra/AtomicFile.h"
 
 namespace tcfuzz {
 

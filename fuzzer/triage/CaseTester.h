@@ -12,7 +12,7 @@
 #include "fuzzer/worker/ProgramTester.h"
 #include "generators/OpCatalog.h"
 #include "generators/PythonEmitter.h"
-#include "oracles/Minimizer.h"
+#include "oracles/reporter/Minimizer.h"
 
 namespace tcfuzz {
 

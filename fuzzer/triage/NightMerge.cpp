@@ -9,8 +9,8 @@
 
 #include "fuzzer/campaign/CampaignOutput.h"
 #include "fuzzer/campaign/FindingStore.h"
-#include "oracles/AtomicFile.h"
-#include "oracles/TorchInfo.h"
+#include "oracles/infra/AtomicFile.h"
+#include "oracles/infra/TorchInfo.h"
 
 namespace tcfuzz {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "oracles/SecretRedactor.h"
+#include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {
 

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "fuzzer/campaign/FindingStore.h"
-#include "oracles/AtomicFile.h"
+#include "oracles/infra/AtomicFile.h"
 
 namespace tcfuzz {
 

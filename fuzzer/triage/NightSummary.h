@@ -13,8 +13,8 @@
 
 #include "fuzzer/triage/NightMerge.h"
 #include "fuzzer/triage/ReleaseMatrix.h"
-#include "oracles/BugReport.h"
-#include "oracles/SecretRedactor.h"
+#include "oracles/reporter/BugReport.h"
+#include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "oracles/MarkdownText.h"
+#include "oracles/reporter/MarkdownText.h"
 
 namespace tcfuzz {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "oracles/TorchInfo.h"
+#include "oracles/infra/TorchInfo.h"
 
 namespace tcfuzz {
 

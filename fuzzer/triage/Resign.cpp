@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "generators/Graph.h"
-#include "oracles/Minimizer.h"
-#include "oracles/Signature.h"
+#include "oracles/reporter/Minimizer.h"
+#include "oracles/judge/Signature.h"
 
 namespace tcfuzz {
 

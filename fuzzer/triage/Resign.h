@@ -1,6 +1,6 @@
 #pragma once
 // tcfuzz triage --resign: every raw finding of a store gets its signature again from its recorded
-// runs under today's rules (oracles/Signature), so that an old campaign's bugs split (or merge) as a
+// runs under today's rules (oracles/judge/Signature), so that an old campaign's bugs split (or merge) as a
 // new one's would: two C++ codegen bugs once filed under one "C++ compile error" become two.
 #include <map>
 #include <set>

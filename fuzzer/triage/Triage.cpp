@@ -10,11 +10,11 @@
 #include <fmt/format.h>
 
 #include "generators/PythonEmitter.h"
-#include "oracles/AtomicFile.h"
-#include "oracles/Deduper.h"
-#include "oracles/IndexWriter.h"
-#include "oracles/ReportWriter.h"
-#include "oracles/ReproWriter.h"
+#include "oracles/infra/AtomicFile.h"
+#include "oracles/reporter/Deduper.h"
+#include "oracles/reporter/IndexWriter.h"
+#include "oracles/reporter/ReportWriter.h"
+#include "oracles/reporter/ReproWriter.h"
 
 namespace tcfuzz {
 

@@ -2,7 +2,7 @@
 // Triage (DESIGN.md, "Triage"): per exact signature of a campaign, its smallest witness goes through
 // the pipeline of TriageSteps (replay, minimize, repro, ablate, bisect, title, verify); the outcome
 // is one row of findings.sqlite's triage table. Then every finding is grouped into bugs
-// (oracles/Deduper) and each bug is written as crashes/<id>/ with the campaign's index.
+// (oracles/reporter/Deduper) and each bug is written as crashes/<id>/ with the campaign's index.
 // Idempotent and resumable: a signature with a triage row is not triaged again, and reports are
 // rewritten from the store alone.
 #include <atomic>
@@ -17,8 +17,8 @@
 #include "fuzzer/triage/TriagedCase.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "generators/OpCatalog.h"
-#include "oracles/BugReport.h"
-#include "oracles/Minimizer.h"
+#include "oracles/reporter/BugReport.h"
+#include "oracles/reporter/Minimizer.h"
 
 namespace tcfuzz {
 

@@ -9,10 +9,10 @@
 #include <fmt/ranges.h>
 
 #include "fuzzer/triage/StructuredTrace.h"
-#include "oracles/Ablation.h"
-#include "oracles/ReproWriter.h"
-#include "oracles/ShortReproWriter.h"
-#include "oracles/Comparator.h"
+#include "oracles/reporter/Ablation.h"
+#include "oracles/reporter/ReproWriter.h"
+#include "oracles/reporter/ShortReproWriter.h"
+#include "oracles/judge/Comparator.h"
 
 namespace tcfuzz {
 

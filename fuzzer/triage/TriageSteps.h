@@ -1,9 +1,9 @@
 #pragma once
 // The triage pipeline as named steps run in order over one case (DESIGN.md, "Triage"):
 //   replay    test the start case again; a start that no longer shows a finding is "unreproducible"
-//   minimize  delta debugging (oracles/Minimizer); reduced to a known bug's ops, the case is a "duplicate"
+//   minimize  delta debugging (oracles/reporter/Minimizer); reduced to a known bug's ops, the case is a "duplicate"
 //   repro     the minimized case's signature and its ReproCase (program, config, observed runs)
-//   ablate    rerun under each backend and without each option (oracles/Ablation): the component at fault
+//   ablate    rerun under each backend and without each option (oracles/reporter/Ablation): the component at fault
 //   bisect    torch._inductor.compiler_bisector narrows an Inductor bug to a subsystem
 //   title     severity and a GitHub-issue title
 //   verify    repro.py run as plain python in a fresh sandboxed process
@@ -21,9 +21,9 @@
 #include "fuzzer/worker/ProgramTester.h"
 #include "generators/OpCatalog.h"
 #include "fuzzer/triage/UpstreamSearch.h"
-#include "oracles/KnownUpstream.h"
-#include "oracles/Minimizer.h"
-#include "oracles/SecretRedactor.h"
+#include "oracles/reporter/KnownUpstream.h"
+#include "oracles/reporter/Minimizer.h"
+#include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {
 

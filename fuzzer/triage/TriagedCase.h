@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "oracles/BugReport.h"
-#include "oracles/Minimizer.h"
+#include "oracles/reporter/BugReport.h"
+#include "oracles/reporter/Minimizer.h"
 
 namespace tcfuzz {
 

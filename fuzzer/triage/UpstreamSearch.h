@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "oracles/BugReport.h"
+#include "oracles/reporter/BugReport.h"
 
 namespace tcfuzz {
 

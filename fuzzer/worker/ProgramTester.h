@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/worker/WorkerPool.h"
-#include "oracles/Comparator.h"
-#include "oracles/Conditioning.h"
-#include "oracles/Verdict.h"
+#include "oracles/judge/Comparator.h"
+#include "oracles/judge/Conditioning.h"
+#include "oracles/judge/Verdict.h"
 
 namespace tcfuzz {
 
@@ -43,7 +43,7 @@ struct TestSettings {
   /// ProgramTestResult::confirmation).
   bool confirmFindings = false;
   /// A wrong result (oracles::isWrongResult) is checked for ill-conditioning before it counts: eager runs
-  /// this many times more on inputs moved by up to conditioningUlps ulps (oracles/Conditioning.h). 0: off.
+  /// this many times more on inputs moved by up to conditioningUlps ulps (oracles/judge/Conditioning.h). 0: off.
   int conditioningRuns = 3;
   int conditioningUlps = 4;
 };

@@ -10,9 +10,9 @@
 #include <variant>
 #include <vector>
 
-#include "oracles/CompileConfig.h"
-#include "oracles/RunResult.h"
-#include "oracles/TorchInfo.h"
+#include "oracles/judge/CompileConfig.h"
+#include "oracles/judge/RunResult.h"
+#include "oracles/infra/TorchInfo.h"
 
 namespace tcfuzz {
 

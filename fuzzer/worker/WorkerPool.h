@@ -17,7 +17,7 @@
 
 #include "fuzzer/worker/Protocol.h"
 #include "fuzzer/worker/Sandbox.h"
-#include "oracles/SecretRedactor.h"
+#include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {
 

@@ -15,7 +15,7 @@ class JobError(Exception):
     """The job message itself is malformed: a tcfuzz bug, not the program's."""
 
 
-# The keys of the oracle's tolerance table (ComparatorOptions::toleranceTable in oracles/Comparator.h).
+# The keys of the oracle's tolerance table (ComparatorOptions::toleranceTable in oracles/judge/Comparator.h).
 TOLERANCE_TABLE_KEYS = ("float32", "float64", "float16", "bfloat16", "unarbitrated_factor")
 
 
@@ -35,7 +35,7 @@ def bisect_tolerances(spec):
 
 
 def leaves_agree(eager, compiled, fp64, leaves, tolerances):
-    """The numeric check of a bisect job, as the oracle makes it (oracles/Comparator.cpp): per leaf
+    """The numeric check of a bisect job, as the oracle makes it (oracles/judge/Comparator.cpp): per leaf
     (all floating ones when `leaves` is empty), torch._dynamo.utils.same(eager, compiled, fp64) on
     the elements where eager is finite, after NaN/Inf placement, dtype and shape checks. Without an
     fp64 reference, allclose at the dtype's tolerance times the table's "unarbitrated_factor".

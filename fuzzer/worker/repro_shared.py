@@ -1,5 +1,5 @@
 """The worker child's half of the shared block: seeding, fp64 widening, layout-keeping input copies,
-the resized call's inputs and the tensor file. repro.py must stand alone, so oracles/repro_driver.py keeps
+the resized call's inputs and the tensor file. repro.py must stand alone, so oracles/reporter/repro_driver.py keeps
 a textually identical copy of the block below (tests/test_ReproWriter.cpp compares them).
 
 Imported by child.py before the zygote forks: nothing here runs a torch op at import time.
@@ -12,7 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 
 
-# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: oracles/reporter/repro_driver.py)
 # repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
 # stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
 def seed_everything(seed):
@@ -200,7 +200,7 @@ def call_in_fp64(fn, args):
         finally:
             torch.set_default_dtype(default_dtype)
 # The tensor file: how outputs cross from any worker torch to the LibTorch tcfuzz links (read by
-# oracles/OutputLoader.cpp). The safetensors layout: an 8-byte little-endian header length N, N bytes
+# oracles/judge/OutputLoader.cpp). The safetensors layout: an 8-byte little-endian header length N, N bytes
 # of JSON {"__metadata__": {...}, "0": {"dtype", "shape", "data_offsets"}, "1": ...}, then the raw
 # C-contiguous little-endian bytes. No torch.save and no numpy, so every torch from 2.4 on writes it.
 TENSOR_FILE_DTYPES = {name: code for name, code in [
@@ -233,4 +233,4 @@ def write_tensor_file(path, tensors):
         f.write(text)
         for chunk in chunks:
             f.write(chunk)
-# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/repro_driver.py)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/reporter/repro_driver.py)

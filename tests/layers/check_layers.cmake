@@ -5,7 +5,9 @@
 # Each layer is "library|a light header of that layer" (standard and nlohmann includes only).
 set(LAYERS
   "tcfuzz_generators|generators/Rng.h"
-  "tcfuzz_oracles|oracles/RunResult.h"
+  "tcfuzz_infra|oracles/infra/AtomicFile.h"
+  "tcfuzz_judge|oracles/judge/RunResult.h"
+  "tcfuzz_reporter|oracles/reporter/MarkdownText.h"
   "tcfuzz_worker|fuzzer/worker/Sandbox.h"
   "tcfuzz_llm|fuzzer/llm/LlmClient.h"
   "tcfuzz_campaign|fuzzer/campaign/StatusView.h"

@@ -11,7 +11,7 @@
 #include "fuzzer/cli/Options.h"
 #include "fuzzer/triage/ReleaseMatrix.h"
 #include "generators/OpCatalog.h"
-#include "oracles/SecretRedactor.h"
+#include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {
 

@@ -17,7 +17,7 @@
 #include "generators/Mutator.h"
 #include "generators/ProgramFigures.h"
 #include "generators/PythonEmitter.h"
-#include "oracles/OutputLoader.h"
+#include "oracles/judge/OutputLoader.h"
 
 namespace tcfuzz {
 namespace {

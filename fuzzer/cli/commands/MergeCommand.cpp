@@ -12,7 +12,7 @@
 #include "fuzzer/triage/NightSummary.h"
 #include "fuzzer/triage/Triage.h"
 #include "fuzzer/worker/SourceTree.h"
-#include "oracles/AtomicFile.h"
+#include "oracles/infra/AtomicFile.h"
 
 namespace tcfuzz {
 

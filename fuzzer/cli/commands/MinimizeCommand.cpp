@@ -10,8 +10,8 @@
 #include "fuzzer/campaign/FindingStore.h"
 #include "fuzzer/triage/Triage.h"
 #include "generators/PythonEmitter.h"
-#include "oracles/ReportWriter.h"
-#include "oracles/ReproWriter.h"
+#include "oracles/reporter/ReportWriter.h"
+#include "oracles/reporter/ReproWriter.h"
 
 namespace tcfuzz {
 

@@ -15,9 +15,9 @@
 #include "fuzzer/worker/WorkerPool.h"
 #include "generators/Graph.h"
 #include "generators/PythonEmitter.h"
-#include "oracles/AtomicFile.h"
-#include "oracles/CompileConfig.h"
-#include "oracles/Signature.h"
+#include "oracles/infra/AtomicFile.h"
+#include "oracles/judge/CompileConfig.h"
+#include "oracles/judge/Signature.h"
 
 namespace tcfuzz {
 

@@ -1,0 +1,89 @@
+#include "oracles/judge/CompileConfig.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace tcfuzz::oracles {
+
+bool CompileConfig::defaultMode() const { return mode.empty() || mode == kDefaultModeName; }
+
+void CompileConfig::setMode(const std::string& name) { mode = name == kDefaultModeName ? "" : name; }
+
+nlohmann::json CompileConfig::nonDefault() const {
+  const CompileConfig defaults;
+  nlohmann::json j = nlohmann::json::object();
+  if (backend != defaults.backend) j["backend"] = backend;
+  if (!defaultMode()) j["mode"] = mode;
+  if (dynamic) j["dynamic"] = *dynamic;
+  if (fullgraph != defaults.fullgraph) j["fullgraph"] = fullgraph;
+  if (!inductorConfig.empty()) j["inductor_config"] = inductorConfig;
+  return j;
+}
+
+std::string CompileConfig::describe(OptionText strings) const {
+  std::string text = "backend=" + backend;
+  if (!defaultMode()) text += " mode=" + mode;
+  if (dynamic) text += fmt::format(" dynamic={}", *dynamic);
+  if (fullgraph) text += " fullgraph=true";
+  for (auto& [k, v] : inductorConfig.items())
+    text += fmt::format(" {}={}", k, strings == OptionText::Bare && v.is_string() ? v.get<std::string>() : v.dump());
+  return text;
+}
+
+nlohmann::json CompileConfig::toJson() const {
+  nlohmann::json j{{"backend", backend}, {"fullgraph", fullgraph}, {"inductor_config", inductorConfig}};
+  j["mode"] = defaultMode() ? nlohmann::json() : nlohmann::json(mode);
+  j["dynamic"] = dynamic ? nlohmann::json(*dynamic) : nlohmann::json();
+  return j;
+}
+
+CompileConfig CompileConfig::fromJson(const nlohmann::json& j) {
+  CompileConfig c;
+  if (!j.is_object()) return c;
+  auto given = [&](const char* key) -> const nlohmann::json* {
+    auto it = j.find(key);
+    return it == j.end() || it->is_null() ? nullptr : &*it;
+  };
+  if (const nlohmann::json* backend = given("backend")) {
+    if (!backend->is_string())
+      throw std::invalid_argument(fmt::format("compile config: 'backend' must be a string, not {}", backend->dump()));
+    c.backend = backend->get<std::string>();
+  }
+  if (const nlohmann::json* mode = given("mode"); mode && mode->is_string()) c.setMode(mode->get<std::string>());
+  if (const nlohmann::json* dynamic = given("dynamic"); dynamic && dynamic->is_boolean()) c.dynamic = dynamic->get<bool>();
+  if (const nlohmann::json* fullgraph = given("fullgraph")) {
+    if (!fullgraph->is_boolean())
+      throw std::invalid_argument(
+          fmt::format("compile config: 'fullgraph' must be true or false, not {}", fullgraph->dump()));
+    c.fullgraph = fullgraph->get<bool>();
+  }
+  if (const nlohmann::json* options = given("inductor_config"); options && options->is_object())
+    c.inductorConfig = *options;
+  return c;
+}
+
+void CompileConfig::addInductorOverride(const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw std::invalid_argument(fmt::format("Inductor override '{}' is not name=value", assignment));
+  std::string name = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  nlohmann::json parsed = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  inductorConfig[name] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
+}
+
+FindingCompile findingCompile(const nlohmann::json& findingConfig) {
+  FindingCompile f;
+  if (!findingConfig.is_object()) return f;
+  f.config = CompileConfig::fromJson(findingConfig);
+  f.backward = findingConfig.value("backward", false);
+  return f;
+}
+
+nlohmann::json findingConfig(const CompileConfig& config, bool backward) {
+  nlohmann::json j = config.nonDefault();
+  if (backward) j["backward"] = true;
+  return j;
+}
+
+}  // namespace tcfuzz::oracles

@@ -1,0 +1,52 @@
+#pragma once
+// Ablation (DESIGN.md, "Triage"): the minimized case rerun under variants of its configuration to
+// name the component at fault. The backends, from the least compiler to the most, each add one
+// component: eager (Dynamo alone), aot_eager (+ AOTAutograd), aot_eager_decomp_partition (+ its
+// decompositions and partitioner), inductor (+ Inductor). The least of them that reproduces is
+// blamed; dropping each non-default compile option in turn says which options the bug needs. This
+// module chooses the variants and reads their rows; the caller runs them.
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oracles/reporter/BugReport.h"
+#include "oracles/reporter/Minimizer.h"
+
+namespace tcfuzz::oracles {
+
+/// The backends every ablation runs, in the order components are blamed in.
+inline constexpr std::array<std::string_view, 4> kStandardBackends = {"eager", "aot_eager", "aot_eager_decomp_partition",
+                                                                      kInductorBackend};
+/// The row of a CUDA bug's case run once more on the CPU under its own configuration: whether the bug
+/// is CUDA's alone (the caller adds it; ablationVariants does not, it knows no device).
+inline constexpr std::string_view kCpuVariant = "device=cpu";
+
+/// Whether `backend` is one of kStandardBackends.
+bool isStandardBackend(const std::string& backend);
+
+/// One configuration the minimized case is rerun under.
+struct AblationVariant {
+  std::string name;  ///< the ablation row's variant: "backend=eager", "without cpp_wrapper", ...
+  MinimizeCase rerun;  ///< the case under that configuration
+};
+
+/// Every standard backend (mode and Inductor options dropped under the non-Inductor ones), the case's
+/// own backend when it is not standard, then the case without each of its non-default options
+/// (configOptionNames order).
+std::vector<AblationVariant> ablationVariants(const MinimizeCase& c);
+
+/// The row of `variant` given its test's verdict name, whether it shows the bug, and one line of evidence.
+AblationRow ablationRow(const AblationVariant& variant, const std::string& verdict, bool reproduces,
+                        const std::string& summary);
+
+/// The component the rows of ablationVariants blame for a case compiled with `backend`: "dynamo",
+/// "aot_autograd", "aot_autograd (decompositions or partitioner)", "inductor", "backend X" or
+/// "unknown (no backend variant reproduces)", then " (needs a, b)" naming the options without which
+/// the bug is gone, then " (CUDA only)" or " (on CPU too)" when a kCpuVariant row says.
+std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend);
+
+/// The component a bug found under `backend` is put on when no ablation ran.
+std::string componentOfBackend(const std::string& backend);
+
+}  // namespace tcfuzz::oracles

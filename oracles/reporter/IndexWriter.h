@@ -1,0 +1,26 @@
+#pragma once
+// The campaign's index of unique bugs (index.md, index.html): one row per report folder
+// crashes/<id>/ that ReportWriter wrote.
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oracles/reporter/BugReport.h"
+#include "oracles/infra/SecretRedactor.h"
+
+namespace tcfuzz::oracles {
+
+/// index.md and index.html (static, self-contained, no scripts fetched from anywhere) in `root`:
+/// one row per bug, new bugs before those known upstream, then by severity rank (crash, hang,
+/// wrong-result, accepts-invalid, low), then hits; each links to crashes/<id>/report.md and shows the
+/// upstream state, the torch version, and the short repro's length. `campaignStats` (fuzzer_stats keys) heads the page,
+/// followed by the figure of `tcfuzz plot` when root/plots/campaign.svg (or .png) exists. Both files are masked with
+/// `secrets`.
+void writeIndex(const std::vector<BugReport>& bugs, const std::vector<std::pair<std::string, std::string>>& campaignStats,
+                const std::filesystem::path& root, const SecretRedactor& secrets);
+
+/// Sort rank of a severity: crash 0, hang 1, wrong-result 2, accepts-invalid 3, anything else 4.
+int severityRank(const std::string& severity);
+
+}  // namespace tcfuzz::oracles
