@@ -1,5 +1,5 @@
 #pragma once
-// Optimization-triggering idioms (issue 17): short op sequences the compiler has patterns and fusion
+// Optimization-triggering idioms: short op sequences the compiler has patterns and fusion
 // heuristics for (attention written out and as SDPA, matmul chains with transpose, norm then
 // activation, a reduction after pointwise ops, cat feeding indexing). The generator grows one as a unit
 // on an existing value; which idioms and how often are policy data (GenPolicy::idiomWeights).

@@ -1,5 +1,5 @@
 #pragma once
-// Input layouts and boundary values (issue 17): a program input can reach forward transposed, strided
+// Input layouts and boundary values: a program input can reach forward transposed, strided
 // (sliced with a step, or at a storage offset), expanded (a stride 0) or channels-last, with the same
 // logical shape and the values of its distribution; and a floating input can hold boundary values
 // (-0.0, denormals, the smallest normal, +-max, +-inf and NaN, exact ties). make_inputs draws the

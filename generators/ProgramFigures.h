@@ -1,5 +1,5 @@
 #pragma once
-// The program-shape figures of issue 17, summed over generated programs: dead nodes, views, in-place
+// The program-shape figures, summed over generated programs: dead nodes, views, in-place
 // ops (on views too), non-contiguous inputs, mutated buffers, depth and fan-out. `tcfuzz gen --json`
 // and scripts/bench print them.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Strides of tensor values (issue 17): the geometry torch reports for a tensor (strides and storage
+// Strides of tensor values: the geometry torch reports for a tensor (strides and storage
 // offset, in elements) and the stride algebra the view ops' rules (generators/ops/ViewStrides.cpp)
 // are written in. Cross-checked against ATen in tests/test_Strides.cpp.
 #include <cstdint>

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -70,16 +71,6 @@ std::vector<std::string> plantedNumeric() {
   return {"--backend", "tcfuzz_planted_numeric", "--plugin", sourcePath("tests/fixtures/planted_backends.py").string()};
 }
 
-TEST(FuzzCommand, ParsesDurations) {
-  EXPECT_EQ(parseDuration("0"), 0);
-  EXPECT_EQ(parseDuration("600"), 600);
-  EXPECT_EQ(parseDuration("90s"), 90);
-  EXPECT_EQ(parseDuration("10m"), 600);
-  EXPECT_EQ(parseDuration("2h"), 7200);
-  EXPECT_THROW(parseDuration("ten minutes"), std::invalid_argument);
-  EXPECT_THROW(parseDuration("5d"), std::invalid_argument);
-}
-
 TEST(FuzzCommand, UsageErrorsExitTwo) {
   TempDir dir("tcfuzz-campaign-usage");
   EXPECT_EQ(runFuzz({"fuzz", "--no-such-flag"}).exitCode, 2);
@@ -121,7 +112,7 @@ TEST(Campaign, JudgesItsSeedCorpusFirstInNameOrder) {
   EXPECT_NE(empty.output.find("holds no IR program"), std::string::npos) << empty.output;
 }
 
-// The checks of issue 4 in one campaign: a planted numeric bug chosen by flag is found, recorded in
+// A campaign end to end: a planted numeric bug chosen by flag is found, recorded in
 // findings.sqlite before anything else, reported under crashes/, and the AFL-style files exist.
 TEST(Campaign, FindsAPlantedNumericBugAndWritesTheOutputDirectory) {
   TempDir dir("tcfuzz-campaign");
@@ -197,16 +188,41 @@ TEST(Campaign, ProgramsRunInWarmChildrenAndRecordTheirCompilePhases) {
   EXPECT_GE(warm, compiled - 2);  // two zygotes: at most one cold first job each
 }
 
-// Honest provenance (issue 21): every queue entry's header says where it came from, and its replay line,
+// One eager campaign (seed 9, 40 programs, no triage) that several tests read, run once by
+// SetUpTestSuite: ctest runs this suite as one test in one process (CMakeLists.txt, +suite). A test
+// that changes a campaign works on its own copy of it.
+class EagerCampaign : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::make_unique<TempDir>("tcfuzz-eager-campaign");
+    run_ = std::make_unique<Finished>(runFuzz(fuzzArgs(
+        {"-o", campaign().string(), "--seed", "9", "--max-programs", "40", "--backend", "eager", "--no-triage"})));
+  }
+  static void TearDownTestSuite() {
+    run_.reset();
+    dir_.reset();
+  }
+  void SetUp() override { ASSERT_EQ(run_->exitCode, 0) << run_->output; }
+  /// The shared campaign's output directory (read it, never change it).
+  static fs::path campaign() { return dir_->path() / "out"; }
+  /// A copy of the shared campaign's output directory at `to`, for a test that changes it.
+  static fs::path copyOfCampaign(const fs::path& to) {
+    fs::copy(campaign(), to, fs::copy_options::recursive);
+    return to;
+  }
+
+ private:
+  static inline std::unique_ptr<TempDir> dir_;
+  static inline std::unique_ptr<Finished> run_;
+};
+
+// Honest provenance: every queue entry's header says where it came from, and its replay line,
 // run in the campaign's output directory, makes the same program (the header's graph hash) again: grammar
 // programs through gen --seed/--start/--nodes, mutants through gen --mutate of their parent queue entry.
 // fuzzer_stats counts each origin's programs, their size, dead nodes and cost.
-TEST(Campaign, EveryQueueEntrysHeaderReplaysItsProgram) {
+TEST_F(EagerCampaign, EveryQueueEntrysHeaderReplaysItsProgram) {
   TempDir dir("tcfuzz-provenance");
-  fs::path out = dir.path() / "out";
-  auto run = runFuzz(fuzzArgs({"-o", out.string(), "--seed", "9", "--max-programs", "40", "--backend", "eager",
-                               "--no-triage"}));
-  ASSERT_EQ(run.exitCode, 0) << run.output;
+  const fs::path out = campaign();
   std::regex hashLine(R"(^# Graph ([0-9a-f]{16}); replay[^:]*: tcfuzz (gen .*)$)");
   std::map<std::string, int> replayed;
   int n = 0;
@@ -251,7 +267,7 @@ TEST(Campaign, EveryQueueEntrysHeaderReplaysItsProgram) {
   EXPECT_EQ(kv["llm_cpu_share"], "0.000");
 }
 
-// Issue 16, 5b: a program Dynamo compiled nothing of is counted, but it is no coverage, never a seed, and its
+// A program Dynamo compiled nothing of is counted, but it is no coverage, never a seed, and its
 // arms are charged its cost with no yield, so the bandit learns to avoid what causes it.
 TEST(Campaign, NothingCompiledProgramsAddNoCoverageNoSeedAndNoYield) {
   TempDir dir("tcfuzz-campaign");
@@ -318,14 +334,13 @@ TEST(Campaign, ResumeAfterKillNineLosesNoFinding) {
 }
 
 // A hand-edited queue file and a corrupt fuzzer_stats are reported, moved aside and skipped.
-TEST(Campaign, CorruptQueueAndStatsFilesAreQuarantined) {
+TEST_F(EagerCampaign, CorruptQueueAndStatsFilesAreQuarantined) {
   TempDir dir("tcfuzz-campaign-corrupt");
-  fs::path out = dir.path() / "out";
-  auto first = runFuzz(fuzzArgs({"-o", out.string(), "--seed", "3", "--max-programs", "2", "--backend", "eager"}));
-  ASSERT_EQ(first.exitCode, 0) << first.output;
+  fs::path out = copyOfCampaign(dir.path() / "out");
+  const int done = std::stoi(stats(out)["programs_done"]);
   fs::path bad = out / "queue" / "id:999999,src:gen,op:grammar.json";
   std::ofstream(bad) << "{\"format\": \"tcfuzz-graph\", \"version\": 1, \"nodes\": [";
-  std::ofstream(out / "fuzzer_stats") << "programs_done : 2\nthis line is garbage\n";
+  std::ofstream(out / "fuzzer_stats") << "programs_done : " << done << "\nthis line is garbage\n";
   auto resumed = runFuzz(fuzzArgs({"--resume", out.string(), "--max-programs", "1"}));
   ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("id:999999,src:gen,op:grammar.json is not a valid program"), std::string::npos)
@@ -338,7 +353,7 @@ TEST(Campaign, CorruptQueueAndStatsFilesAreQuarantined) {
     quarantined += name.starts_with("id:999999") || name.starts_with("fuzzer_stats");
   }
   EXPECT_EQ(quarantined, 2);
-  EXPECT_EQ(stats(out)["programs_done"], "3");
+  EXPECT_EQ(stats(out)["programs_done"], std::to_string(done + 1));
 }
 
 // SIGINT stops the campaign gracefully: exit 0, final stats written, the resume hint printed.

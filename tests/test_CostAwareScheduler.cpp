@@ -61,7 +61,7 @@ uint64_t drawFingerprint(Draw draw, std::string* firstDraw) {
   return h;
 }
 
-// Changes when the default matrix does: last with issue 18's CUDA templates (triton_gemm,
+// Changes when the default matrix does: last with the CUDA templates (triton_gemm,
 // no_persistent_reductions, multi_kernel, autotune_pointwise), which only the cuda:0 draws see.
 constexpr uint64_t kFixedShareFingerprint = 0xa0d80af4e8c5f3ddULL;
 const char* kFixedShareFirstDraw =

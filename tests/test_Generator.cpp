@@ -1,5 +1,6 @@
-// Generation and repair: replay from (seed, index), validity by construction, Z3 repair of
-// integer constraints, operand coercion, value-domain clamps, and foreign (hostile) graphs.
+// Generation: replay from (seed, index), validity by construction, policy weights, programs grown around an
+// LLM core, complex dtypes and idioms. Repair of foreign graphs: test_GraphRepair.cpp; the emitted Python:
+// test_PythonEmitter.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,7 +47,7 @@ TEST_F(GeneratorTest, NodeRangeReplacesThePolicyRange) {
   EXPECT_GE(large, 40u * 20);
 }
 
-// LLM seeds, grammar grows (issue 21): a trivial proposal (sigmoid of one input, an unused relu of
+// LLM seeds, grammar grows: a trivial proposal (sigmoid of one input, an unused relu of
 // another: what SmolLM2 writes) becomes the core of a program of the policy's size, valid, with no
 // dead node, its nodes marked, its input layout kept, deterministic in (seed, core, index, nodes).
 TEST_F(GeneratorTest, GrowBuildsAProgramAroundAnLlmCore) {
@@ -146,132 +147,6 @@ TEST_F(GeneratorTest, PolicyJsonIsStrict) {
   EXPECT_THROW(Generator(catalog, GenPolicy::fromJson(json{{"op_weights", {{"no_such_op", 1}}}}), 0), std::invalid_argument);
 }
 
-/// A foreign graph: one input of `shape`, then `nodes` given as (op, inputs, attrs).
-Graph foreignGraph(std::vector<int64_t> shape, std::vector<std::tuple<std::string, std::vector<int>, json>> nodes,
-                   DType dtype = DType::Float32) {
-  Graph g;
-  int x = g.addValue({shape, dtype});
-  g.inputs.push_back({x, "x0", {"uniform", -2, 2, 0.5}});
-  for (auto& [op, ins, attrs] : nodes) {
-    int out = g.addValue({{1}, DType::Float32});  // declared types are recomputed by repair
-    g.nodes.push_back({op, ins, {out}, attrs});
-  }
-  g.outputs = {static_cast<int>(g.values.size()) - 1};
-  return g;
-}
-
-class RepairTest : public GeneratorTest {
- protected:
-  Rng rng{11};
-  IntSolver solver{11};
-  ShapeCaps caps;
-  GraphRepairer repairer{catalog, caps, rng, solver};
-};
-
-TEST_F(RepairTest, Z3SolvesIntegerAttributesInPlace) {
-  // narrow(start=5, length=4) on a dim of 6 violates start + length <= 6.
-  Graph bad = foreignGraph({3, 6}, {{"narrow", {0}, {{"dim", 1}, {"start", 5}, {"length", 4}}}});
-  std::vector<std::string> dropped;
-  Graph fixed = repairer.repair(bad, &dropped);
-  ASSERT_TRUE(dropped.empty()) << dropped[0];
-  ASSERT_EQ(fixed.nodes.size(), 1u);
-  const json& a = fixed.nodes[0].attrs;
-  EXPECT_EQ(a["dim"], 1);
-  EXPECT_LE(a["start"].get<int>() + a["length"].get<int>(), 6);
-  // The solver keeps what it can: one of start/length survives unchanged.
-  EXPECT_TRUE(a["start"] == 5 || a["length"] == 4) << a.dump();
-  EXPECT_EQ(repairer.stats().solved, 1);
-  EXPECT_EQ(solver.calls(), 1);
-  EXPECT_EQ(firstInvalidNode(catalog, fixed), "");
-}
-
-TEST_F(RepairTest, MismatchedOperandIsCoerced) {
-  // add([3, 4], [5, 7]) cannot broadcast: the second operand is sliced and expanded to fit.
-  Graph bad;
-  int x = bad.addValue({{3, 4}, DType::Float32});
-  bad.inputs.push_back({x, "x0", {"uniform", -2, 2, 0.5}});
-  int y = bad.addValue({{5, 7}, DType::Float32});
-  bad.inputs.push_back({y, "x1", {"uniform", -2, 2, 0.5}});
-  int s = bad.addValue({{5, 7}, DType::Float32});
-  bad.nodes.push_back({"sin", {y}, {s}, json::object()});  // y is read elsewhere: no resize
-  int out = bad.addValue({{3, 4}, DType::Float32});
-  bad.nodes.push_back({"add", {x, s}, {out}, {{"alpha", 1}}});
-  bad.outputs = {out};
-  std::vector<std::string> dropped;
-  Graph fixed = repairer.repair(bad, &dropped);
-  ASSERT_TRUE(dropped.empty()) << dropped[0];
-  EXPECT_EQ(fixed.nodes.back().op, "add");
-  EXPECT_GE(repairer.stats().coercions, 1);
-  EXPECT_EQ(fixed.typeOf(fixed.outputs[0]).shape, (std::vector<int64_t>{3, 4}));
-  EXPECT_EQ(firstInvalidNode(catalog, fixed), "");
-}
-
-TEST_F(RepairTest, ValueDomainsAreRespected) {
-  // log of an intermediate that can be negative: a clamp is inserted before it.
-  Graph bad = foreignGraph({4}, {{"sin", {0}, json::object()}, {"log", {1}, json::object()}});
-  Graph fixed = repairer.repair(bad);
-  ASSERT_EQ(fixed.nodes.size(), 3u);
-  EXPECT_EQ(fixed.nodes[1].op, "clamp");
-  EXPECT_GT(fixed.nodes[1].attrs["min"].get<double>(), 0);
-  EXPECT_EQ(fixed.nodes[2].op, "log");
-  // log of a program input read nowhere else: its distribution moves into the domain instead.
-  Graph direct = foreignGraph({4}, {{"log", {0}, json::object()}});
-  Graph fixedDirect = repairer.repair(direct);
-  ASSERT_EQ(fixedDirect.nodes.size(), 1u);
-  EXPECT_GT(fixedDirect.inputs[0].dist.low, 0);
-}
-
-TEST_F(RepairTest, WrongDtypeIsCast) {
-  Graph bad = foreignGraph({4}, {{"bitwise_not", {0}, json::object()}});  // float input
-  Graph fixed = repairer.repair(bad);
-  ASSERT_EQ(fixed.nodes.back().op, "bitwise_not");
-  EXPECT_FALSE(isFloat(fixed.typeOf(fixed.nodes.back().inputs[0]).dtype));
-}
-
-TEST_F(RepairTest, HopelessNodesAreDroppedWithTheirDependents) {
-  Graph bad = foreignGraph({4}, {{"no_such_op", {0}, json::object()},
-                                 {"sin", {1}, json::object()},
-                                 {"cos", {0}, json::object()}});
-  std::vector<std::string> dropped;
-  Graph fixed = repairer.repair(bad, &dropped);
-  ASSERT_EQ(dropped.size(), 2u);
-  EXPECT_EQ(dropped[0], "node 0 (no_such_op): unknown op 'no_such_op'");
-  EXPECT_EQ(dropped[1], "node 1 (sin): reads a dropped value");
-  ASSERT_EQ(fixed.nodes.size(), 1u);
-  EXPECT_EQ(fixed.nodes[0].op, "cos");
-  EXPECT_EQ(fixed.outputs.size(), 1u);
-  EXPECT_EQ(repairer.stats().rejectedByOp.at("no_such_op"), 1);
-}
-
-TEST_F(RepairTest, BadAttributesAreRedrawn) {
-  Graph bad = foreignGraph({2, 5}, {{"softmax", {0}, {{"dim", "rows"}, {"bogus", 1}}}});
-  Graph fixed = repairer.repair(bad);
-  ASSERT_EQ(fixed.nodes.size(), 1u);
-  EXPECT_TRUE(fixed.nodes[0].attrs["dim"].is_number_integer());
-  EXPECT_FALSE(fixed.nodes[0].attrs.contains("bogus"));
-  EXPECT_EQ(repairer.stats().resampled, 1);
-}
-
-TEST_F(GeneratorTest, EmittedProgramFollowsTheContract) {
-  Generator gen(catalog, GenPolicy{}, 3);
-  PythonEmitter emitter(catalog);
-  for (uint64_t i = 0; i < 100; ++i) {
-    Graph g = gen.generate(i);
-    std::vector<int> lines;
-    std::string py = emitter.emit(g, &lines);
-    EXPECT_NE(py.find("class Model(nn.Module):"), std::string::npos);
-    EXPECT_NE(py.find("def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)"), std::string::npos);
-    ASSERT_EQ(lines.size(), g.nodes.size());
-    // Each node's line carries its output shape comment.
-    std::vector<std::string> text;
-    std::istringstream in(py);
-    for (std::string l; std::getline(in, l);) text.push_back(l);
-    for (size_t k = 0; k < g.nodes.size(); ++k)
-      EXPECT_NE(text.at(lines[k] - 1).find("# " + g.typeOf(g.nodes[k].outputs[0]).str()), std::string::npos)
-          << text.at(lines[k] - 1);
-  }
-}
-
 // Complex dtypes: torch's promotion, generated programs whose complex values come from inputs and
 // from real values, flow through the complex family and the shape family's views, and never reach an
 // op that takes only real values (such an op's dtypes hold no complex dtype; the cast op casts
@@ -318,17 +193,6 @@ TEST_F(GeneratorTest, ComplexValuesFlowThroughTheOpsThatTakeThem) {
   EXPECT_GE(withComplex, 30);
   EXPECT_GE(complexInputs, 10);
   EXPECT_GE(complexThroughShape, 5);
-}
-
-TEST(PythonLiteral, RendersEachAttributeKind) {
-  EXPECT_EQ(pythonLiteral(json("float16"), AttrKind::DType), "torch.float16");
-  EXPECT_EQ(pythonLiteral(json("reflect"), AttrKind::Choice), "'reflect'");
-  EXPECT_EQ(pythonLiteral(json::array({1, 2}), AttrKind::IntList), "[1, 2]");
-  EXPECT_EQ(pythonLiteral(json(2.0), AttrKind::Float), "2.0");
-  EXPECT_EQ(pythonLiteral(json(2), AttrKind::Float), "2");  // an integer bound keeps int dtypes
-  EXPECT_EQ(pythonLiteral(json(0.25), AttrKind::Float), "0.25");
-  EXPECT_EQ(pythonLiteral(json(), AttrKind::Int), "None");
-  EXPECT_EQ(pythonLiteral(json(true), AttrKind::Bool), "True");
 }
 
 // Each idiom grows as a whole on a value it fits: all its steps, valid, in order.

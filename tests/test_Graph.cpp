@@ -54,7 +54,7 @@ TEST(Graph, ContentHashIgnoresOriginAndTracksContent) {
   EXPECT_EQ(a.contentHash(), Graph::fromJson(a.toJson()).contentHash());
 }
 
-// Provenance (issue 21): every kind of origin and the LLM core marks survive the JSON form; the marks
+// Provenance: every kind of origin and the LLM core marks survive the JSON form; the marks
 // and the origin stay out of the content hash; a graph without them writes no new keys.
 TEST(Graph, OriginAndCoreMarksRoundTripOutsideTheHash) {
   Graph plain = twoNodeGraph();

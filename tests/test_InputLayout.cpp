@@ -1,7 +1,7 @@
-// Input layouts (issue 17): each layout's geometry checked against LibTorch (sizes, contiguity,
+// Input layouts: each layout's geometry checked against LibTorch (sizes, contiguity,
 // storage offset), the emitted make_inputs run in the real torch, the JSON form strict, and layouts
 // that stop fitting after a shape change dropped; then the generator's program shape: no dead nodes,
-// and the shares of views, in-place ops and non-contiguous inputs the issue asks for.
+// and at least the shares of views, in-place ops and non-contiguous inputs asserted below.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -361,7 +361,7 @@ sys.exit(1 if problems else 0)
   std::filesystem::remove_all(dir);
 }
 
-// Issue 17's program shape on `tcfuzz gen --seed 5`'s programs: no dead nodes, at least 30% with a
+// The program shape of `tcfuzz gen --seed 5`'s programs: no dead nodes, at least 30% with a
 // view or an in-place op, at least 20% with a non-contiguous input, some writes through views.
 TEST(ProgramShape, GeneratedProgramsHaveNoDeadNodesAndTheAskedShares) {
   OpCatalog catalog = makeDefaultCatalog();

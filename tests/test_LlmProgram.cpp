@@ -149,7 +149,7 @@ TEST(LlmProgram, GrammarRestrictsOpsAndBoundsTheSize) {
   EXPECT_EQ(g.find("no_such_op"), std::string::npos);
   EXPECT_NE(g.find("(\",\" ws node){0,5}"), std::string::npos);
   EXPECT_NE(g.find("root ::="), std::string::npos);
-  // An input may name a layout (issue 17), in the JSON form layoutFromJson reads.
+  // An input may name a layout, in the JSON form layoutFromJson reads.
   for (const auto& kind : layoutKinds()) EXPECT_NE(g.find("\\\"" + kind + "\\\""), std::string::npos) << kind;
   EXPECT_NE(g.find("(\",\" ws \"\\\"layout\\\":\" ws layout)?"), std::string::npos) << g;
   EXPECT_THROW(proposalGrammar(catalog(), {"no_such_op"}), std::invalid_argument);

@@ -547,7 +547,7 @@ TEST(LlmProposer, StrongModelMutateRepliesRewriteQueuePrograms) {
   }
 }
 
-// Issue 21 end to end, against the fixture server: JSON prompts show the campaign's own small queue programs
+// LLM provenance end to end, against the fixture server: JSON prompts show the campaign's own small queue programs
 // as few-shot examples once it has some (the built-in example before); every LLM program is a core the
 // grammar grew (marked [LLM core], larger than the reply, no dead node); its header names model, strategy
 // and reply id, and its replay line (gen --from the stored IR) makes the same program again; fuzzer_stats

@@ -118,7 +118,7 @@ TEST_F(MinimizerTest, PassOrderIsDataAndOnlyListedPassesRun) {
   EXPECT_EQ(MinimizerPolicy::fromJson(MinimizerPolicy{}.toJson()).passes, Minimizer::passNames());
 }
 
-// A program grown around an LLM core (issue 21): remove-grown takes the grown nodes away first, and
+// A program grown around an LLM core: remove-grown takes the grown nodes away first, and
 // the core marks survive repair, so the minimized program still shows which nodes the LLM wrote.
 TEST_F(MinimizerTest, GrownNodesGoBeforeTheLlmCore) {
   gen::Graph core;

@@ -1,4 +1,4 @@
-// Cost and yield per origin of programs (issue 21): what fuzzer_stats reports and the LLM bandit's reward uses.
+// Cost and yield per origin of programs: what fuzzer_stats reports and the LLM bandit's reward uses.
 #include <gtest/gtest.h>
 
 #include <map>

@@ -478,7 +478,7 @@ TEST(ReportWriter, MissingObservedFieldsDoNotThrow) {
 }
 
 // The report names where the witness came from: for an LLM program, its strategy and target, and how
-// much of the LLM's core survived minimization (issue 21).
+// much of the LLM's core survived minimization.
 TEST(ReportWriter, ProvenanceNamesTheLlmStrategyAndTarget) {
   BugReport bug = crashBug();
   bug.provenance = "Proposed by an LLM (model SmolLM2, strategy target-json, target aliased_mutation, reply 7 in "
@@ -650,6 +650,7 @@ TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
   EXPECT_EQ(filesIn(root), (std::set<std::string>{"index.md", "index.html"}));
 
   std::string md = slurp(root / "index.md");
+  EXPECT_EQ(md.rfind("# tcfuzz findings\n\n4 unique bugs from 62 raw findings.\n\n| rank | id | title |", 0), 0u) << md;
   size_t a = md.find("[c0000000000000f2](crashes/c0000000000000f2/report.md)");
   size_t b = md.find("[c0000000000000f1](crashes/c0000000000000f1/report.md)");
   size_t c = md.find("[b0000000000000a1](crashes/b0000000000000a1/report.md)");
@@ -677,11 +678,42 @@ TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; in relu | sigmoid"), std::string::npos);
-  EXPECT_NE(html.find("<dt>execs_done</dt><dd>12000</dd>"), std::string::npos);
+  EXPECT_NE(html.find("<dt>programs judged</dt><dd>12000</dd>"), std::string::npos);
   EXPECT_NE(html.find("4 unique bugs from 62 raw findings"), std::string::npos);
+  EXPECT_LT(html.find("</table>"), html.find("<h2>Campaign</h2>"));
   EXPECT_LT(html.find("crashes/c0000000000000f2/report.md"), html.find("crashes/c0000000000000f1/report.md"));
   EXPECT_LT(html.find("crashes/b0000000000000a1/report.md"), html.find("crashes/" + wrong.id + "/report.md"));
   EXPECT_EQ(html.find("http"), std::string::npos) << "nothing is fetched from anywhere";
+  fs::remove_all(root);
+}
+
+// The bugs come first; the campaign gets a handful of lines under them, and fuzzer_stats keeps every figure.
+TEST(ReportWriter, IndexPutsTheBugsFirstAndSumsUpTheCampaignUnderThem) {
+  BugReport crash = crashBug();
+  fs::path root = freshDir("index-summary");
+  fs::create_directories(root / "plots");
+  std::ofstream(root / "fuzzer_stats") << "run_time : 3725\n";
+  std::ofstream(root / "plots" / "campaign.svg") << "<svg/>";
+  writeIndex({crash}, {{"start_time", "1714564800"}, {"run_time", "3725"}, {"torch_version", "2.11.0+cu130"},
+                       {"programs_done", "4711"}, {"findings", "3"}, {"unique_signatures", "2"}, {"arm_x", "pulls=9"}},
+             root, tcfuzz::SecretRedactor{});
+  std::string md = slurp(root / "index.md"), row = lineWith(md, "](crashes/");
+  EXPECT_EQ(md, "# tcfuzz findings\n\n1 unique bug from 17 raw findings.\n\n| rank | id | title | upstream | severity | "
+                "component | hits | first seen | last seen | torch | nodes (original) | short repro lines | verified |\n"
+                "|---:|---|---|---|---|---|---:|---|---|---|---|---:|---|\n" + row + "\n\n## Campaign\n\n"
+                "- duration: 1h 02m 05s\n- programs judged: 4711\n- findings: 3 (2 unique signatures)\n"
+                "- torch: 2.11.0+cu130\n\nEvery figure of the campaign: [fuzzer_stats](fuzzer_stats).\n\n"
+                "![the campaign over run time](plots/campaign.svg)\n");
+  std::string html = slurp(root / "index.html");
+  EXPECT_LT(html.find("crashes/" + crash.id + "/report.md"), html.find("<h2>Campaign</h2>"));
+  EXPECT_NE(html.find("<dt>duration</dt><dd>1h 02m 05s</dd>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<a href=\"fuzzer_stats\">fuzzer_stats</a>"), std::string::npos) << html;
+  EXPECT_EQ(html.find("arm_x"), std::string::npos) << html;
+  // A merged night's keys, no fuzzer_stats file, no figure, no bug: no table, no link.
+  fs::remove_all(root);
+  writeIndex({}, {{"shards", "2 (2 usable)"}, {"torch", "2.15.0+cu132"}, {"execs_done", "80"}}, root, tcfuzz::SecretRedactor{});
+  EXPECT_EQ(slurp(root / "index.md"), "# tcfuzz findings\n\n0 unique bugs from 0 raw findings.\n\n## Campaign\n\n"
+                                      "- programs judged: 80\n- torch: 2.15.0+cu132\n- shards: 2 (2 usable)\n");
   fs::remove_all(root);
 }
 

@@ -1,5 +1,5 @@
 // Tests of oracles/infra/SecretRedactor (which secrets, how they are masked, the masking stream) and the
-// end-to-end check of issue 20's redaction: fake secrets planted in tcfuzz's environment and in a
+// end-to-end check that redaction is complete: fake secrets planted in tcfuzz's environment and in a
 // planted program and backend never reach a file under the output directory, stdout or stderr.
 #include <gtest/gtest.h>
 

@@ -76,7 +76,7 @@ std::string statsKey(const std::string& verdict) {
   return key;
 }
 
-// --- CampaignPolicy --------------------------------------------------------------------------------
+// --- The campaign's inputs: its policy and seed corpus ----------------------------------------------
 
 json CampaignPolicy::toJson() const {
   return {{"mutation_share", mutationShare},
@@ -109,6 +109,24 @@ CampaignPolicy CampaignPolicy::fromJson(const json& doc) {
     }
   }
   return p;
+}
+
+std::vector<gen::Graph> loadSeedCorpus(const fs::path& dir) {
+  if (!fs::is_directory(dir)) throw std::invalid_argument("--seed-corpus " + dir.string() + " is not a directory");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<gen::Graph> programs;
+  for (const auto& f : files) {
+    try {
+      programs.push_back(gen::Graph::load(f));
+    } catch (const gen::GraphFormatError& e) {
+      throw std::invalid_argument(fmt::format("--seed-corpus: {}", e.what()));
+    }
+  }
+  if (programs.empty()) throw std::invalid_argument("--seed-corpus " + dir.string() + " holds no IR program (.json)");
+  return programs;
 }
 
 // --- Campaign ----------------------------------------------------------------------------------------
@@ -317,35 +335,65 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
   return c;
 }
 
-std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
-  std::string py = emitter_.emit(c.graph);
-  fs::path file = scratch / fmt::format("{:06d}.py", c.index);
-  writeFileAtomically(file, py);
+struct Campaign::Trial {
+  std::string py;                      ///< the program as Python, written to `file`
+  fs::path file;
+  SampledCompile compile;              ///< the drawn configuration (and its arms in the candidate's pulls)
+  TestSettings test;                   ///< the campaign's, under `compile`
+  ProgramTestResult result;
+  std::vector<std::string> features;   ///< what the program reached; none when nothing was compiled
+  ProgramYield yield;                  ///< the scheduler's credit
+  double torchSeconds = 0;             ///< eager, compiled and fp64 jobs and the confirmation
+  std::string verdict;
+  json config;                         ///< the configuration's non-default parts
+  double now = 0;                      ///< unix time of the judgement
+  std::vector<FindingRecord> findings;
+  ProgramRecord record;
+  std::optional<QueueRecord> queued;
+  std::vector<std::string> newSignatures;  ///< of `findings`, those this campaign had not seen
+};
 
-  SampledCompile sc;
+std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
+  Trial trial;
+  prepareTrial(c, scratch, trial);
+  if (!runTrial(c, trial)) return std::nullopt;
+  measureTrial(c, trial);
+  recordFindings(c, trial);
+  keepStateLeakSuspect(c, trial);
+  commitTrial(c, trial);
+  creditTrial(c, trial);
+  publishTrial(c, trial);
+  return std::move(trial.features);
+}
+
+void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t) {
+  t.py = emitter_.emit(c.graph);
+  t.file = scratch / fmt::format("{:06d}.py", c.index);
+  writeFileAtomically(t.file, t.py);
   {
     std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
     gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
-    sc = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, settings_.pinned, c.pulls);
+    t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, settings_.pinned, c.pulls);
   }
-  TestSettings ts = settings_.test;
-  ts.compile = sc.config;
-  ts.backward = sc.backward;
+  t.test = settings_.test;
+  t.test.compile = t.compile.config;
+  t.test.backward = t.compile.backward;
+}
 
-  ProgramTestResult r;
+bool Campaign::runTrial(const Candidate& c, Trial& t) {
+  const SampledCompile& sc = t.compile;
   try {
-    r = tester_.test(file, ts);
+    t.result = tester_.test(t.file, t.test);
+    return true;
   } catch (const JobCancelled&) {
-    removeQuietly(file);
+    removeQuietly(t.file);
     std::lock_guard lock(mutex_);
     abandoned_++;  // redone by no one: its index is never recorded, a resume draws the next one
-    return std::nullopt;
   } catch (const WorkerStartError& e) {
-    removeQuietly(file);
+    removeQuietly(t.file);
     if (!stopping_) fail(CampaignEnd::Failed, fmt::format("a worker cannot be restarted: {}", e.what()));
-    return std::nullopt;
   } catch (const oracles::ConfigurationError& e) {
-    removeQuietly(file);
+    removeQuietly(t.file);
     std::lock_guard lock(mutex_);
     errors_++;
     if (sc.templates.empty()) {
@@ -354,160 +402,144 @@ std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, co
       endMessage_ = fmt::format("the compile configuration {} is rejected: {}", sc.config.describe(), e.what());
       stopping_ = true;
       pool_.cancel();
-      return std::nullopt;
+      return false;
     }
-    for (const auto& t : sc.templates) policy_.compile.disableTemplate(t);
+    for (const auto& name : sc.templates) policy_.compile.disableTemplate(name);
     view_.event(fmt::format("template(s) {} rejected by this torch, no longer sampled: {}",
                             fmt::format("{}", fmt::join(sc.templates, ",")), e.what()));
-    return std::nullopt;
   } catch (const oracles::OutputLoadError& e) {
-    removeQuietly(file);
+    removeQuietly(t.file);
     std::lock_guard lock(mutex_);
     errors_++;
     view_.event(fmt::format("program {:06d}: outputs unreadable, skipped: {}", c.index, e.what()));
-    return std::nullopt;
   }
-  // A program Dynamo compiled nothing of tested no compiler (issue 16, 5b): its features are no coverage and
-  // its arms are charged its cost with no yield, so the bandit learns to avoid the choices that cause it.
+  return false;
+}
+
+void Campaign::measureTrial(const Candidate& c, Trial& t) {
+  const ProgramTestResult& r = t.result;
+  // A program Dynamo compiled nothing of tested no compiler: its features are no coverage and its arms
+  // are charged its cost with no yield, so the bandit learns to avoid the choices that cause it.
   bool compilerRan = r.verdict.verdict != oracles::Verdict::NothingCompiled;
-  std::vector<std::string> features = compilerRan ? runFeatures(c.graph, sc, r) : std::vector<std::string>{};
-  ProgramYield yield;  // for the scheduler's credit below
+  t.features = compilerRan ? runFeatures(c.graph, t.compile, r) : std::vector<std::string>{};
   {
     std::lock_guard lock(mutex_);
-    for (const auto& f : features_.novel(features)) yield.newOpFeatures += isGraphFeature(f);
+    for (const auto& f : features_.novel(t.features)) t.yield.newOpFeatures += isGraphFeature(f);
   }
   // Confirming a finding (fresh processes, cold cache) is part of what the program cost.
-  double torchSeconds = r.runs.eager.times.childWall + r.runs.compiled.times.childWall + r.runs.fp64.times.childWall +
-                        r.confirmSeconds;
+  t.torchSeconds = r.runs.eager.times.childWall + r.runs.compiled.times.childWall + r.runs.fp64.times.childWall +
+                   r.confirmSeconds;
   if (settings_.gpuStats) settings_.gpuStats->record(r.runs.compiled);
-  std::string verdict(oracles::toString(r.verdict.verdict));
-  json config = sc.nonDefault();
-  double now = unixNow();
+  t.verdict = std::string(oracles::toString(r.verdict.verdict));
+  t.config = t.compile.nonDefault();
+  t.now = unixNow();
+}
 
-  std::vector<FindingRecord> findings;
-  if (oracles::isFinding(r.verdict.verdict)) {
-    std::vector<std::string> ops;
-    for (const auto& n : c.graph.nodes) ops.push_back(n.op);
-    oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, ops);
-    if (r.confirmation == Confirmation::CacheOnly) sig.kind = "cache-only " + sig.kind;  // a cache bug: its own signature
-    json result = toJson(r);
-    result["config"] = config;
-    result["seed"] = ts.seed;
-    result["threads"] = ts.threads;
-    result["program_index"] = c.index;
-    result["origin"] = c.origin;
-    result["torch"] = settings_.torch.toJson();
-    FindingRecord f;
-    f.programIndex = c.index;
-    f.foundAt = now;
-    f.verdict = verdict;
-    f.reason = r.verdict.reason;
-    f.signatureId = sig.id();
-    f.signature = oracles::toJson(sig).dump();
-    f.config = config.dump();
-    f.programJson = c.graph.toJson().dump(1);
-    f.programPy = py;
-    f.result = result.dump();
-    f.torch = settings_.torch.version;
-    findings.push_back(std::move(f));
-  }
+void Campaign::recordFindings(const Candidate& c, Trial& t) const {
+  const ProgramTestResult& r = t.result;
+  if (!oracles::isFinding(r.verdict.verdict)) return;
+  std::vector<std::string> ops;
+  for (const auto& n : c.graph.nodes) ops.push_back(n.op);
+  oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, ops);
+  if (r.confirmation == Confirmation::CacheOnly) sig.kind = "cache-only " + sig.kind;  // a cache bug: its own signature
+  json result = toJson(r);
+  result["config"] = t.config;
+  result["seed"] = t.test.seed;
+  result["threads"] = t.test.threads;
+  result["program_index"] = c.index;
+  result["origin"] = c.origin;
+  result["torch"] = settings_.torch.toJson();
+  FindingRecord f;
+  f.programIndex = c.index;
+  f.foundAt = t.now;
+  f.verdict = t.verdict;
+  f.reason = r.verdict.reason;
+  f.signatureId = sig.id();
+  f.signature = oracles::toJson(sig).dump();
+  f.config = t.config.dump();
+  f.programJson = c.graph.toJson().dump(1);
+  f.programPy = t.py;
+  f.result = result.dump();
+  f.torch = settings_.torch.version;
+  t.findings.push_back(std::move(f));
+}
 
-  ProgramRecord pr{c.index, c.graph.contentHash(), c.origin, c.parent, config.dump(), verdict, r.verdict.reason, 0,
-                   r.wallSeconds, torchSeconds, now, phaseRecord(r).dump()};
-  if (r.verdict.verdict == oracles::Verdict::StateLeakSuspect) {
-    // Never a torch bug report: kept beside the findings, for whoever looks after the harness.
-    json leak = toJson(r);
-    leak["config"] = config;
-    leak["seed"] = ts.seed;
-    output_.writeStateLeakSuspect(c.index, py, leak);
-    view_.event(fmt::format("program {:06d}: a finding only in a persistent worker (state-leak suspect), kept in "
-                            "state-leaks/: {}", c.index, r.verdict.reason.substr(0, 160)));
-  }
-  bool queueable = r.verdict.verdict == oracles::Verdict::Agree ||
-                   oracles::isWrongResult(r.verdict.verdict);
-  std::optional<QueueRecord> queued;
-  std::vector<std::string> newSignatures;
-  {
-    std::lock_guard lock(mutex_);
-    std::vector<std::string> novel = features_.novel(features);
-    pr.newFeatures = static_cast<int>(novel.size());
-    if (queueable && !novel.empty())
-      queued = QueueRecord{queueName(c), c.index, pr.hash, c.parent, pr.newFeatures, now, c.graph.toJson().dump()};
-    // The finding is committed before anything else happens to it.
-    store_.recordProgram(pr, findings, novel, queued);
-    features_.add(novel);
-    totals_.programs++;
-    if (firstProgramSeconds_ < 0)
-      firstProgramSeconds_ = std::chrono::duration<double>(Clock::now() - settings_.startedAt.value_or(began_)).count();
-    totals_.maxProgramIndex = std::max(totals_.maxProgramIndex, c.index);
-    totals_.verdicts[verdict]++;
-    totals_.origins[c.origin]++;
-    totals_.torchSeconds += torchSeconds;
-    sessionDone_++;
-    sessionTorchSeconds_ += torchSeconds;
-    for (const auto& f : findings) {
-      totals_.findings++;
-      totals_.lastFindingAt = now;
-      if (signatures_.insert(f.signatureId).second) {
-        totals_.uniqueSignatures++;
-        lastNewSignatureAt_ = now;
-        newSignatures.push_back(f.signatureId);
-      }
+void Campaign::keepStateLeakSuspect(const Candidate& c, const Trial& t) {
+  const ProgramTestResult& r = t.result;
+  if (r.verdict.verdict != oracles::Verdict::StateLeakSuspect) return;
+  json leak = toJson(r);
+  leak["config"] = t.config;
+  leak["seed"] = t.test.seed;
+  output_.writeStateLeakSuspect(c.index, t.py, leak);
+  view_.event(fmt::format("program {:06d}: a finding only in a persistent worker (state-leak suspect), kept in "
+                          "state-leaks/: {}", c.index, r.verdict.reason.substr(0, 160)));
+}
+
+void Campaign::commitTrial(const Candidate& c, Trial& t) {
+  const ProgramTestResult& r = t.result;
+  ProgramRecord& pr = t.record;
+  pr = ProgramRecord{c.index, c.graph.contentHash(), c.origin, c.parent, t.config.dump(), t.verdict, r.verdict.reason,
+                     0, r.wallSeconds, t.torchSeconds, t.now, phaseRecord(r).dump()};
+  bool queueable = r.verdict.verdict == oracles::Verdict::Agree || oracles::isWrongResult(r.verdict.verdict);
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> novel = features_.novel(t.features);
+  pr.newFeatures = static_cast<int>(novel.size());
+  if (queueable && !novel.empty())
+    t.queued = QueueRecord{queueName(c), c.index, pr.hash, c.parent, pr.newFeatures, t.now, c.graph.toJson().dump()};
+  // The finding is committed before anything else happens to it.
+  store_.recordProgram(pr, t.findings, novel, t.queued);
+  features_.add(novel);
+  totals_.programs++;
+  if (firstProgramSeconds_ < 0)
+    firstProgramSeconds_ = std::chrono::duration<double>(Clock::now() - settings_.startedAt.value_or(began_)).count();
+  totals_.maxProgramIndex = std::max(totals_.maxProgramIndex, c.index);
+  totals_.verdicts[t.verdict]++;
+  totals_.origins[c.origin]++;
+  totals_.torchSeconds += t.torchSeconds;
+  sessionDone_++;
+  sessionTorchSeconds_ += t.torchSeconds;
+  for (const auto& f : t.findings) {
+    totals_.findings++;
+    totals_.lastFindingAt = t.now;
+    if (signatures_.insert(f.signatureId).second) {
+      totals_.uniqueSignatures++;
+      lastNewSignatureAt_ = t.now;
+      t.newSignatures.push_back(f.signatureId);
     }
-    if (queued) queue_.push_back({queued->name, c.graph, c.index, 0});
   }
+  if (t.queued) queue_.push_back({t.queued->name, c.graph, c.index, 0});
+}
+
+void Campaign::creditTrial(const Candidate& c, const Trial& t) {
+  int newFeatures = t.record.newFeatures;
+  int newSignatures = static_cast<int>(t.newSignatures.size());
   double referenceRate;
   {
     std::lock_guard lock(mutex_);
-    yield.newFeatures = pr.newFeatures;
-    yield.newSignatures = static_cast<int>(newSignatures.size());
-    scheduler_.credit(c.pulls, torchSeconds, yield);
-    ledger_.record(c.origin, torchSeconds, pr.newFeatures, static_cast<int>(newSignatures.size()),
-                   static_cast<int>(c.graph.nodes.size()), gen::deadNodeCount(c.graph));
+    ProgramYield yield = t.yield;
+    yield.newFeatures = newFeatures;
+    yield.newSignatures = newSignatures;
+    scheduler_.credit(c.pulls, t.torchSeconds, yield);
+    ledger_.record(c.origin, t.torchSeconds, newFeatures, newSignatures, static_cast<int>(c.graph.nodes.size()),
+                   gen::deadNodeCount(c.graph));
     referenceRate = ledger_.rate();
   }
   if (c.llm)
-    llm_->feedback(*c.llm, true, pr.newFeatures, static_cast<int>(findings.size()), !newSignatures.empty(), torchSeconds,
+    llm_->feedback(*c.llm, true, newFeatures, static_cast<int>(t.findings.size()), newSignatures > 0, t.torchSeconds,
                    referenceRate);
-  if (queued) output_.writeQueueEntry(queued->name, c.graph, py);
-  for (const auto& f : findings) {
-    if (std::find(newSignatures.begin(), newSignatures.end(), f.signatureId) == newSignatures.end()) continue;
-    output_.writeFindingFolder(f);
-    view_.event(fmt::format("new {} (signature {}) from program {:06d} [{}]: {}", f.verdict, f.signatureId, c.index,
-                            config.dump(), f.reason.substr(0, 160)));
-  }
-  removeQuietly(file);
-  for (const auto* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64})
-    if (!run->jobDir.empty()) removeQuietly(run->jobDir);
-  return features;
 }
 
-void Campaign::lane(int laneIndex) {
-  gen::Generator generator(catalog_, policy_.generation, settings_.seed);
-  fs::path scratch = output_.workDir() / "programs";
-  try {
-    while (!stopping_) {
-      int64_t index;
-      {
-        std::lock_guard lock(mutex_);
-        if (settings_.maxPrograms > 0 && started_ >= settings_.maxPrograms) break;
-        index = nextIndex_++;
-        started_++;
-      }
-      auto candidate = makeCandidate(index, generator);
-      if (!candidate) {
-        std::lock_guard lock(mutex_);
-        started_--;  // a duplicate does not count against the budget
-        continue;
-      }
-      testCandidate(*candidate, scratch);
-    }
-  } catch (const DiskFullError& e) {
-    fail(CampaignEnd::DiskFull, e.what());
-  } catch (const std::exception& e) {
-    fail(CampaignEnd::Failed, fmt::format("lane {}: {}", laneIndex, e.what()));
+void Campaign::publishTrial(const Candidate& c, const Trial& t) {
+  if (t.queued) output_.writeQueueEntry(t.queued->name, c.graph, t.py);
+  for (const auto& f : t.findings) {
+    if (std::find(t.newSignatures.begin(), t.newSignatures.end(), f.signatureId) == t.newSignatures.end()) continue;
+    output_.writeFindingFolder(f);
+    view_.event(fmt::format("new {} (signature {}) from program {:06d} [{}]: {}", f.verdict, f.signatureId, c.index,
+                            t.config.dump(), f.reason.substr(0, 160)));
   }
-  activeLanes_--;
+  removeQuietly(t.file);
+  for (const auto* run : {&t.result.runs.eager, &t.result.runs.compiled, &t.result.runs.fp64})
+    if (!run->jobDir.empty()) removeQuietly(run->jobDir);
 }
 
 CampaignSnapshot Campaign::snapshot() const {

@@ -49,6 +49,11 @@ struct CampaignPolicy {
   static CampaignPolicy fromJson(const nlohmann::json& doc);
 };
 
+/// The programs of a seed-corpus directory (--seed-corpus, which the messages name): every .json file
+/// directly in `dir`, in name order, loaded as IR. std::invalid_argument when `dir` is not a directory,
+/// a file is not an IR program, or it holds none.
+std::vector<gen::Graph> loadSeedCorpus(const std::filesystem::path& dir);
+
 /// The bounds and fixed parts of one session of a campaign.
 struct CampaignSettings {
   uint64_t seed = 0;
@@ -146,10 +151,34 @@ class Campaign {
     ArmPulls pulls;                  ///< the scheduler's arms it drew, credited with its result
   };
 
+  /// One candidate's way through testCandidate's steps: what each step leaves for the next.
+  struct Trial;
+
   void lane(int laneIndex);
   std::optional<Candidate> makeCandidate(int64_t index, gen::Generator& generator);
-  /// Tests and records the candidate; returns its features, nullopt when it was not judged.
+  /// Tests and records the candidate; returns its features, nullopt when it was not judged. Its steps,
+  /// in this order, are the member functions below.
   std::optional<std::vector<std::string>> testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
+  /// Emits the candidate's Python into `scratch` and draws its compile configuration (the scheduler's arms).
+  void prepareTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial);
+  /// Tests the program in eager, compiled and fp64; false (the file removed, the cause counted or the
+  /// campaign stopped) when it was not judged: cancelled, a dead worker, a rejected compile template,
+  /// unreadable outputs.
+  bool runTrial(const Candidate& candidate, Trial& trial);
+  /// What the result is worth: its features (none when nothing was compiled), the op features it adds,
+  /// its torch time, its verdict, its config, and the GPU's figures.
+  void measureTrial(const Candidate& candidate, Trial& trial);
+  /// The raw finding of a finding verdict (its signature, a cache-only bug's its own), else none.
+  void recordFindings(const Candidate& candidate, Trial& trial) const;
+  /// A state-leak suspect is kept in state-leaks/ for the harness's keepers, never reported as a bug.
+  void keepStateLeakSuspect(const Candidate& candidate, const Trial& trial);
+  /// Commits the program, its findings, its novel features and its queue entry to the store first,
+  /// then the in-memory totals, signatures and queue.
+  void commitTrial(const Candidate& candidate, Trial& trial);
+  /// Credits the scheduler's arms, the origin ledger and the LLM proposal with the trial's yield.
+  void creditTrial(const Candidate& candidate, const Trial& trial);
+  /// Writes the queue entry and the folders of new signatures, says so, and removes the scratch files.
+  void publishTrial(const Candidate& candidate, const Trial& trial);
   /// The final fuzzer_stats and plot row of a session; why it ended.
   CampaignEnd endSession();
   /// run()'s bookkeeping loop, while `running()` holds.

@@ -72,6 +72,34 @@ CampaignEnd Campaign::endSession() {
   return *end_;
 }
 
+void Campaign::lane(int laneIndex) {
+  gen::Generator generator(catalog_, policy_.generation, settings_.seed);
+  fs::path scratch = output_.workDir() / "programs";
+  try {
+    while (!stopping_) {
+      int64_t index;
+      {
+        std::lock_guard lock(mutex_);
+        if (settings_.maxPrograms > 0 && started_ >= settings_.maxPrograms) break;
+        index = nextIndex_++;
+        started_++;
+      }
+      auto candidate = makeCandidate(index, generator);
+      if (!candidate) {
+        std::lock_guard lock(mutex_);
+        started_--;  // a duplicate does not count against the budget
+        continue;
+      }
+      testCandidate(*candidate, scratch);
+    }
+  } catch (const DiskFullError& e) {
+    fail(CampaignEnd::DiskFull, e.what());
+  } catch (const std::exception& e) {
+    fail(CampaignEnd::Failed, fmt::format("lane {}: {}", laneIndex, e.what()));
+  }
+  activeLanes_--;
+}
+
 CampaignEnd Campaign::run() {
   began_ = Clock::now();
   int lanes = std::max(1, settings_.lanes);

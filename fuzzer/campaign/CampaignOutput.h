@@ -1,5 +1,5 @@
 #pragma once
-// The AFL-style output directory of a campaign (DESIGN.md, "Campaign output directory"):
+// The AFL-style output directory of a campaign (docs/architecture.md, "Campaign output directory"):
 //   queue/       interesting programs (IR .json, and the emitted .py beside it)
 //   crashes/     one folder per finding signature: the first witness (program, config, meta)
 //   quarantine/  queue or stats files that could not be read, moved aside

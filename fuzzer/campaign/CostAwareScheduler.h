@@ -1,7 +1,7 @@
 #pragma once
 // Cost-aware scheduling: what each choice of the compile matrix and of the program size costs in
 // torch CPU-seconds and yields in new features and signatures, and a bandit that turns that record
-// into the shares the next program is drawn from (issue 14). Off, the fixed shares draw as before.
+// into the shares the next program is drawn from. Off, the fixed shares draw as before.
 #include <cstdint>
 #include <map>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Novelty feedback (DESIGN.md data flow "novelty/feedback"): the features of one run are its ops x
+// Novelty feedback (docs/architecture.md, "Data flow": novelty/feedback): the features of one run are its ops x
 // dtypes, its compile configuration and the compile facts the worker reported; a program that
 // adds a feature the campaign has not seen joins the queue.
 #include <cstdint>

@@ -75,8 +75,6 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, const Secre
     spec.headerCacheDir = o.headerCache.empty() ? sharedHeaderCacheDir() : fs::absolute(o.headerCache);
   spec.childJobs = o.childJobs < 0 ? defaultChildJobs : o.childJobs;
   spec.childRssMb = o.childRssMb;
-  if (o.kernelLinker != "auto" && o.kernelLinker != "lld" && o.kernelLinker != "default")
-    throw std::invalid_argument("--kernel-linker takes auto, lld or default, not " + o.kernelLinker);
   spec.kernelLinker = o.kernelLinker;
   return spec;
 }
@@ -85,9 +83,7 @@ oracles::CompileConfig compileConfigFrom(const Options& o) {
   oracles::CompileConfig c;
   c.backend = o.backend;
   c.setMode(o.mode);
-  if (o.dynamic == "true") c.dynamic = true;
-  else if (o.dynamic == "false") c.dynamic = false;
-  else if (o.dynamic != "auto") throw std::invalid_argument("--dynamic takes auto, true or false, not " + o.dynamic);
+  if (o.dynamic != "auto") c.dynamic = o.dynamic == "true";  // auto, true or false (Options.def)
   c.fullgraph = o.fullgraph;
   for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
   return c;
@@ -190,16 +186,12 @@ LlmSettings llmSettingsFrom(const Options& o, const std::set<std::string>& given
       throw std::invalid_argument(fmt::format("--llm-url points at an endpoint, but --llm is {}", o.llm));
     ls.mode = "remote";
   }
-  if (ls.mode != "local" && ls.mode != "remote" && ls.mode != "off")
-    throw std::invalid_argument("--llm takes local, remote or off, not " + o.llm);
   if (ls.mode == "remote") {
     if (o.llmUrl.empty()) throw std::invalid_argument("--llm remote needs --llm-url URL and --llm-model NAME");
     if (o.llmModel.empty()) throw std::invalid_argument("--llm-url needs --llm-model NAME (the model the endpoint serves)");
     if (!o.llmUrl.starts_with("http://") && !o.llmUrl.starts_with("https://"))
       throw std::invalid_argument("--llm-url must start with http:// or https://, not " + o.llmUrl);
   }
-  if (o.llmGrammar != "auto" && o.llmGrammar != "on" && o.llmGrammar != "off")
-    throw std::invalid_argument("--llm-grammar takes auto, on or off, not " + o.llmGrammar);
   if (o.llmRequests < 1 || o.llmRequests > 64) throw std::invalid_argument("--llm-requests must lie in [1, 64]");
   if (o.llmTimeout <= 0) throw std::invalid_argument("--llm-timeout must be > 0");
   std::string url = o.llmUrl;

@@ -52,7 +52,7 @@ WorkerSpec workerSpecFrom(const Options& options, const std::filesystem::path& w
                           int defaultChildJobs = 1);
 
 /// The compile flags of the command line (--backend, --mode, --dynamic, --fullgraph, --inductor-config);
-/// std::invalid_argument for a bad --dynamic or override.
+/// std::invalid_argument for a bad override (option parsing has refused a bad --dynamic).
 oracles::CompileConfig compileConfigFrom(const Options& options);
 
 /// Limits, seed, device, plugins and the per-worker thread count (--threads, else cores / workers);

@@ -24,18 +24,11 @@ constexpr uint64_t kLlmStream = 0x6c6c6d70726f706fULL;  // "llmpropo"
 /// Ops a JSON-form grammar always allows besides the sampled ones, so that a program can connect them.
 const std::vector<std::string> kGlueOps{"add", "mul", "relu", "sum", "reshape", "sigmoid", "matmul"};
 
+/// A strategy name safe in a stats key.
 std::string statsName(std::string s) {
   for (char& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return s;
-}
-
-/// A rejection reason safe to use as a stats key: "ast: import of os" -> "ast_import_of_os" (capped length).
-std::string reasonKey(const std::string& reason) {
-  std::string key = statsName(reason.substr(0, 40));
-  while (key.find("__") != std::string::npos) key.replace(key.find("__"), 2, "_");
-  while (!key.empty() && key.back() == '_') key.pop_back();
-  return key;
 }
 
 std::string readText(const fs::path& file) {
@@ -45,27 +38,6 @@ std::string readText(const fs::path& file) {
 }
 
 }  // namespace
-
-json LlmStrategyStats::toJson() const {
-  return {{"requests", requests},
-          {"failed_requests", failedRequests},
-          {"prompt_tokens", promptTokens},
-          {"completion_tokens", completionTokens},
-          {"tokens", promptTokens + completionTokens},
-          {"replies", replies},
-          {"valid", valid},
-          {"valid_rate", validRate()},
-          {"shape_repaired", shapeRepaired},
-          {"eager_repaired", eagerRepaired},
-          {"tested", tested},
-          {"new_features", newFeatures},
-          {"findings", findings},
-          {"new_signatures", newSignatures},
-          {"features_found", featuresFound},
-          {"cpu_s", cpuSeconds},
-          {"request_s", requestSeconds},
-          {"rejections", rejections}};
-}
 
 LlmProposer::LlmProposer(const gen::OpCatalog& catalog, gen::ShapeCaps caps, LlmSettings settings,
                          ProgramTester& tester, TestSettings liftSettings, fs::path scratch, uint64_t seed,
@@ -83,45 +55,13 @@ LlmProposer::LlmProposer(const gen::OpCatalog& catalog, gen::ShapeCaps caps, Llm
                 : gen::PromptBook::fromJson(json::parse(readText(settings_.promptsFile)), catalog)),
       emitter_(catalog),
       liftTable_(gen::liftTable(catalog)),
-      strategyBandit_({"-"}, 0) {
-  // Two levels: the strategy first, then (for targeted strategies) the target, each by its yield,
-  // so that a poor strategy is learnt from all its targets' replies at once.
-  std::vector<std::string> strategies, targets;
-  for (const auto& t : book_.targets()) targets.push_back(t.name);
-  for (const auto& s : book_.strategies()) {
-    if (s.repair) continue;
-    int sIdx = static_cast<int>(strategies.size());
-    strategies.push_back(s.name);
-    if (s.targeted) {
-      targetBandits_.emplace(s.name, gen::ThompsonBandit(targets, seed ^ kLlmStream ^ static_cast<uint64_t>(sIdx + 1)));
-      for (size_t t = 0; t < targets.size(); ++t) arms_.push_back({s.name, targets[t], sIdx, static_cast<int>(t)});
-    } else {
-      arms_.push_back({s.name, "", sIdx, -1});
-    }
-  }
-  strategyBandit_ = gen::ThompsonBandit(strategies, seed ^ kLlmStream);
-  for (const auto& s : book_.strategies()) stats_[s.name];
+      bandit_(book_, seed ^ kLlmStream),
+      replies_(scratch_ / "replies.jsonl", settings_.secrets, book_) {
   // Made here, not in start(): stop() may cancel its start from another thread.
   if (settings_.mode == "local") server_ = std::make_unique<LlmServer>(settings_.server);
 }
 
 LlmProposer::~LlmProposer() { stop(); }
-
-size_t LlmProposer::pickArm() {
-  int sIdx = static_cast<int>(strategyBandit_.pick());
-  const std::string& strategy = strategyBandit_.name(static_cast<size_t>(sIdx));
-  int tIdx = -1;
-  if (auto it = targetBandits_.find(strategy); it != targetBandits_.end()) tIdx = static_cast<int>(it->second.pick());
-  for (size_t i = 0; i < arms_.size(); ++i)
-    if (arms_[i].strategyIndex == sIdx && arms_[i].targetIndex == tIdx) return i;
-  throw std::logic_error("LLM bandit: no arm for strategy " + strategy);
-}
-
-void LlmProposer::rewardArm(size_t arm, double reward) {
-  const Arm& a = arms_.at(arm);
-  strategyBandit_.reward(static_cast<size_t>(a.strategyIndex), reward);
-  if (a.targetIndex >= 0) targetBandits_.at(a.strategy).reward(static_cast<size_t>(a.targetIndex), reward);
-}
 
 void LlmProposer::setQueueSource(std::function<std::optional<gen::Graph>()> source) {
   queueSource_ = std::move(source);
@@ -147,16 +87,23 @@ void LlmProposer::start() {
     state_ = "starting";
   }
   if (settings_.mode == "local") {
+    bool waited = false;
+    if (!awaitInstall(&waited)) return;
+    {
+      std::lock_guard lock(mutex_);
+      state_ = "starting";
+    }
     try {
-      log_("starting the local LLM server (llama.cpp, SmolLM2-135M-Instruct)...");
+      log_(waited ? "LLM installed: starting the server (llama.cpp, SmolLM2-135M-Instruct)..."
+                  : "starting the local LLM server (llama.cpp, SmolLM2-135M-Instruct)...");
       server_->start();
       {
         std::lock_guard lock(mutex_);  // the stats read them from the campaign's thread
         settings_.endpoint.baseUrl = server_->baseUrl();
         if (settings_.endpoint.model.empty()) settings_.endpoint.model = server_->modelName();
       }
-      log_(fmt::format("local LLM server ready at {} (model {}, pid {})", server_->baseUrl(),
-                              server_->modelName(), server_->pid()));
+      std::string where = fmt::format("{} (model {}, pid {})", server_->baseUrl(), server_->modelName(), server_->pid());
+      log_(waited ? "LLM ready: proposals on, local server at " + where : "local LLM server ready at " + where);
     } catch (const std::exception& e) {
       if (stopping_) return;  // cancelled by stop(): no warning
       goGrammarOnly(fmt::format("the local LLM server cannot start: {}", e.what()));
@@ -172,6 +119,42 @@ void LlmProposer::start() {
   for (int i = 0; i < std::max(1, settings_.requestsInFlight); ++i) threads_.emplace_back(&LlmProposer::requestLoop, this, i);
 }
 
+bool LlmProposer::awaitInstall(bool* waited) {
+  const fs::path& python = settings_.server.python;
+  fs::path statusFile =
+      settings_.installStatusFile.empty() ? LlmInstallStatus::fileFor(python) : settings_.installStatusFile;
+  while (!stopping_) {
+    LlmInstallStatus install = LlmInstallStatus::read(statusFile);
+    if (!install.underWay()) {
+      if (install.state != "failed" && !install.abandoned()) return true;  // done, or none: start as without one
+      // A failed install may have been mended since (scripts/setup by hand): the packages decide.
+      std::optional<std::string> missing = LlmServer::missingPackages(python);
+      if (missing && missing->empty()) return true;
+      std::string log = install.log.empty() ? statusFile.string() : install.log.string();
+      goGrammarOnly(install.state == "failed"
+                        ? fmt::format("the background install of the local LLM failed (exit {}; its log: {}); "
+                                      "scripts/setup installs it",
+                                      install.exitCode, log)
+                        : fmt::format("the background install of the local LLM stopped before it finished (its log: "
+                                      "{}); scripts/setup installs it",
+                                      log));
+      return false;
+    }
+    if (!*waited) {
+      {
+        std::lock_guard lock(mutex_);
+        state_ = "installing";
+      }
+      log_(fmt::format("LLM not installed yet: installing in the background (log: {}), fuzzing with grammar and "
+                       "mutation",
+                       install.log.empty() ? statusFile.string() : install.log.string()));
+      *waited = true;
+    }
+    sleepFor(settings_.installProbeSeconds);
+  }
+  return false;
+}
+
 void LlmProposer::startInBackground() {
   if (settings_.mode == "off") return;
   starter_ = std::thread([this] {
@@ -185,6 +168,7 @@ void LlmProposer::startInBackground() {
 
 void LlmProposer::stop() {
   if (stopping_.exchange(true)) return;
+  { std::lock_guard lock(mutex_); }  // a thread between its wait's check and its sleep is asleep now: woken below
   changed_.notify_all();
   if (server_) server_->cancelStart();
   if (starter_.joinable()) starter_.join();
@@ -202,7 +186,7 @@ std::string LlmProposer::state() const {
 
 bool LlmProposer::active() const {
   std::lock_guard lock(mutex_);
-  return state_ == "running" || state_ == "restarting" || state_ == "starting";
+  return state_ == "running" || state_ == "restarting" || state_ == "starting" || state_ == "installing";
 }
 
 void LlmProposer::goGrammarOnly(const std::string& why) {
@@ -221,25 +205,11 @@ void LlmProposer::sleepFor(double seconds) {
                     [&] { return stopping_.load(); });
 }
 
-void LlmProposer::reject(const std::string& strategy, const std::string& reason, const std::string& detail) {
-  std::lock_guard lock(mutex_);
-  stats_[strategy].rejections[reasonKey(reason)]++;
-  lastRejection_[std::this_thread::get_id()] = detail.empty() ? reason : reason + ": " + detail;
-}
-
-void LlmProposer::logReply(int64_t id, const std::string& strategy, const std::string& target, const std::string& reply,
-                           const std::string& outcome, const std::string& detail) {
-  json line{{"id", id},
-            {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
-            {"strategy", strategy},
-            {"target", target},
-            {"outcome", outcome},
-            {"detail", detail.substr(0, 500)},
-            {"reply", reply.substr(0, 4000)}};
-  std::lock_guard lock(logMutex_);
-  std::ofstream out(scratch_ / "replies.jsonl", std::ios::app);
-  out << settings_.secrets.mask(line.dump(-1, ' ', false, json::error_handler_t::replace))
-      << "\n";  // a full disk only loses this log line
+std::optional<LlmProposal> LlmProposer::rejectReply(const std::string& strategy, size_t arm, const std::string& reason,
+                                                    const std::string& detail) {
+  replies_.reject(strategy, reason, detail);
+  bandit_.reward(arm, 0);
+  return std::nullopt;
 }
 
 std::optional<LlmProposal> LlmProposer::take() {
@@ -253,22 +223,16 @@ std::optional<LlmProposal> LlmProposer::take() {
 
 void LlmProposer::feedback(const LlmProposal& p, bool tested, int newFeatures, int findings, bool newSignature,
                            double testSeconds, double referenceRate) {
-  std::lock_guard lock(mutex_);
-  auto& st = stats_[p.strategy];
-  if (tested) st.tested++;
-  if (newFeatures > 0) st.newFeatures++;
-  st.featuresFound += std::max(0, newFeatures);
-  st.findings += findings;
-  if (newSignature) st.newSignatures++;
+  replies_.countTesting(p.strategy, tested, newFeatures, findings, newSignature);
   if (!tested) {  // a duplicate of a program already tested: it cost its LLM time and gave nothing
-    rewardArm(p.arm, 0);
+    bandit_.reward(p.arm, 0);
     return;
   }
   double yield = std::max(0, newFeatures) + (newSignature ? kSignatureWorth : 0.0);
   double rate = yield / std::max(1e-3, p.cpuSeconds + testSeconds);
   // Without a campaign rate yet (the first programs), any yield counts as a full success.
   double reward = referenceRate > 0 ? rate / (rate + referenceRate) : (yield > 0 ? 1.0 : 0.0);
-  rewardArm(p.arm, reward);
+  bandit_.reward(p.arm, reward);
 }
 
 void LlmProposer::onRequestFailure(const LlmError& e) {
@@ -341,39 +305,28 @@ std::optional<ChatResponse> LlmProposer::ask(const gen::PromptStrategy& s, const
   request.maxTokens = s.maxTokens;
   request.seed = seed;
   request.grammar = grammar;
-  {
-    std::lock_guard lock(mutex_);
-    stats_[s.name].requests++;
-  }
+  replies_.countRequest(s.name);
   LlmClient* client = client_.get();
   // The server's CPU over the request (with several requests in flight each one's share overlaps the
   // others': the figures then over-count the LLM, never under-count it).
   double cpuBefore = serverCpuSeconds();
   auto began = std::chrono::steady_clock::now();
+  double used = 0, wall = 0;
   auto charge = [&] {
-    double used = std::max(0.0, serverCpuSeconds() - cpuBefore);  // a restart resets the counter
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-    auto& st = stats_[s.name];
-    st.cpuSeconds += used;
-    st.requestSeconds += wall;
+    used = std::max(0.0, serverCpuSeconds() - cpuBefore);  // a restart resets the counter
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     if (cpu) *cpu += used;
   };
   try {
     ChatResponse r = client->chat(request);
-    std::lock_guard lock(mutex_);
     charge();
-    auto& st = stats_[s.name];
-    st.promptTokens += r.promptTokens;
-    st.completionTokens += r.completionTokens;
+    replies_.countAnswered(s.name, used, wall, r.promptTokens, r.completionTokens);
+    std::lock_guard lock(mutex_);
     consecutiveFailures_ = 0;
     return r;
   } catch (const LlmError& e) {
-    {
-      std::lock_guard lock(mutex_);
-      charge();
-      stats_[s.name].failedRequests++;
-      stats_[s.name].rejections[e.kind == LlmError::Kind::Cancelled ? "cancelled" : "request_failed"]++;
-    }
+    charge();
+    replies_.countFailed(s.name, used, wall, e.kind == LlmError::Kind::Cancelled);
     onRequestFailure(e);
     return std::nullopt;
   }
@@ -383,12 +336,7 @@ std::optional<LlmProposal> LlmProposer::fromJsonReply(const gen::PromptStrategy&
                                                       size_t arm, const std::string& target, uint64_t seed) {
   gen::IntSolver solver(seed);
   gen::ProposalOutcome out = gen::proposalFromText(reply, catalog_, caps_, seed, solver);
-  if (!out.graph) {
-    reject(s.name, out.rejection, out.detail);
-    std::lock_guard lock(mutex_);
-    rewardArm(arm, 0);
-    return std::nullopt;
-  }
+  if (!out.graph) return rejectReply(s.name, arm, out.rejection, out.detail);
   LlmProposal p;
   p.graph = std::move(*out.graph);
   p.strategy = s.name;
@@ -402,28 +350,18 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
                                                         const std::string& target, uint64_t seed, gen::Rng& rng,
                                                         int thread, double* cpu) {
   const gen::PromptStrategy* repair = book_.repairStrategy("python");
-  auto fail = [&](const std::string& reason, const std::string& detail) -> std::optional<LlmProposal> {
-    reject(s.name, reason, detail);
-    std::lock_guard lock(mutex_);
-    rewardArm(arm, 0);
-    return std::nullopt;
+  auto fail = [&](const std::string& reason, const std::string& detail) {
+    return rejectReply(s.name, arm, reason, detail);
   };
   for (int round = 0;; ++round) {
     std::string code = pythonFromReply(reply);
-    int64_t id;
-    {
-      std::lock_guard lock(mutex_);
-      id = nextId_++;
-    }
+    int64_t id = nextId_++;
     fs::path file = scratch_ / fmt::format("llm-{}-{:06d}.py", thread, id);
     writeFileAtomically(file, code);
     TestSettings ts = liftSettings_;
     ts.seed = seed;
     oracles::RunResult r = tester_.lift(file, ts, liftTable_);
-    {
-      std::lock_guard lock(mutex_);
-      stats_[s.name].cpuSeconds += r.times.childWall;
-    }
+    replies_.addCpu(s.name, r.times.childWall);
     *cpu += r.times.childWall;
     std::error_code ec;
     fs::remove(file, ec);
@@ -441,10 +379,7 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
       p.arm = arm;
       p.repairs = round;
       p.repairedShape = out.repaired;
-      if (round > 0) {
-        std::lock_guard lock(mutex_);
-        stats_[repair->name].valid++;
-      }
+      if (round > 0) replies_.countValid(repair->name, false, false);
       return p;
     }
     if (r.status == oracles::RunStatus::Timeout) return fail("eager-timeout", "");
@@ -457,16 +392,13 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
     for (const auto& k : gen::promptFillNames()) fills.emplace(k, "");
     auto response = ask(*repair, fills, "", rng.engine()(), cpu);
     if (!response) return fail("eager-error", error);
-    {
-      std::lock_guard lock(mutex_);
-      stats_[repair->name].replies++;
-    }
+    replies_.countReply(repair->name);
     reply = response->content;
   }
 }
 
 std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int thread) {
-  Arm a = arms_.at(arm);
+  PromptBandit::Arm a = bandit_.arm(arm);
   const gen::PromptStrategy& s = book_.strategy(a.strategy);
   std::map<std::string, std::string> fills;
   for (const auto& k : gen::promptFillNames()) fills[k] = "";
@@ -523,27 +455,16 @@ std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int t
   double cpu = 0;
   auto response = ask(s, fills, grammar, seed, &cpu);
   if (!response) return std::nullopt;
-  {
-    std::lock_guard lock(mutex_);
-    stats_[s.name].replies++;
-  }
+  replies_.countReply(s.name);
   auto p = s.form == "json" ? fromJsonReply(s, response->content, arm, a.target, seed)
                             : fromPythonReply(s, response->content, arm, a.target, seed, rng, thread, &cpu);
-  std::string rejection;
-  int64_t replyId;
-  {
-    std::lock_guard lock(mutex_);
-    std::swap(rejection, lastRejection_[std::this_thread::get_id()]);
-    replyId = nextId_++;
-  }
-  logReply(replyId, s.name, a.target, response->content, p ? "valid" : "rejected",
+  std::string rejection = replies_.takeRejection();
+  int64_t replyId = nextId_++;
+  replies_.append(replyId, s.name, a.target, response->content, p ? "valid" : "rejected",
            p ? fmt::format("{} nodes{}", p->graph.nodes.size(), p->repairedShape ? ", shape-repaired" : "") : rejection);
   if (p) {
-    std::lock_guard lock(mutex_);
-    auto& st = stats_[s.name];
-    st.valid++;
-    if (p->repairedShape) st.shapeRepaired++;
-    if (p->repairs > 0) st.eagerRepaired++;
+    replies_.countValid(s.name, p->repairedShape, p->repairs > 0);
+    std::lock_guard lock(mutex_);  // the endpoint's model is filled in at start
     p->id = replyId;
     p->cpuSeconds = cpu;
     gen::Origin& o = p->graph.origin;
@@ -570,7 +491,7 @@ void LlmProposer::requestLoop(int thread) {
                static_cast<int>(ready_.size()) < settings_.queueCapacity;
       });
       if (stopping_ || state_.starts_with("grammar-only")) return;
-      arm = pickArm();
+      arm = bandit_.pick();
     }
     std::optional<LlmProposal> p;
     try {
@@ -579,7 +500,7 @@ void LlmProposer::requestLoop(int thread) {
       // A lift job the pool could not run (cancelled at shutdown, or a worker that cannot start).
       if (stopping_) return;
       log_(fmt::format("LLM proposal failed: {}", e.what()));
-      reject(arms_[arm].strategy, "internal-error", e.what());
+      replies_.reject(bandit_.arm(arm).strategy, "internal-error", e.what());
       sleepFor(1.0);
       continue;
     }
@@ -590,43 +511,15 @@ void LlmProposer::requestLoop(int thread) {
 }
 
 json LlmProposer::statsJson() const {
+  json out = replies_.toJson();
+  out["bandit"] = bandit_.toJson();
   std::lock_guard lock(mutex_);
-  json out = json::object();
-  LlmStrategyStats all;
-  for (const auto& [name, st] : stats_) {
-    out["strategies"][name] = st.toJson();
-    all.requests += st.requests;
-    all.failedRequests += st.failedRequests;
-    all.promptTokens += st.promptTokens;
-    all.completionTokens += st.completionTokens;
-    for (const auto& [r, n] : st.rejections) all.rejections[r] += n;
-    bool isRepair = false;
-    for (const auto& s : book_.strategies())
-      if (s.name == name) isRepair = s.repair;
-    if (isRepair) continue;  // repair replies finish another strategy's proposal
-    all.replies += st.replies;
-    all.valid += st.valid;
-    all.shapeRepaired += st.shapeRepaired;
-    all.eagerRepaired += st.eagerRepaired;
-    all.tested += st.tested;
-    all.newFeatures += st.newFeatures;
-    all.findings += st.findings;
-    all.newSignatures += st.newSignatures;
-    all.featuresFound += st.featuresFound;
-  }
-  for (const auto& [name, st] : stats_) {  // repair rounds cost CPU on behalf of the strategies they finish
-    all.cpuSeconds += st.cpuSeconds;
-    all.requestSeconds += st.requestSeconds;
-  }
-  out["all"] = all.toJson();
   out["state"] = state_;
   out["model"] = settings_.endpoint.model;
   out["url"] = settings_.endpoint.baseUrl;
   out["ready"] = ready_.size();
   out["restarts"] = server_ ? server_->restarts() : 0;
   out["server_pid"] = static_cast<int64_t>(server_ ? server_->pid() : -1);
-  out["bandit"] = {{"strategies", strategyBandit_.toJson()}};
-  for (const auto& [name, b] : targetBandits_) out["bandit"]["targets"][name] = b.toJson();
   if (client_) out["client"] = client_->stats().toJson();
   return out;
 }

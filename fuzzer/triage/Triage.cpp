@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -382,6 +383,58 @@ TriageSummary Triage::rewriteReports() {
   for (const auto& b : bugs) summary.rawFindings += static_cast<int>(b.hits);
   summary.pending = static_cast<int>(pending().size());
   return summary;
+}
+
+// --- BackgroundTriage ---------------------------------------------------------------------------
+
+namespace {
+
+TriageSettings freshProcessTriage(TriageSettings settings) {
+  settings.test.persistent = false;  // triage replays every finding in fresh processes
+  settings.test.confirmFindings = false;
+  return settings;
+}
+
+}  // namespace
+
+BackgroundTriage::BackgroundTriage(const gen::OpCatalog& catalog, TriageSettings settings, const fs::path& campaignRoot,
+                                   const fs::path& storePath, const SecretRedactor& secrets, ProgramTester& tester,
+                                   std::function<void(const std::string&)> event)
+    : store_(storePath, secrets),
+      triage_(catalog, freshProcessTriage(std::move(settings)), campaignRoot, store_, &tester,
+              [event](const std::string& line) { event("triage: " + line); }),
+      event_(std::move(event)) {}
+
+BackgroundTriage::~BackgroundTriage() {
+  stop();
+  join();
+}
+
+void BackgroundTriage::start() {
+  if (!thread_.joinable()) thread_ = std::thread(&BackgroundTriage::loop, this);
+}
+
+void BackgroundTriage::stop() { stop_ = true; }
+
+void BackgroundTriage::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+size_t BackgroundTriage::pendingCount() const { return triage_.pending().size(); }
+
+void BackgroundTriage::loop() {
+  while (!stop_) {
+    try {
+      if (!triage_.pending().empty()) {
+        TriageSummary s = triage_.run(&stop_);
+        if (!stop_)
+          event_(fmt::format("triage: {} unique bug(s) reported from {} raw finding(s)", s.bugs, s.rawFindings));
+      }
+    } catch (const std::exception& e) {
+      if (!stop_) event_(fmt::format("triage stopped on an error, retrying later: {}", e.what()));
+    }
+    for (int i = 0; i < 50 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace tcfuzz

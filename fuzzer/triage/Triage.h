@@ -1,5 +1,5 @@
 #pragma once
-// Triage (DESIGN.md, "Triage"): per exact signature of a campaign, its smallest witness goes through
+// Triage (docs/architecture.md, "Triage"): per exact signature of a campaign, its smallest witness goes through
 // the pipeline of TriageSteps (replay, minimize, repro, ablate, bisect, title, verify); the outcome
 // is one row of findings.sqlite's triage table. Then every finding is grouped into bugs
 // (oracles/reporter/Deduper) and each bug is written as crashes/<id>/ with the campaign's index.
@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fuzzer/campaign/FindingStore.h"
@@ -66,6 +67,46 @@ class Triage {
   FindingStore& store_;
   std::function<void(const std::string&)> log_;
   CaseTester cases_;
+};
+
+/// A running campaign's triage (`tcfuzz fuzz` without --no-triage), on one thread of its own: every
+/// 5 s, while some exact signature has no triage row, it runs Triage::run over the campaign directory.
+/// Reads: findings.sqlite through its own FindingStore connection (SQLite's WAL lets the campaign's
+/// lanes and triage both write). Writes: triage rows, crashes/<id>/ reports and the index (what
+/// Triage::run writes). Its jobs go through the campaign's ProgramTester and pool, in fresh processes;
+/// the lanes keep their own jobs queued, so the workers never wait for triage. Progress lines go to
+/// `event` prefixed "triage: "; a pass that fails is reported there and retried on the next round.
+class BackgroundTriage {
+ public:
+  /// Opens its store connection to `storePath` (reports masked with `secrets`); starts nothing.
+  /// `settings.test` is the campaign's: triage replays with persistent workers and the finding
+  /// confirmation turned off.
+  BackgroundTriage(const gen::OpCatalog& catalog, TriageSettings settings, const std::filesystem::path& campaignRoot,
+                   const std::filesystem::path& storePath, const SecretRedactor& secrets, ProgramTester& tester,
+                   std::function<void(const std::string&)> event);
+  /// stop() and join(), if the thread still runs.
+  ~BackgroundTriage();
+  BackgroundTriage(const BackgroundTriage&) = delete;
+  BackgroundTriage& operator=(const BackgroundTriage&) = delete;
+
+  /// Starts the thread (once).
+  void start();
+  /// Asks the thread to end: no new signature starts, and the pass in flight ends after its current
+  /// job; cancel the pool's jobs to end that job at once (it is redone by the next triage). Thread-safe.
+  void stop();
+  /// Waits for the thread to end (after stop()).
+  void join();
+  /// Exact signatures still without a triage row (after join(): what `tcfuzz triage OUT` finishes).
+  size_t pendingCount() const;
+
+ private:
+  void loop();
+
+  FindingStore store_;
+  Triage triage_;
+  std::function<void(const std::string&)> event_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 }  // namespace tcfuzz

@@ -1,5 +1,5 @@
 #pragma once
-// The triage pipeline as named steps run in order over one case (DESIGN.md, "Triage"):
+// The triage pipeline as named steps run in order over one case (docs/architecture.md, "Triage"):
 //   replay    test the start case again; a start that no longer shows a finding is "unreproducible"
 //   minimize  delta debugging (oracles/reporter/Minimizer); reduced to a known bug's ops, the case is a "duplicate"
 //   repro     the minimized case's signature and its ReproCase (program, config, observed runs)

@@ -2,7 +2,7 @@
 // The OS sandbox around worker zygotes: bubblewrap with no network, a filesystem view that holds only
 // what a worker needs (system libraries, headers and the compiler toolchain, the interpreter and its
 // packages, the harness; writes only under the work and cache directories), and an environment built
-// from an allowlist, so that no credential reaches a program. README "Workers and sandbox".
+// from an allowlist, so that no credential reaches a program. docs/oracle.md, "Workers and sandbox".
 #include <filesystem>
 #include <map>
 #include <string>

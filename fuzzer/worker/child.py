@@ -434,7 +434,7 @@ class ChildRun:
 
 
 class ContractError(Exception):
-    """The program file does not follow the tcfuzz program contract (see README)."""
+    """The program file does not follow the tcfuzz program contract (docs/programs.md)."""
 
 
 class CompileConfigError(Exception):

@@ -1,4 +1,4 @@
-"""What a program job checks beyond its first call's outputs (issue 16): random-op taint, the state a
+"""What a program job checks beyond its first call's outputs: random-op taint, the state a
 forward leaves behind (inputs, buffers, parameters), and the calls after the first.
 
 The leaves of one run, in the order every mode saves them (child.py) and repro.py rebuilds them
@@ -84,7 +84,7 @@ def _storage_key(t):
 def alias_notes(out_leaves, sources):
     """One TextLeaf per output leaf of call 1: the first of `sources` ([(name, tensor)]: the top-level
     inputs, then buffers and parameters) whose storage it shares, else the first earlier output whose
-    storage it shares, else "nothing". Eager and compiled must agree on every note (issue 16, 4b)."""
+    storage it shares, else "nothing". Eager and compiled must agree on every note (a view stays a view)."""
     owners = {}
     for name, t in sources:
         owners.setdefault(_storage_key(t), name)
@@ -206,7 +206,7 @@ _INDEX_OPS = {
 class IndexSources(TorchDispatchMode):
     """Remembers, for each index tensor an op above returns (argmax, max.dim, sort, topk, ...), the values
     it indexes: a clone of the op's input and the dim. Runs in call 1 of the eager job only. The oracle
-    then counts compiled's indices as agreeing where the values at them are ties (issue 16, 4d)."""
+    then counts compiled's indices as agreeing where the values at them are ties: an index is never judged by value."""
 
     def __init__(self):
         super().__init__()

@@ -1,4 +1,4 @@
-// Module buffers written in forward (issue 17, family "buffer-update"): a buffer registered in
+// Module buffers written in forward (family "buffer-update"): a buffer registered in
 // __init__ with input 0's shape and dtype, updated in place from input 0 the way running statistics
 // are (`self.buf.lerp_(x.detach(), 0.1)`, `self.buf += x.detach()`), then read by the output. The
 // oracle's state leaves compare the buffer after forward; the update reads x detached, so no grad

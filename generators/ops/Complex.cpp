@@ -1,4 +1,4 @@
-// Complex dtypes (issue 17, family "complex"): complex64 and complex128 values enter a program as
+// Complex dtypes (family "complex"): complex64 and complex128 values enter a program as
 // inputs (real and imaginary parts drawn apart), through torch.view_as_complex, torch.complex,
 // torch.polar and the FFTs of real values, flow through arithmetic, FFTs and the shape family's
 // views, and leave through view_as_real, .real, .imag, abs and irfft (an output may stay complex:

@@ -1,4 +1,4 @@
-// In-place writes through a view (issue 17, family "inplace-view"), and views read before their base
+// In-place writes through a view (family "inplace-view"), and views read before their base
 // is written (family "stale-view", below): `v.narrow(1, 2, 3).mul_(y)`,
 // `v.select(0, 1).add_(y)`, `v[:, ::2].copy_(y)`, `v.diagonal(0, 0, 1).add_(y)`, `v[:, 1:3].fill_(s)` with a
 // 0-d s, and assignment to a subscripted view (`v[:, 1:3] = y`). The written tensor is

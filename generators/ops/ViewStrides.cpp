@@ -1,4 +1,4 @@
-// The stride rules of the view ops (issue 17): for each op whose output aliases input 0
+// The stride rules of the view ops, exact: for each op whose output aliases input 0
 // (OpSpec::view), the strides and storage offset eager gives each output from input 0's geometry.
 // One table, op name -> rule, checked against ATen on strided inputs by tests/test_Strides.cpp;
 // addViewStrideRules refuses a catalog whose view ops the table does not cover (a view of a base the

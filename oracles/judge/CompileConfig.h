@@ -1,5 +1,5 @@
 #pragma once
-// One torch.compile configuration: a fuzzing dimension (DESIGN.md, "The oracle"). Its defaults are
+// One torch.compile configuration: a fuzzing dimension (docs/architecture.md, "The oracle"). Its defaults are
 // the member initializers below and nowhere else; a finding records only what differs from them.
 #include <optional>
 #include <string>

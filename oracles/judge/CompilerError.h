@@ -1,7 +1,7 @@
 #pragma once
 // The first error a C/C++ compiler printed in a torch exception message (Inductor's CppCompileError
 // quotes the g++ or clang command and its output), normalized so that two different codegen bugs get
-// two signatures while one bug keeps one across programs (DESIGN.md, "Triage": for a C++ compile
+// two signatures while one bug keeps one across programs (docs/architecture.md, "Triage": for a C++ compile
 // failure, the first `error:` line of the compiler output).
 //
 // Normalization of the error text (after "error: "):

@@ -1,5 +1,5 @@
 #pragma once
-// The ill-conditioning filter (issue 16, deliverable 3). Maintainers close wrong-result reports whose
+// The ill-conditioning filter. Maintainers close wrong-result reports whose
 // difference comes from amplification (a reciprocal near zero, inverse of a near-singular matrix, an
 // argmax over near-ties): there, any rounding difference is magnified, compiled's included. Before a
 // wrong result is reported, eager runs again on inputs moved by a few ulps (ProgramTester); if eager's

@@ -1,5 +1,5 @@
 #pragma once
-// The signature of a finding, used to deduplicate findings (DESIGN.md, "Triage"): ClusterFuzz's
+// The signature of a finding, used to deduplicate findings (docs/architecture.md, "Triage"): ClusterFuzz's
 // crash state adapted to torch.compile.
 //
 //   crash-mismatch, status-mismatch   symptom + kind + failing mode + phase, and for exceptions the

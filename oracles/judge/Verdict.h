@@ -1,5 +1,5 @@
 #pragma once
-// The verdict on one program from its eager, compiled and fp64 runs (DESIGN.md, "The oracle").
+// The verdict on one program from its eager, compiled and fp64 runs (docs/architecture.md, "The oracle").
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -37,7 +37,7 @@ enum class Verdict {
 std::string_view toString(Verdict verdict);
 /// The verdict a toString spelling names, or nullopt.
 std::optional<Verdict> parseVerdict(std::string_view text);
-/// The process exit code `tcfuzz run` uses for a verdict (README, "Exit codes").
+/// The process exit code `tcfuzz run` uses for a verdict (docs/oracle.md, "Verdicts and exit codes").
 int exitCodeFor(Verdict verdict);
 /// True for the verdicts that are findings (crash and status mismatches, and the wrong results).
 bool isFinding(Verdict verdict);

@@ -1,5 +1,5 @@
 #pragma once
-// Ablation (DESIGN.md, "Triage"): the minimized case rerun under variants of its configuration to
+// Ablation (docs/architecture.md, "Triage"): the minimized case rerun under variants of its configuration to
 // name the component at fault. The backends, from the least compiler to the most, each add one
 // component: eager (Dynamo alone), aot_eager (+ AOTAutograd), aot_eager_decomp_partition (+ its
 // decompositions and partitioner), inductor (+ Inductor). The least of them that reproduces is

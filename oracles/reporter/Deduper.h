@@ -1,5 +1,5 @@
 #pragma once
-// Groups raw findings into bugs (DESIGN.md, "Triage"): an exact signature key first, then
+// Groups raw findings into bugs (docs/architecture.md, "Triage"): an exact signature key first, then
 // near-duplicate grouping of the exact groups (ClusterFuzz's crash-state similarity):
 //   - same symptom, kind, failing mode, phase and exception type, and
 //   - at least `minCommonFrames` frames in the longest common subsequence of their frames, or a

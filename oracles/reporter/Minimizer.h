@@ -1,5 +1,5 @@
 #pragma once
-// Delta debugging on the program IR (DESIGN.md, "Triage"): reduction passes behind one small
+// Delta debugging on the program IR (docs/architecture.md, "Triage"): reduction passes behind one small
 // interface, their order kept as data (cvise). A candidate replaces the current case only when it
 // is strictly smaller and the caller's test says it still shows the same bug: for crashes the
 // signature is unchanged (libFuzzer's DEDUP_TOKEN rule), for numeric divergences the divergence

@@ -81,7 +81,7 @@ def detached_copies(inputs):
 
 
 def resized_inputs(inputs):
-    """Call 4's candidate inputs under dynamic shapes (issue 16, 4c): [(what, inputs)], to be tried in order.
+    """Call 4's candidate inputs under dynamic shapes: [(what, inputs)], to be tried in order.
     A candidate resizes one dim (dim 0, then the last dim) of every top-level tensor input whose size there
     is the most common one of 2 or more (the larger on a tie). A size n >= 3 becomes n - 1 by dropping the
     first slice, so the storage offset moves too; n == 2 becomes 3 by repeating the first slice (Dynamo

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <algorithm>
 #include <random>
 #include <thread>
@@ -96,11 +97,8 @@ CampaignIdentity identityFromOptions(const Options& o, const std::set<std::strin
   }
   if (given.count("--backend")) id.pinned.backend = o.backend;
   if (given.count("--mode")) id.pinned.mode = o.mode;
-  if (given.count("--dynamic")) {
-    if (o.dynamic != "auto" && o.dynamic != "true" && o.dynamic != "false")
-      throw std::invalid_argument("--dynamic takes auto, true or false, not " + o.dynamic);
+  if (given.count("--dynamic"))  // auto, true or false (Options.def)
     id.pinned.dynamic = o.dynamic == "auto" ? std::nullopt : std::optional<bool>(o.dynamic == "true");
-  }
   if (given.count("--fullgraph")) id.pinned.fullgraph = o.fullgraph;
   if (given.count("--backward")) id.pinned.backward = o.backward;
   if (given.count("--inductor-config")) {
@@ -129,92 +127,82 @@ std::string endText(CampaignEnd end) {
 }
 
 
-}  // namespace
+/// How a fuzz session stops in time. Past --max-time (or kStopMilliseconds after a signal) the
+/// process exits as it stands: every judged program is already committed, and what tcfuzz started
+/// dies with it. SIGINT and SIGTERM stop the attached campaign; with none attached (starting or
+/// finished: nothing in flight, nothing to flush) the process exits at once. Construct it before any
+/// other thread (StopSignals' rule); destroyed last, its deadline covers the teardown.
+class SessionStop {
+ public:
+  SessionStop(std::chrono::steady_clock::time_point startedAt, double maxSeconds)
+      : signals_([this](int sig) { onSignal(sig); }) {
+    if (maxSeconds > 0)
+      deadline_.armAt(startedAt + std::chrono::milliseconds(static_cast<int64_t>((maxSeconds - 0.5) * 1000)),
+                      "--max-time reached and the stop is not finished; exiting now (findings are in findings.sqlite)",
+                      0);
+  }
+  /// The campaign a signal stops from now on (nullptr: none); stopped at once if a signal came before.
+  void attach(Campaign* campaign) {
+    live_ = campaign;
+    if (campaign && stopRequested_) campaign->stop();
+  }
 
-int fuzzCommand(const Options& o, const std::set<std::string>& given, const std::vector<std::string>& argv,
-                const SecretRedactor& secrets) {
-  bool resume = !o.resume.empty();
-  if (!resume && o.output.empty())
-    throw std::invalid_argument("fuzz needs -o OUT for a new campaign, or --resume OUT to continue one");
-  if (resume && !o.output.empty() && fs::absolute(o.output) != fs::absolute(o.resume))
-    throw std::invalid_argument("give either -o OUT (a new campaign) or --resume OUT, not both");
-  double maxSeconds = parseDuration(o.maxTime);
-  if (o.maxPrograms < 0) throw std::invalid_argument("--max-programs must be >= 0");
-  if (o.fp64 != "on-demand" && o.fp64 != "always")  // before any worker starts
-    throw std::invalid_argument("--fp64 takes on-demand or always, not " + o.fp64);
-  if (o.status != "auto" && o.status != "screen" && o.status != "log")
-    throw std::invalid_argument("--status takes auto, screen or log, not " + o.status);
-  if (o.engine != "native" && o.engine != "libfuzzer")
-    throw std::invalid_argument("--engine takes native or libfuzzer, not " + o.engine);
-  bool libFuzzer = o.engine == "libfuzzer";
-  if (!libFuzzer && !o.libfuzzerArgs.empty()) throw std::invalid_argument("--libfuzzer-arg needs --engine libfuzzer");
-  LlmSettings llmSettings = llmSettingsFrom(o, given, secrets);
-
-  auto startedAt = std::chrono::steady_clock::now();
-  // The stop is bounded: past these deadlines the process exits as it stands (every judged program
-  // is already committed, and what tcfuzz started dies with it). Destroyed last, it covers the teardown.
-  StopDeadline deadline;
-  if (maxSeconds > 0)
-    deadline.armAt(startedAt + std::chrono::milliseconds(static_cast<int64_t>((maxSeconds - 0.5) * 1000)),
-                   "--max-time reached and the stop is not finished; exiting now (findings are in findings.sqlite)",
-                   0);
-  // Before any thread exists: SIGINT and SIGTERM become a stop request.
-  std::atomic<Campaign*> live{nullptr};
-  std::atomic<bool> stopRequested{false};
-  StopSignals signals([&](int sig) {
-    stopRequested = true;
+ private:
+  void onSignal(int sig) {
+    stopRequested_ = true;
     std::cerr << fmt::format("\ntcfuzz: {} received, stopping (state is saved; a second signal exits at once)\n",
                              sig == SIGINT ? "SIGINT" : "SIGTERM");
-    Campaign* c = live.load();
-    if (!c) {  // starting or finished: nothing in flight, nothing to flush
+    Campaign* c = live_.load();
+    if (!c) {
       std::cerr << "tcfuzz: no campaign is running; exiting now\n";
       ::_exit(128 + sig);
     }
     c->stop();
-    deadline.armAt(std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopMilliseconds),
-                   "the stop takes too long; exiting now (findings are in findings.sqlite)", 128 + sig);
-  });
+    deadline_.armAt(std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopMilliseconds),
+                    "the stop takes too long; exiting now (findings are in findings.sqlite)", 128 + sig);
+  }
 
-  fs::path root = resume ? o.resume : o.output;
-  CampaignOutput output(root, resume ? CampaignOutput::OpenMode::Resume : CampaignOutput::OpenMode::Fresh, secrets);
-  FindingStore store(output.storePath(), secrets);
+  StopDeadline deadline_;
+  std::atomic<Campaign*> live_{nullptr};
+  std::atomic<bool> stopRequested_{false};
+  StopSignals signals_;
+};
 
-  CampaignIdentity id;
-  if (resume) {
-    auto stored = store.meta("identity");
-    if (!stored) throw CampaignDirError(root.string() + "/findings.sqlite records no campaign settings");
-    try {
-      id = CampaignIdentity::fromJson(json::parse(*stored));
-    } catch (const std::exception& e) {
-      throw CampaignDirError(fmt::format("{}/findings.sqlite: the campaign settings are unreadable: {}", root.string(),
-                                         e.what()));
-    }
-    for (const char* flag : {"--seed", "--device", "--policy", "--backend", "--mode", "--dynamic", "--fullgraph",
-                             "--backward", "--inductor-config", "--plugin", "--timeout", "--memory-mb"})
-      if (given.count(flag))
-        std::cerr << fmt::format("tcfuzz: {} ignored: a resumed campaign keeps the settings it started with\n", flag);
-  } else {
-    id = identityFromOptions(o, given);
+/// The campaign's identity: a new campaign's from the options, recorded in its store; a resumed one's
+/// read back from its store (a settings flag given again is ignored, with a warning).
+CampaignIdentity campaignIdentity(const Options& o, const std::set<std::string>& given, FindingStore& store,
+                                  const fs::path& root, bool resume) {
+  if (!resume) {
+    CampaignIdentity id = identityFromOptions(o, given);
     store.setMeta("identity", id.toJson().dump());
     store.setMeta("started_at", std::to_string(std::time(nullptr)));
+    return id;
   }
-  output.appendCmdline(argv);
+  auto stored = store.meta("identity");
+  if (!stored) throw CampaignDirError(root.string() + "/findings.sqlite records no campaign settings");
+  CampaignIdentity id;
+  try {
+    id = CampaignIdentity::fromJson(json::parse(*stored));
+  } catch (const std::exception& e) {
+    throw CampaignDirError(
+        fmt::format("{}/findings.sqlite: the campaign settings are unreadable: {}", root.string(), e.what()));
+  }
+  for (const char* flag : {"--seed", "--device", "--policy", "--backend", "--mode", "--dynamic", "--fullgraph",
+                           "--backward", "--inductor-config", "--plugin", "--timeout", "--memory-mb"})
+    if (given.count(flag))
+      std::cerr << fmt::format("tcfuzz: {} ignored: a resumed campaign keeps the settings it started with\n", flag);
+  return id;
+}
 
-  Options workerOptions = o;
-  workerOptions.device = id.device;
-  WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir(), secrets, kCampaignChildJobs);
-  spec.freshUntilWarm = true;  // the first programs' eager and fp64 jobs do not wait for the warm-up compile
-  // On GPUs, one zygote per GPU unless -j says otherwise (then they are spread round-robin).
-  int workers = o.workers <= 0 && !spec.gpus.empty() ? static_cast<int>(spec.gpus.size()) : workerCount(o);
-  Nvml nvml;
-  std::optional<GpuStats> gpuStats;
-  if (!spec.gpus.empty()) gpuStats.emplace(spec.gpus, nvml);
+/// A session's settings: the campaign's identity, the command line's bounds and the workers' shape.
+CampaignSettings campaignSettingsFrom(const Options& o, const CampaignIdentity& id, const WorkerSpec& spec,
+                                      int workers, double maxSeconds, std::chrono::steady_clock::time_point startedAt,
+                                      GpuStats* gpuStats) {
   int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-
   CampaignSettings settings;
   settings.seed = id.seed;
   settings.device = id.device;
-  settings.gpuStats = gpuStats ? &*gpuStats : nullptr;
+  settings.gpuStats = gpuStats;
   settings.workers = workers;
   // Cheap checks first: a program's compiled job waits for its eager run, so one program per worker
   // would leave workers idle (40% of worker time in a 30-minute campaign); two per worker keep them busy.
@@ -232,25 +220,106 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   settings.test.fp64OnDemand = o.fp64 == "on-demand";  // no fp64 run where it cannot change the verdict
   settings.test.confirmFindings = true;   // fresh process, cold cache: before anything is recorded
   settings.pinned = id.pinned;
+  return settings;
+}
+
+/// A native session's LLM proposer, started in the background (grammar programs never wait for the
+/// server to load) and fed queue programs by `campaign`; nullptr with --llm off or --engine libfuzzer.
+std::unique_ptr<LlmProposer> startLlm(LlmSettings llmSettings, bool libFuzzer, const gen::OpCatalog& catalog,
+                                      const CampaignIdentity& id, const TestSettings& test, ProgramTester& tester,
+                                      const CampaignOutput& output, StatusView& view, Campaign& campaign) {
+  llmSettings.server.logFile = output.workDir() / "llm-server.log";
+  TestSettings liftSettings = test;
+  liftSettings.limits.timeoutSeconds = std::min(60.0, id.timeout);
+  liftSettings.threads = 1;
+  if (libFuzzer && llmSettings.mode != "off")
+    std::cerr << "tcfuzz: --engine libfuzzer: the LLM is not used (libFuzzer's mutators make every program)\n";
+  if (llmSettings.mode == "off" || libFuzzer) return nullptr;
+  auto llm = std::make_unique<LlmProposer>(catalog, id.policy.generation.caps, llmSettings, tester, liftSettings,
+                                           output.workDir() / "llm", id.seed,
+                                           [&view](const std::string& line) { view.event(line); });
+  llm->setQueueSource([&campaign] { return campaign.sampleQueueProgram(); });
+  llm->setFewShotSource([&campaign] { return campaign.fewShotPrograms(); });
+  llm->startInBackground();
+  campaign.setLlm(llm.get());
+  return llm;
+}
+
+/// The end of a session, whichever engine ran it: stops the LLM and the background triage (its job in
+/// flight is abandoned, and redone by the next triage), says why the session ended and how to go on.
+/// Returns the exit code: 3 when the disk filled or the campaign failed, else 0.
+int endSession(CampaignEnd end, Campaign& campaign, WorkerPool& pool, LlmProposer* llm, BackgroundTriage* triage,
+               StatusView& view, const CampaignOutput& output, bool libFuzzer) {
+  if (llm) llm->stop();
+  if (triage) {
+    triage->stop();
+    pool.cancel();
+    triage->join();
+    if (size_t left = triage->pendingCount())
+      std::cerr << fmt::format("tcfuzz: {} signature(s) not triaged yet; tcfuzz triage {} finishes them\n", left,
+                               output.root().string());
+  }
+  if (int64_t abandoned = campaign.abandoned())
+    std::cerr << fmt::format("tcfuzz: {} program(s) in flight when the run stopped were abandoned untested "
+                             "(programs_abandoned in fuzzer_stats)\n", abandoned);
+  std::string why = endText(end);
+  if (!campaign.endMessage().empty()) why += ": " + campaign.endMessage();
+  view.finish(campaign.snapshot(), why);
+  if (end == CampaignEnd::DiskFull) {
+    std::cerr << fmt::format("tcfuzz: the disk is full; every finding so far is in {}. Free space, then continue with "
+                             "tcfuzz fuzz --resume {}\n",
+                             output.storePath().string(), output.root().string());
+    return 3;
+  }
+  if (end == CampaignEnd::Failed) {
+    std::cerr << "tcfuzz: the campaign failed: " << campaign.endMessage() << "\n";
+    return 3;
+  }
+  std::cerr << fmt::format("tcfuzz: continue with tcfuzz fuzz --resume {}{}\n", output.root().string(),
+                           libFuzzer ? " --engine libfuzzer" : "");
+  return 0;
+}
+
+}  // namespace
+
+int fuzzCommand(const Options& o, const std::set<std::string>& given, const std::vector<std::string>& argv,
+                const SecretRedactor& secrets) {
+  bool resume = !o.resume.empty();
+  if (!resume && o.output.empty())
+    throw std::invalid_argument("fuzz needs -o OUT for a new campaign, or --resume OUT to continue one");
+  if (resume && !o.output.empty() && fs::absolute(o.output) != fs::absolute(o.resume))
+    throw std::invalid_argument("give either -o OUT (a new campaign) or --resume OUT, not both");
+  double maxSeconds = parseDuration(o.maxTime);
+  if (o.maxPrograms < 0) throw std::invalid_argument("--max-programs must be >= 0");
+  bool libFuzzer = o.engine == "libfuzzer";
+  if (!libFuzzer && !o.libfuzzerArgs.empty()) throw std::invalid_argument("--libfuzzer-arg needs --engine libfuzzer");
+  LlmSettings llmSettings = llmSettingsFrom(o, given, secrets);
+
+  auto startedAt = std::chrono::steady_clock::now();
+  SessionStop sessionStop(startedAt, maxSeconds);  // before any thread exists; destroyed last
+
+  fs::path root = resume ? o.resume : o.output;
+  CampaignOutput output(root, resume ? CampaignOutput::OpenMode::Resume : CampaignOutput::OpenMode::Fresh, secrets);
+  FindingStore store(output.storePath(), secrets);
+  CampaignIdentity id = campaignIdentity(o, given, store, root, resume);
+  output.appendCmdline(argv);
+
+  Options workerOptions = o;
+  workerOptions.device = id.device;
+  WorkerSpec spec = workerSpecFrom(workerOptions, output.workDir(), secrets, kCampaignChildJobs);
+  spec.freshUntilWarm = true;  // the first programs' eager and fp64 jobs do not wait for the warm-up compile
+  // On GPUs, one zygote per GPU unless -j says otherwise (then they are spread round-robin).
+  int workers = o.workers <= 0 && !spec.gpus.empty() ? static_cast<int>(spec.gpus.size()) : workerCount(o);
+  Nvml nvml;
+  std::optional<GpuStats> gpuStats;
+  if (!spec.gpus.empty()) gpuStats.emplace(spec.gpus, nvml);
+  CampaignSettings settings =
+      campaignSettingsFrom(o, id, spec, workers, maxSeconds, startedAt, gpuStats ? &*gpuStats : nullptr);
   if (!o.seedCorpus.empty()) {
-    if (resume) {
+    if (resume)
       std::cerr << "tcfuzz: --seed-corpus ignored: a resumed campaign judged its seed corpus when it started\n";
-    } else {
-      if (!fs::is_directory(o.seedCorpus)) throw std::invalid_argument("--seed-corpus " + o.seedCorpus + " is not a directory");
-      std::vector<fs::path> files;
-      for (const auto& e : fs::directory_iterator(o.seedCorpus))
-        if (e.path().extension() == ".json") files.push_back(e.path());
-      std::sort(files.begin(), files.end());
-      for (const auto& f : files) {
-        try {
-          settings.seedPrograms.push_back(gen::Graph::load(f));
-        } catch (const gen::GraphFormatError& e) {
-          throw std::invalid_argument(fmt::format("--seed-corpus: {}", e.what()));
-        }
-      }
-      if (settings.seedPrograms.empty())
-        throw std::invalid_argument("--seed-corpus " + o.seedCorpus + " holds no IR program (.json)");
-    }
+    else
+      settings.seedPrograms = loadSeedCorpus(o.seedCorpus);
   }
 
   // libFuzzer prints its own progress lines (NEW, REDUCE, pulse ... ft: corp:) to stderr: a redrawn
@@ -275,90 +344,25 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
       std::cerr << "tcfuzz: " << problem << "\n";
       view.event(problem);
     }
-  live = &campaign;
-  if (stopRequested) campaign.stop();
+  sessionStop.attach(&campaign);
 
   // LLM proposals come from background threads; the lanes take one whenever it is ready.
-  llmSettings.server.logFile = output.workDir() / "llm-server.log";
-  TestSettings liftSettings = settings.test;
-  liftSettings.limits.timeoutSeconds = std::min(60.0, id.timeout);
-  liftSettings.threads = 1;
-  std::unique_ptr<LlmProposer> llm;
-  if (libFuzzer && llmSettings.mode != "off")
-    std::cerr << "tcfuzz: --engine libfuzzer: the LLM is not used (libFuzzer's mutators make every program)\n";
-  if (llmSettings.mode != "off" && !libFuzzer) {
-    llm = std::make_unique<LlmProposer>(catalog, id.policy.generation.caps, llmSettings, tester, liftSettings,
-                                        output.workDir() / "llm", id.seed,
-                                        [&view](const std::string& line) { view.event(line); });
-    llm->setQueueSource([&campaign] { return campaign.sampleQueueProgram(); });
-    llm->setFewShotSource([&campaign] { return campaign.fewShotPrograms(); });
-    llm->startInBackground();  // grammar programs never wait for the server to load
-    campaign.setLlm(llm.get());
-  }
-
-  // New signatures are triaged in the background, through the same pool: the lanes keep their
-  // jobs queued, so the workers never wait for triage (its own store connection; SQLite's WAL
-  // lets both write).
-  std::optional<FindingStore> triageStore;
-  std::optional<Triage> triage;
-  std::atomic<bool> triageStop{false};
-  std::thread triager;
+  std::unique_ptr<LlmProposer> llm =
+      startLlm(std::move(llmSettings), libFuzzer, catalog, id, settings.test, tester, output, view, campaign);
+  // New signatures are triaged in the background, through the same pool.
+  std::optional<BackgroundTriage> triage;
   if (!o.noTriage) {
     TriageSettings ts = triageSettingsFrom(o, workers, secrets);
     ts.test = settings.test;
     ts.torch = settings.torch;
     ts.structuredTrace = pool.hello().has("structured_trace");
-    ts.test.persistent = false;  // triage replays every finding in fresh processes
-    ts.test.confirmFindings = false;
-    triageStore.emplace(output.storePath(), secrets);
-    triage.emplace(catalog, ts, output.root(), *triageStore, &tester,
-                   [&view](const std::string& line) { view.event("triage: " + line); });
-    triager = std::thread([&] {
-      while (!triageStop) {
-        try {
-          if (!triage->pending().empty()) {
-            TriageSummary s = triage->run(&triageStop);
-            if (!triageStop)
-              view.event(fmt::format("triage: {} unique bug(s) reported from {} raw finding(s)", s.bugs, s.rawFindings));
-          }
-        } catch (const std::exception& e) {
-          if (!triageStop) view.event(fmt::format("triage stopped on an error, retrying later: {}", e.what()));
-        }
-        for (int i = 0; i < 50 && !triageStop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
+    triage.emplace(catalog, std::move(ts), output.root(), output.storePath(), secrets, tester,
+                   [&view](const std::string& line) { view.event(line); });
+    triage->start();
   }
-  // The end of a session, whichever engine ran it: stop the LLM and the triage, say why, and how to go on.
   auto finishSession = [&](CampaignEnd end) -> int {
-    live = nullptr;
-    if (llm) llm->stop();
-    if (triager.joinable()) {
-      triageStop = true;
-      pool.cancel();  // the campaign is over: abandon the triage job in flight (it is redone on the next triage)
-      triager.join();
-      if (size_t left = triage->pending().size())
-        std::cerr << fmt::format("tcfuzz: {} signature(s) not triaged yet; tcfuzz triage {} finishes them\n", left,
-                                 output.root().string());
-    }
-    if (int64_t abandoned = campaign.abandoned())
-      std::cerr << fmt::format("tcfuzz: {} program(s) in flight when the run stopped were abandoned untested "
-                               "(programs_abandoned in fuzzer_stats)\n", abandoned);
-    std::string why = endText(end);
-    if (!campaign.endMessage().empty()) why += ": " + campaign.endMessage();
-    view.finish(campaign.snapshot(), why);
-    if (end == CampaignEnd::DiskFull) {
-      std::cerr << fmt::format("tcfuzz: the disk is full; every finding so far is in {}. Free space, then continue with "
-                               "tcfuzz fuzz --resume {}\n",
-                               output.storePath().string(), output.root().string());
-      return 3;
-    }
-    if (end == CampaignEnd::Failed) {
-      std::cerr << "tcfuzz: the campaign failed: " << campaign.endMessage() << "\n";
-      return 3;
-    }
-    std::cerr << fmt::format("tcfuzz: continue with tcfuzz fuzz --resume {}{}\n", output.root().string(),
-                             libFuzzer ? " --engine libfuzzer" : "");
-    return 0;
+    sessionStop.attach(nullptr);
+    return endSession(end, campaign, pool, llm.get(), triage ? &*triage : nullptr, view, output, libFuzzer);
   };
   if (libFuzzer) {
     LibFuzzerSettings lf;

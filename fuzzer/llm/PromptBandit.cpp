@@ -1,0 +1,61 @@
+#include "fuzzer/llm/PromptBandit.h"
+
+#include <stdexcept>
+
+namespace tcfuzz {
+
+namespace {
+
+/// The non-repair strategy names of `book`, in its order (the strategy level's arms).
+std::vector<std::string> drawnStrategies(const gen::PromptBook& book) {
+  std::vector<std::string> names;
+  for (const auto& s : book.strategies())
+    if (!s.repair) names.push_back(s.name);
+  return names;
+}
+
+}  // namespace
+
+PromptBandit::PromptBandit(const gen::PromptBook& book, uint64_t seed)
+    : strategies_(drawnStrategies(book), seed) {
+  std::vector<std::string> targets;
+  for (const auto& t : book.targets()) targets.push_back(t.name);
+  int sIdx = 0;
+  for (const auto& s : book.strategies()) {
+    if (s.repair) continue;
+    if (s.targeted) {
+      targets_.emplace(s.name, gen::ThompsonBandit(targets, seed ^ static_cast<uint64_t>(sIdx + 1)));
+      for (size_t t = 0; t < targets.size(); ++t) arms_.push_back({s.name, targets[t], sIdx, static_cast<int>(t)});
+    } else {
+      arms_.push_back({s.name, "", sIdx, -1});
+    }
+    ++sIdx;
+  }
+}
+
+size_t PromptBandit::pick() {
+  std::lock_guard lock(mutex_);
+  int sIdx = static_cast<int>(strategies_.pick());
+  const std::string& strategy = strategies_.name(static_cast<size_t>(sIdx));
+  int tIdx = -1;
+  if (auto it = targets_.find(strategy); it != targets_.end()) tIdx = static_cast<int>(it->second.pick());
+  for (size_t i = 0; i < arms_.size(); ++i)
+    if (arms_[i].strategyIndex == sIdx && arms_[i].targetIndex == tIdx) return i;
+  throw std::logic_error("LLM bandit: no arm for strategy " + strategy);
+}
+
+void PromptBandit::reward(size_t arm, double reward) {
+  const Arm& a = arms_.at(arm);
+  std::lock_guard lock(mutex_);
+  strategies_.reward(static_cast<size_t>(a.strategyIndex), reward);
+  if (a.targetIndex >= 0) targets_.at(a.strategy).reward(static_cast<size_t>(a.targetIndex), reward);
+}
+
+nlohmann::json PromptBandit::toJson() const {
+  std::lock_guard lock(mutex_);
+  nlohmann::json out{{"strategies", strategies_.toJson()}};
+  for (const auto& [name, b] : targets_) out["targets"][name] = b.toJson();
+  return out;
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,49 @@
+#pragma once
+// Which prompt the LLM is asked next: an arm is a (strategy, target) pair of the prompt book, drawn
+// by Thompson sampling on two levels, the strategy first, then (for targeted strategies) its target,
+// each by its yield, so that a poor strategy is learnt from all its targets' replies at once.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generators/PromptStrategy.h"
+
+namespace tcfuzz {
+
+/// The prompt-strategy bandit. Thread-safe: the request threads pick, the campaign's thread rewards.
+/// The same seed and the same sequence of picks and rewards give the same choices.
+class PromptBandit {
+ public:
+  /// A (strategy, target) pair; target "" and targetIndex -1 for untargeted strategies.
+  struct Arm {
+    std::string strategy, target;
+    int strategyIndex = 0, targetIndex = -1;
+  };
+
+  /// One arm per untargeted strategy of `book` and one per (targeted strategy, target); repair
+  /// strategies are never drawn. The strategy level draws from `seed`, a targeted strategy's target
+  /// level from seed ^ (its strategy index + 1).
+  PromptBandit(const gen::PromptBook& book, uint64_t seed);
+
+  /// Draws a strategy, then its target; returns the arm's index.
+  size_t pick();
+  /// Credits the arm's strategy and (if targeted) its target with `reward` in [0, 1].
+  void reward(size_t arm, double reward);
+  /// The arm at `index` (std::out_of_range past the last); arms never change after construction.
+  const Arm& arm(size_t index) const { return arms_.at(index); }
+  /// {"strategies": per-strategy arms, "targets": {strategy: per-target arms}} (targets only when
+  /// some strategy is targeted): pulls, alpha, beta, mean per arm.
+  nlohmann::json toJson() const;
+
+ private:
+  std::vector<Arm> arms_;
+  mutable std::mutex mutex_;  // guards the bandits below
+  gen::ThompsonBandit strategies_;
+  std::map<std::string, gen::ThompsonBandit> targets_;  ///< per targeted strategy
+};
+
+}  // namespace tcfuzz
