@@ -10,16 +10,14 @@ using nlohmann::json;
 
 namespace {
 
-std::string statsName(std::string s) {
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
-/// A rejection reason safe to use as a stats key: "ast: import of os" -> "ast_import_of_os" (capped length).
+/// A rejection reason safe to use as a stats key: "ast: import of os" -> "ast_import_of_os" (its first
+/// 40 characters, each run of other characters than letters and digits one '_', none at the end).
 std::string reasonKey(const std::string& reason) {
-  std::string key = statsName(reason.substr(0, 40));
-  while (key.find("__") != std::string::npos) key.replace(key.find("__"), 2, "_");
+  std::string key;
+  for (char c : reason.substr(0, 40)) {
+    if (std::isalnum(static_cast<unsigned char>(c))) key += c;
+    else if (key.empty() || key.back() != '_') key += '_';
+  }
   while (!key.empty() && key.back() == '_') key.pop_back();
   return key;
 }

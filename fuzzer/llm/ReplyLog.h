@@ -59,7 +59,8 @@ class ReplyLog {
   void countReply(const std::string& strategy);
   /// CPU seconds spent for the strategy outside its requests (its lift jobs).
   void addCpu(const std::string& strategy, double seconds);
-  /// A reply became a valid program; a repair strategy's valid count is counted with eagerRepaired false.
+  /// A reply became a valid program, `shapeRepaired` by shape repair, `eagerRepaired` after repair rounds
+  /// (a repair strategy's own reply that fixed a program counts as valid for it, neither flag set).
   void countValid(const std::string& strategy, bool shapeRepaired, bool eagerRepaired);
   /// A reply was rejected for `reason` (counted by a stats-safe key of it); the calling thread's
   /// last rejection becomes "reason: detail" until takeRejection().
