@@ -262,6 +262,36 @@ TEST(ReportWriter, CrashReportDescribesSymptomConfigurationAndRepro) {
   EXPECT_NE(section.find("repro.py was verified in a clean process."), std::string::npos);
 }
 
+TEST(ReportWriter, ARunMinimizerThatRemovedNothingCallsTheReproMinimalNotSkipped) {
+  BugReport bug = crashBug();
+  bug.minimized = false;  // 57 candidates tested, none kept the bug
+  bug.repro.nodes = 1;
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_NE(md.find("Repro (1 node, already minimal: none of the minimizer's 57 smaller candidates kept the bug)"),
+            std::string::npos);
+  EXPECT_NE(md.find("- size: 1 nodes (already minimal; 57 candidates tested)"), std::string::npos);
+  EXPECT_EQ(md.find("not minimized"), std::string::npos);
+  bug.minimizeCandidates = 0;  // the minimizer never ran
+  EXPECT_NE(renderReportMarkdown(bug, kReproPy).find("(not minimized: the minimizer was skipped or failed"),
+            std::string::npos);
+}
+
+TEST(ReportWriter, TheReportEndsByDisclosingWhatTcfuzzAndItsLlmWrote) {
+  BugReport bug = crashBug();
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_NE(md.find("*Machine-written: tcfuzz, an automated differential fuzzer for torch.compile, wrote this whole "
+                    "report"),
+            std::string::npos);
+  EXPECT_NE(md.find("No LLM wrote any part of the program: tcfuzz's grammar generator and mutators made it.*\n"),
+            std::string::npos);
+  bug.provenance = "Proposed by an LLM (model smollm2, strategy few_shot), repaired";
+  bug.coreNodes = 4;
+  EXPECT_NE(renderReportMarkdown(bug, kReproPy)
+                .find("The program began as an LLM's output (Proposed by an LLM (model smollm2, strategy few_shot), "
+                      "repaired), which tcfuzz parsed, checked, repaired and minimized.*\n"),
+            std::string::npos);
+}
+
 TEST(ReportWriter, AShortReproThatDidNotReproduceIsNotQuoted) {
   BugReport bug = crashBug();
   bug.shortReproVerified = true;
@@ -369,7 +399,8 @@ TEST(ReportWriter, TriageFactsListSignatureHitsAndOriginalProgram) {
   EXPECT_NE(facts.find("campaign: `/data/campaigns/nightly-0501`"), std::string::npos);
   EXPECT_NE(facts.find("- the program before minimization: [original.py](original.py)"), std::string::npos);
   EXPECT_EQ(facts.find(bug.originalProgramPy), std::string::npos);
-  EXPECT_EQ(md.substr(md.size() - 11), "</details>\n");
+  // The facts are the last section; only the machine-written disclosure follows them.
+  EXPECT_NE(facts.find("</details>\n\n---\n*Machine-written: "), std::string::npos);
 }
 
 TEST(ReportWriter, EachWrongResultOpensWithWhatItsCheckSaw) {

@@ -24,10 +24,10 @@ std::string verifiedText(const std::optional<bool>& verified) {
   return *verified ? "yes" : "no";
 }
 
-/// "3 (from 20)", or "20 (not minimized)".
+/// "3 (from 20)", "1 (minimal)" when the minimizer tested candidates and kept none, or "20 (not minimized)".
 std::string sizeText(const BugReport& bug) {
-  return bug.minimized ? fmt::format("{} (from {})", bug.repro.nodes, bug.originalNodes)
-                       : fmt::format("{} (not minimized)", bug.repro.nodes);
+  if (bug.minimized) return fmt::format("{} (from {})", bug.repro.nodes, bug.originalNodes);
+  return fmt::format("{} ({})", bug.repro.nodes, bug.minimizeCandidates > 0 ? "minimal" : "not minimized");
 }
 
 /// "known #198119 (open)", "possible duplicates: 3", or "new".

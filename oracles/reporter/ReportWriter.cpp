@@ -248,6 +248,10 @@ void renderDescribe(std::string& md, const BugReport& bug, const std::string& sh
     md += fmt::format("Minimized repro ({} node{}, from {} in the program tcfuzz generated), "
                       "[short_repro.py](short_repro.py), {}:\n\n",
                       r.nodes, r.nodes == 1 ? "" : "s", bug.originalNodes, verification(bug.shortReproVerified));
+  else if (bug.minimizeCandidates > 0)
+    md += fmt::format("Repro ({} node{}, already minimal: none of the minimizer's {} smaller candidates kept the "
+                      "bug), [short_repro.py](short_repro.py), {}:\n\n",
+                      r.nodes, r.nodes == 1 ? "" : "s", bug.minimizeCandidates, verification(bug.shortReproVerified));
   else
     md += fmt::format("Repro, [short_repro.py](short_repro.py), {} (not minimized: the minimizer was skipped or "
                       "failed, so this is the program as generated):\n\n",
@@ -503,9 +507,11 @@ void renderFacts(std::string& md, const BugReport& bug) {
   if (bug.minimized)
     md += fmt::format("- size: {} nodes originally, {} after minimization ({} candidates tested)\n", bug.originalNodes,
                       bug.repro.nodes, bug.minimizeCandidates);
-  else
-    md += fmt::format("- size: {} nodes (not minimized; {} candidates tested)\n", bug.repro.nodes,
+  else if (bug.minimizeCandidates > 0)
+    md += fmt::format("- size: {} nodes (already minimal; {} candidates tested)\n", bug.repro.nodes,
                       bug.minimizeCandidates);
+  else
+    md += fmt::format("- size: {} nodes (not minimized)\n", bug.repro.nodes);
   md += fmt::format("- original config: {}\n",
                     code(bug.originalConfig.is_null() ? std::string("{}") : bug.originalConfig.dump(), kMessageLimit));
   md += fmt::format("- minimized config: {} (backward: {})\n",
@@ -519,6 +525,20 @@ void renderFacts(std::string& md, const BugReport& bug) {
     md += fmt::format("- LLM core: {} of its {} nodes remain in the minimized program\n", bug.coreNodesKept, bug.coreNodes);
   if (!bug.originalProgramPy.empty()) md += "- the program before minimization: [original.py](original.py)\n";
   md += "\n</details>\n";
+}
+
+/// The disclosure maintainers ask for: which parts a machine wrote. The whole report is tcfuzz's; the
+/// program is an LLM's first draft (checked, repaired and minimized by tcfuzz) when its origin says so.
+void renderDisclosure(std::string& md, const BugReport& bug) {
+  md += "\n---\n*Machine-written: tcfuzz, an automated differential fuzzer for torch.compile, wrote this whole "
+        "report (title, description, repro programs, logs, ablation and facts) from its own runs; no person "
+        "edited it. ";
+  if (bug.coreNodes > 0 || bug.provenance.find("LLM") != std::string::npos)
+    md += fmt::format("The program began as an LLM's output ({}), which tcfuzz parsed, checked, repaired and "
+                      "minimized.*\n",
+                      bug.provenance.empty() ? std::string("model not recorded") : oneLine(bug.provenance, kMessageLimit));
+  else
+    md += "No LLM wrote any part of the program: tcfuzz's grammar generator and mutators made it.*\n";
 }
 
 // --- Files ------------------------------------------------------------------------------------------
@@ -587,6 +607,7 @@ std::string renderReportMarkdown(const BugReport& bug, const std::string& shortR
   renderUpstream(md, bug);
   renderVersions(md, bug);
   renderFacts(md, bug);
+  renderDisclosure(md, bug);
   return md;
 }
 
