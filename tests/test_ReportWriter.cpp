@@ -400,7 +400,7 @@ TEST(ReportWriter, TriageFactsListSignatureHitsAndOriginalProgram) {
   EXPECT_NE(facts.find("- the program before minimization: [original.py](original.py)"), std::string::npos);
   EXPECT_EQ(facts.find(bug.originalProgramPy), std::string::npos);
   // The facts are the last section; only the machine-written disclosure follows them.
-  EXPECT_NE(facts.find("</details>\n\n---\n*Machine-written: "), std::string::npos);
+  EXPECT_NE(facts.find("</details>\n\n*Machine-written: "), std::string::npos);
 }
 
 TEST(ReportWriter, EachWrongResultOpensWithWhatItsCheckSaw) {

@@ -530,7 +530,7 @@ void renderFacts(std::string& md, const BugReport& bug) {
 /// The disclosure maintainers ask for: which parts a machine wrote. The whole report is tcfuzz's; the
 /// program is an LLM's first draft (checked, repaired and minimized by tcfuzz) when its origin says so.
 void renderDisclosure(std::string& md, const BugReport& bug) {
-  md += "\n---\n*Machine-written: tcfuzz, an automated differential fuzzer for torch.compile, wrote this whole "
+  md += "\n*Machine-written: tcfuzz, an automated differential fuzzer for torch.compile, wrote this whole "
         "report (title, description, repro programs, logs, ablation and facts) from its own runs; no person "
         "edited it. ";
   if (bug.coreNodes > 0 || bug.provenance.find("LLM") != std::string::npos)
