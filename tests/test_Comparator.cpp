@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "oracles/judge/Comparator.h"
+#include "oracles/judge/OutputLoader.h"
 
 using namespace tcfuzz::oracles;
 

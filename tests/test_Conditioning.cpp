@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "oracles/judge/Conditioning.h"
+#include "oracles/judge/OutputLoader.h"
 
 using namespace tcfuzz::oracles;
 

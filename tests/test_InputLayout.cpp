@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 #include <unistd.h>
 
 #include "generators/Generator.h"
@@ -25,8 +25,8 @@ namespace {
 using nlohmann::json;
 
 /// The input LibTorch builds for `layout`, the way make_inputs does: storage drawn, then viewed.
-torch::Tensor build(const Layout& l, const TensorType& t) {
-  torch::Tensor s = torch::rand(storageShape(l, t));
+at::Tensor build(const Layout& l, const TensorType& t) {
+  at::Tensor s = at::rand(storageShape(l, t));
   if (l.kind == "transposed") return s.transpose(l.dims[0], l.dims[1]);
   if (l.kind == "strided") return s.slice(l.dims[0], l.offset, c10::nullopt, l.step);
   if (l.kind == "expanded") return s.expand(t.shape);
@@ -45,7 +45,7 @@ TEST(InputLayout, GeometryMatchesLibTorch) {
     for (int d = 0; d < rank; ++d) t.shape.push_back(rng.uniform(1, 5));
     Layout l = randomLayout(t, Distribution{}, weights, rng);
     ASSERT_EQ(layoutProblem(l, t, Distribution{}), "") << describeLayout(l);
-    torch::Tensor x = build(l, t);
+    at::Tensor x = build(l, t);
     ++seen[l.kind];
     std::string what = fmt::format("{} of {}", describeLayout(l), t.str());
     EXPECT_EQ(x.sizes().vec(), t.shape) << what;

@@ -6,6 +6,7 @@
 #include <torch/serialize.h>
 
 #include "TestWorkers.h"
+#include "oracles/judge/OutputLoader.h"
 #include "oracles/judge/Verdict.h"
 
 using namespace tcfuzz::oracles;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "oracles/infra/AtomicFile.h"
+#include "oracles/judge/OutputLoader.h"
 
 namespace tcfuzz {
 

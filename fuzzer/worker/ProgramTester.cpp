@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "generators/DType.h"
+#include "oracles/judge/OutputLoader.h"
 
 namespace tcfuzz {
 

@@ -1,4 +1,5 @@
 #include "oracles/judge/Comparator.h"
+#include "oracles/judge/OutputLoader.h"
 
 #include <algorithm>
 #include <cmath>

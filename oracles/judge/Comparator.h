@@ -6,9 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "oracles/judge/OutputLoader.h"
-
 namespace tcfuzz::oracles {
+
+// Declared in OutputLoader.h, which brings in ATen: a file that only names comparisons compiles without it.
+struct LoadedOutputs;
 
 /// Tolerances and RMSE multipliers; the defaults are those of torch._dynamo.utils.same.
 struct ComparatorOptions {

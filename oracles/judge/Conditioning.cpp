@@ -1,4 +1,5 @@
 #include "oracles/judge/Conditioning.h"
+#include "oracles/judge/OutputLoader.h"
 
 #include <cmath>
 #include <limits>

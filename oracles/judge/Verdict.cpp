@@ -1,4 +1,5 @@
 #include "oracles/judge/Verdict.h"
+#include "oracles/judge/OutputLoader.h"
 
 #include <algorithm>
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/cli/Settings.h"
@@ -105,7 +105,7 @@ bool outputsFinite(const oracles::RunResult& r, const fs::path& jobDir) {
   if (!r.outputs) return true;
   auto loaded = oracles::loadOutputs(*r.outputs, jobDir);
   for (const auto& t : loaded.tensors)
-    if (t.defined() && t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) return false;
+    if (t.defined() && t.is_floating_point() && !at::isfinite(t).all().item<bool>()) return false;
   return true;
 }
 
