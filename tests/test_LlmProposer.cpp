@@ -179,6 +179,15 @@ TEST(LlmProposer, CampaignSurvivesTheLocalServerBeingKilled) {
   pid_t serverPid = static_cast<pid_t>(statInt(stats, "llm_server_pid"));
   ASSERT_EQ(::kill(serverPid, SIGKILL), 0);
   int64_t proposalsAtKill = statInt(stats, "llm_proposals");
+  // Then wait for the restart and a proposal after it, and stop the campaign there (SIGINT is its graceful
+  // stop, exit 0): --max-time only bounds a campaign that never gets there.
+  deadline = Clock::now() + std::chrono::seconds(150);
+  while (Clock::now() < deadline && c.running()) {
+    stats = readStats(out / "fuzzer_stats");
+    if (statInt(stats, "llm_restarts") >= 1 && statInt(stats, "llm_proposals") > proposalsAtKill) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (c.running()) ::kill(c.id(), SIGINT);
   c.wait();
   reader.join();
   EXPECT_EQ(c.exit_code(), 0) << transcript;
@@ -198,18 +207,36 @@ TEST(LlmProposer, LlmUrlDrivesACampaignAgainstAHandStartedServer) {
   LlmServer server(serverSettings);  // stands for any OpenAI-compatible llama.cpp server started by hand
   server.start();
   fs::path out = dir.path() / "out";
-  Finished run = runTcfuzz({"fuzz", "-o", out.string(), "--seed", "5", "--max-time", "120", "-j", "1", "--status",
-                            "log", "--sandbox", sandboxArg(), "--no-triage", "--backend", "aot_eager", "--llm-url",
-                            server.baseUrl(), "--llm-model", server.modelName(), "--llm-grammar", "on"});
-  EXPECT_EQ(run.exitCode, 0) << run.output;
+  namespace bp = boost::process;
+  bp::ipstream output;
+  bp::child c(TCFUZZ_BINARY,
+              bp::args({"fuzz", "-o", out.string(), "--seed", "5", "--max-time", "120", "-j", "1", "--status", "log",
+                        "--sandbox", sandboxArg(), "--no-triage", "--backend", "aot_eager", "--llm-url",
+                        server.baseUrl(), "--llm-model", server.modelName(), "--llm-grammar", "on"}),
+              (bp::std_out & bp::std_err) > output);
+  std::string transcript;
+  std::thread reader([&] {
+    std::string line;
+    while (std::getline(output, line)) transcript += line + "\n";
+  });
+  // Stopped (SIGINT, a graceful stop) once an LLM proposal has been tested; --max-time bounds the rest.
+  auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (Clock::now() < deadline && c.running()) {
+    if (statInt(readStats(out / "fuzzer_stats"), "llm_tested") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (c.running()) ::kill(c.id(), SIGINT);
+  c.wait();
+  reader.join();
+  EXPECT_EQ(c.exit_code(), 0) << transcript;
   auto stats = readStats(out / "fuzzer_stats");
-  EXPECT_EQ(stats["llm_state"], "running") << run.output;
+  EXPECT_EQ(stats["llm_state"], "running") << transcript;
   EXPECT_EQ(stats["llm_model"], server.modelName());
-  EXPECT_GE(statInt(stats, "llm_requests"), 1) << run.output;
-  EXPECT_GE(statInt(stats, "llm_valid"), 1) << run.output;
-  EXPECT_GE(statInt(stats, "llm_tested"), 1) << run.output;
+  EXPECT_GE(statInt(stats, "llm_requests"), 1) << transcript;
+  EXPECT_GE(statInt(stats, "llm_valid"), 1) << transcript;
+  EXPECT_GE(statInt(stats, "llm_tested"), 1) << transcript;
   EXPECT_EQ(statInt(stats, "llm_server_pid"), -1);  // tcfuzz started no server of its own
-  EXPECT_EQ(run.output.find("starting the local LLM server"), std::string::npos);
+  EXPECT_EQ(transcript.find("starting the local LLM server"), std::string::npos);
 }
 
 TEST(LlmProposer, BadLlmOptionsAreRejectedBeforeAnythingStarts) {

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "TestWorkers.h"
 #include "fuzzer/campaign/CompileMatrix.h"
@@ -52,25 +54,40 @@ TEST(NegativeCorpus, NoProgramIsReportedUnderTheDefaultMatrix) {
   ProgramTester tester(pool, oracles::Comparator{}, dir.path() / "jobs");
   CompileMatrix matrix;
   gen::Rng rng(20261124);
-  int judged = 0;
+  struct Case {
+    std::filesystem::path program;
+    SampledCompile compile;
+  };
+  std::vector<Case> cases;  // drawn in a fixed order, whatever order they are judged in
   for (const auto& program : negativePrograms()) {
-    std::vector<SampledCompile> configs(1);  // the plain default: inductor, forward only
-    for (int i = 0; i < kDrawsPerProgram; ++i) configs.push_back(matrix.sample(rng, "cpu", {}));
-    for (const SampledCompile& sc : configs) {
+    cases.push_back({program, SampledCompile{}});  // the plain default: inductor, forward only
+    for (int i = 0; i < kDrawsPerProgram; ++i) cases.push_back({program, matrix.sample(rng, "cpu", {})});
+  }
+  // Two cases at a time, one per worker, as a campaign with -j 2 judges: a compile holds one core.
+  std::vector<ProgramTestResult> results(cases.size());
+  std::atomic<size_t> next{0};
+  auto judge = [&] {
+    for (size_t i = next++; i < cases.size(); i = next++) {
       TestSettings s;
-      s.compile = sc.config;
-      s.backward = sc.backward;
+      s.compile = cases[i].compile.config;
+      s.backward = cases[i].compile.backward;
       s.seed = 0;
       s.limits = Limits{600, 4096};
       s.confirmFindings = true;
-      ProgramTestResult r = tester.test(program, s);
-      ++judged;
-      EXPECT_FALSE(oracles::isFinding(r.verdict.verdict))
-          << program.filename() << " under " << sc.nonDefault().dump() << ": " << toString(r.verdict.verdict) << ": "
-          << r.verdict.reason;
-      EXPECT_NE(r.verdict.verdict, oracles::Verdict::InvalidProgram)  // a broken control proves nothing
-          << program.filename() << " under " << sc.nonDefault().dump() << ": " << r.verdict.reason;
+      results[i] = tester.test(cases[i].program, s);
     }
+  };
+  std::thread other(judge);
+  judge();
+  other.join();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const ProgramTestResult& r = results[i];
+    EXPECT_FALSE(oracles::isFinding(r.verdict.verdict))
+        << c.program.filename() << " under " << c.compile.nonDefault().dump() << ": " << toString(r.verdict.verdict)
+        << ": " << r.verdict.reason;
+    EXPECT_NE(r.verdict.verdict, oracles::Verdict::InvalidProgram)  // a broken control proves nothing
+        << c.program.filename() << " under " << c.compile.nonDefault().dump() << ": " << r.verdict.reason;
   }
-  EXPECT_EQ(judged, static_cast<int>(negativePrograms().size()) * (1 + kDrawsPerProgram));
+  EXPECT_EQ(cases.size(), negativePrograms().size() * (1 + kDrawsPerProgram));
 }
