@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -153,20 +154,46 @@ TEST(LlmProposer, UnreachableEndpointGoesGrammarOnlyWithAWarning) {
       << log.str();
 }
 
+/// `tcfuzz ARGS` running in the background, its output (stdout and stderr) gathered as it comes.
+/// stopWhen() polls until `done` holds or `seconds` pass, then stops the campaign with SIGINT (its
+/// graceful stop) unless it has already ended, and waits for it.
+class BackgroundTcfuzz {
+ public:
+  explicit BackgroundTcfuzz(const std::vector<std::string>& args)
+      : child_(TCFUZZ_BINARY, boost::process::args(args),
+               (boost::process::std_out & boost::process::std_err) > output_),
+        reader_([this] {
+          std::string line;
+          while (std::getline(output_, line)) transcript_ += line + "\n";
+        }) {}
+  ~BackgroundTcfuzz() {
+    if (child_.running()) ::kill(child_.id(), SIGKILL);
+    if (reader_.joinable()) reader_.join();
+  }
+  bool running() { return child_.running(); }
+  void stopWhen(const std::function<bool()>& done, int seconds) {
+    auto deadline = Clock::now() + std::chrono::seconds(seconds);
+    while (Clock::now() < deadline && child_.running() && !done())
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (child_.running()) ::kill(child_.id(), SIGINT);
+    child_.wait();
+    reader_.join();
+  }
+  int exitCode() const { return child_.exit_code(); }
+  const std::string& transcript() const { return transcript_; }
+
+ private:
+  boost::process::ipstream output_;
+  boost::process::child child_;
+  std::string transcript_;
+  std::thread reader_;
+};
+
 TEST(LlmProposer, CampaignSurvivesTheLocalServerBeingKilled) {
   TempDir dir("tcfuzz-llmcampaign");
   fs::path out = dir.path() / "out";
-  namespace bp = boost::process;
-  bp::ipstream output;
-  bp::child c(TCFUZZ_BINARY,
-              bp::args({"fuzz", "-o", out.string(), "--seed", "21", "--max-time", "180", "-j", "1", "--status", "log",
-                        "--sandbox", sandboxArg(), "--no-triage", "--backend", "aot_eager"}),
-              (bp::std_out & bp::std_err) > output);
-  std::string transcript;
-  std::thread reader([&] {
-    std::string line;
-    while (std::getline(output, line)) transcript += line + "\n";
-  });
+  BackgroundTcfuzz fuzz({"fuzz", "-o", out.string(), "--seed", "21", "--max-time", "180", "-j", "1", "--status", "log",
+                         "--sandbox", sandboxArg(), "--no-triage", "--backend", "aot_eager"});
   // Wait for the LLM to have answered once, then kill its server.
   auto deadline = Clock::now() + std::chrono::seconds(150);
   std::map<std::string, std::string> stats;
@@ -175,22 +202,20 @@ TEST(LlmProposer, CampaignSurvivesTheLocalServerBeingKilled) {
     if (statInt(stats, "llm_proposals") >= 1 && statInt(stats, "llm_server_pid") > 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  ASSERT_GE(statInt(stats, "llm_proposals"), 1) << transcript;
+  ASSERT_GE(statInt(stats, "llm_proposals"), 1);
   pid_t serverPid = static_cast<pid_t>(statInt(stats, "llm_server_pid"));
   ASSERT_EQ(::kill(serverPid, SIGKILL), 0);
   int64_t proposalsAtKill = statInt(stats, "llm_proposals");
-  // Then wait for the restart and a proposal after it, and stop the campaign there (SIGINT is its graceful
-  // stop, exit 0): --max-time only bounds a campaign that never gets there.
-  deadline = Clock::now() + std::chrono::seconds(150);
-  while (Clock::now() < deadline && c.running()) {
-    stats = readStats(out / "fuzzer_stats");
-    if (statInt(stats, "llm_restarts") >= 1 && statInt(stats, "llm_proposals") > proposalsAtKill) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  if (c.running()) ::kill(c.id(), SIGINT);
-  c.wait();
-  reader.join();
-  EXPECT_EQ(c.exit_code(), 0) << transcript;
+  // Then wait for the restart and a proposal after it, and stop the campaign there: --max-time only bounds
+  // a campaign that never gets there.
+  fuzz.stopWhen(
+      [&] {
+        auto now = readStats(out / "fuzzer_stats");
+        return statInt(now, "llm_restarts") >= 1 && statInt(now, "llm_proposals") > proposalsAtKill;
+      },
+      150);
+  const std::string& transcript = fuzz.transcript();
+  EXPECT_EQ(fuzz.exitCode(), 0) << transcript;
   stats = readStats(out / "fuzzer_stats");
   EXPECT_GE(statInt(stats, "llm_restarts"), 1) << transcript;
   EXPECT_EQ(stats["llm_state"], "running") << transcript;
@@ -207,28 +232,13 @@ TEST(LlmProposer, LlmUrlDrivesACampaignAgainstAHandStartedServer) {
   LlmServer server(serverSettings);  // stands for any OpenAI-compatible llama.cpp server started by hand
   server.start();
   fs::path out = dir.path() / "out";
-  namespace bp = boost::process;
-  bp::ipstream output;
-  bp::child c(TCFUZZ_BINARY,
-              bp::args({"fuzz", "-o", out.string(), "--seed", "5", "--max-time", "120", "-j", "1", "--status", "log",
-                        "--sandbox", sandboxArg(), "--no-triage", "--backend", "aot_eager", "--llm-url",
-                        server.baseUrl(), "--llm-model", server.modelName(), "--llm-grammar", "on"}),
-              (bp::std_out & bp::std_err) > output);
-  std::string transcript;
-  std::thread reader([&] {
-    std::string line;
-    while (std::getline(output, line)) transcript += line + "\n";
-  });
-  // Stopped (SIGINT, a graceful stop) once an LLM proposal has been tested; --max-time bounds the rest.
-  auto deadline = Clock::now() + std::chrono::seconds(120);
-  while (Clock::now() < deadline && c.running()) {
-    if (statInt(readStats(out / "fuzzer_stats"), "llm_tested") >= 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  if (c.running()) ::kill(c.id(), SIGINT);
-  c.wait();
-  reader.join();
-  EXPECT_EQ(c.exit_code(), 0) << transcript;
+  BackgroundTcfuzz fuzz({"fuzz", "-o", out.string(), "--seed", "5", "--max-time", "120", "-j", "1", "--status", "log",
+                         "--sandbox", sandboxArg(), "--no-triage", "--backend", "aot_eager", "--llm-url",
+                         server.baseUrl(), "--llm-model", server.modelName(), "--llm-grammar", "on"});
+  // Stopped once an LLM proposal has been tested; --max-time bounds the rest.
+  fuzz.stopWhen([&] { return statInt(readStats(out / "fuzzer_stats"), "llm_tested") >= 1; }, 120);
+  const std::string& transcript = fuzz.transcript();
+  EXPECT_EQ(fuzz.exitCode(), 0) << transcript;
   auto stats = readStats(out / "fuzzer_stats");
   EXPECT_EQ(stats["llm_state"], "running") << transcript;
   EXPECT_EQ(stats["llm_model"], server.modelName());

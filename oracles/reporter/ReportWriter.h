@@ -23,6 +23,8 @@ std::string renderReportMarkdown(const BugReport& bug, const std::string& shortR
 /// raw signature ids, finding ids, configs (original and minimized), original and minimized sizes,
 /// verdict, ablation, bisect, repro verification, torch version.
 nlohmann::json reportMeta(const BugReport& bug);
+/// short_repro.py for the bug (renderShortRepro with the default tolerances), "" for a verdict it cannot express.
+std::string shortReproText(const BugReport& bug);
 
 /// Writes dir/{repro.py, short_repro.py (and a copy of each plugin it loads), collect_env.txt, report.md,
 /// program.json, meta.json} (and original.py: the witness before minimization; tlparse/: a copy of
