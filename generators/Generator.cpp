@@ -8,12 +8,14 @@
 
 #include "generators/Idioms.h"
 #include "generators/InputLayout.h"
+#include "generators/InputWrites.h"
 
 namespace tcfuzz::gen {
 
 namespace {
 
 constexpr uint64_t kGrowStream = 0x67726f772d6c6c6dULL;  // "grow-llm": growth around a core, apart from generate's draws
+constexpr uint64_t kInputWriteStream = 0x696e7075742d7772ULL;  // "input-wr": input writes, apart from growth's draws
 
 /// Families whose ops are an LLM core's neighbours when the generator grows a program around it.
 const std::set<std::string> kNeighbourFamilies{"elementwise-unary", "elementwise-binary", "activation", "inplace",
@@ -48,6 +50,8 @@ json GenPolicy::toJson() const {
           {"input_layout_chance", inputLayoutChance},
           {"layout_weights", layoutWeights},
           {"merge_ops", mergeOps},
+          {"input_write_chance", inputWriteChance},
+          {"input_fill_chance", inputFillChance},
           {"boundary_chance", boundaryChance},
           {"boundary_weights", boundaryWeights},
           {"idiom_chance", idiomChance},
@@ -80,7 +84,8 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   static const char* kKeys[] = {"min_nodes", "max_nodes", "max_inputs", "max_outputs", "max_rank", "max_dim",
                                 "max_elements", "fresh_operand_chance", "parameter_chance", "reuse_chance", "dtype_weights",
                                 "family_weights", "op_weights", "input_layout_chance", "layout_weights", "merge_ops",
-                                "boundary_chance", "boundary_weights", "idiom_chance", "idiom_weights"};
+                                "boundary_chance", "boundary_weights", "idiom_chance", "idiom_weights", "input_write_chance",
+                                "input_fill_chance"};
   for (const auto& [k, _] : doc.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw std::invalid_argument("unknown policy key '" + k + "'");
@@ -110,6 +115,8 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   for (const Idiom& i : idioms()) idiomNames.push_back(i.name);
   chance("input_layout_chance", p.inputLayoutChance);
   namedWeights("layout_weights", p.layoutWeights, layoutKinds());
+  chance("input_write_chance", p.inputWriteChance);
+  chance("input_fill_chance", p.inputFillChance);
   chance("boundary_chance", p.boundaryChance);
   namedWeights("boundary_weights", p.boundaryWeights, boundaryKinds());
   chance("idiom_chance", p.idiomChance);
@@ -150,6 +157,14 @@ Generator::Generator(const OpCatalog& catalog, GenPolicy policy, uint64_t seed)
 }
 
 const OpSpec& Generator::pickOp(Rng& rng) const { return *ops_[rng.weighted(weights_)]; }
+
+InputWriteChances Generator::inputWrites() const {
+  InputWriteChances w{policy_.inputWriteChance, policy_.inputFillChance};
+  std::erase_if(w.fillOps, [&](const std::string& op) {
+    return std::none_of(ops_.begin(), ops_.end(), [&](const OpSpec* o) { return o->name == op; });
+  });
+  return w;
+}
 
 DType Generator::pickDType(Rng& rng, DTypeSet allowed) const {
   std::vector<DType> dtypes;
@@ -204,6 +219,9 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
   // Drop inputs that a rejected candidate created and nothing reads, and the nodes no output needs.
   g = eliminateDeadNodes(g);
   drawLayouts(g, rng, {});
+  // Its own stream: a program that gets no write is the one it was before writes existed.
+  Rng writes = Rng::forProgram(seed_ ^ kInputWriteStream, index);
+  addInputWrites(g, catalog_, inputWrites(), writes);
   repairIllegalViews(g, catalog_);
   return g;
 }
@@ -274,6 +292,9 @@ Graph Generator::grow(const Graph& core, uint64_t index, NodeRange nodes) {
   stats_ += repairer.stats();
   g = eliminateDeadNodes(g);
   drawLayouts(g, rng, coreInputs);
+  // A core input keeps its layout unless what grew around it needs it dense (as repair decides on replay).
+  for (Source& s : g.inputs)
+    if (coreInputs.count(s.name) && !s.layout.contiguous() && readByDenseInputOp(g, catalog_, s.value)) s.layout = {};
   repairIllegalViews(g, catalog_);
   g = sourcesFirst(g);  // its stored IR replays through gen --from unchanged
   g.origin = core.origin;

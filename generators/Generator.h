@@ -11,6 +11,7 @@
 
 #include "generators/Graph.h"
 #include "generators/GraphRepair.h"
+#include "generators/InputWrites.h"
 #include "generators/IntConstraints.h"
 #include "generators/OpCatalog.h"
 
@@ -28,7 +29,7 @@ struct GenPolicy {
   std::map<std::string, double> dtypeWeights{{"float32", 6}, {"float16", 1}, {"bfloat16", 1}, {"float64", 0.5},
                                              {"int64", 0.6}, {"int32", 0.3}, {"bool", 0.3},
                                              {"complex64", 0.4}, {"complex128", 0.2}};
-  std::map<std::string, double> familyWeights{{"buffer-update", 4}, {"param-data", 2}};  // family -> weight (default 1)
+  std::map<std::string, double> familyWeights{{"buffer-update", 4}, {"param-data", 2}, {"expand-write", 2}};  // family -> weight (default 1)
   std::map<std::string, double> opWeights;      // op -> weight, overrides the family weight
   double inputLayoutChance = 0.15;              // a program input gets a non-contiguous layout (InputLayout.h)
   std::map<std::string, double> layoutWeights{{"transposed", 2}, {"strided", 2}, {"expanded", 1}, {"channels_last", 1}};
@@ -41,6 +42,10 @@ struct GenPolicy {
   // oracle has no rule yet that tells that apart. Integer limits are off for the same reason: the IR's
   // value ranges do not know them, so a sum or a cast downstream may overflow in one formula only.
   // A policy can turn them on.
+  // Writes into program inputs (InputWrites.h): an in-place node that can write into the input it reads
+  // does so instead of into a clone; a program starts with a fill of one floating input.
+  double inputWriteChance = 0.75;
+  double inputFillChance = 0.1;
   double boundaryChance = 0.05;                 // a floating input gets boundary values (InputLayout.h)
   std::map<std::string, double> boundaryWeights{{"signed_zero", 2}, {"denormal", 2}, {"tiny", 1},
                                                 {"ties", 2},        {"extremes", 0},   {"nonfinite", 0},
@@ -77,6 +82,8 @@ class Generator {
 
  private:
   const OpSpec& pickOp(Rng& rng) const;
+  /// The policy's chances of writes into inputs, with the fill ops it gives a weight.
+  InputWriteChances inputWrites() const;
   /// Appends ops (or idioms) until the graph, with the merges settleOutputs will add, has `target`
   /// nodes or attempts run out. `neighbours`: half the ops come from neighbours_.
   void growNodes(Graph& g, GraphRepairer& repairer, Rng& rng, int target, bool neighbours) const;

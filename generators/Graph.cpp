@@ -1,5 +1,6 @@
 #include "generators/Graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -207,6 +208,7 @@ json Graph::toJson() const {
   for (const auto& n : nodes) {
     json node{{"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", n.attrs}};
     if (n.core) node["core"] = true;
+    if (n.writesInput) node["writes_input"] = true;  // only when set: older programs keep their hash
     ns.push_back(std::move(node));
   }
   doc["nodes"] = std::move(ns);
@@ -314,12 +316,13 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   Reader nodes = root.at("nodes");
   for (size_t i = 0; i < nodes.size(); ++i) {
     Reader n = nodes.at(i);
-    n.onlyKeys({"op", "inputs", "outputs", "attrs", "core"});
+    n.onlyKeys({"op", "inputs", "outputs", "attrs", "core", "writes_input"});
     Node node;
-    if (n.has("core")) {
-      if (!n.at("core").raw().is_boolean()) n.at("core").fail("expected true or false");
-      node.core = n.at("core").raw().get<bool>();
-    }
+    for (auto [key, field] : {std::pair{"core", &node.core}, std::pair{"writes_input", &node.writesInput}})
+      if (n.has(key)) {
+        if (!n.at(key).raw().is_boolean()) n.at(key).fail("expected true or false");
+        *field = n.at(key).raw().get<bool>();
+      }
     node.op = n.at("op").str();
     Reader ins = n.at("inputs");
     for (size_t k = 0; k < ins.size(); ++k) node.inputs.push_back(use(ins.at(k)));
@@ -433,6 +436,24 @@ Graph eliminateDeadNodes(const Graph& g) {
 
 int deadNodeCount(const Graph& g) {
   return static_cast<int>(g.nodes.size()) - static_cast<int>(eliminateDeadNodes(g).nodes.size());
+}
+
+bool writesIntoProgramInput(const Graph& g, const Node& n) {
+  if (!n.writesInput || n.inputs.empty()) return false;
+  int target = n.inputs[0];
+  bool isInput = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const Source& s) { return s.value == target; });
+  return isInput && g.useCount(target) == 1 && std::find(g.outputs.begin(), g.outputs.end(), target) == g.outputs.end();
+}
+
+std::vector<int> writtenInputPositions(const Graph& g) {
+  std::vector<int> positions;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    for (const Node& n : g.nodes)
+      if (!n.inputs.empty() && n.inputs[0] == g.inputs[i].value && writesIntoProgramInput(g, n)) {
+        positions.push_back(static_cast<int>(i));
+        break;
+      }
+  return positions;
 }
 
 }  // namespace tcfuzz::gen

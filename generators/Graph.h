@@ -86,12 +86,16 @@ struct Source {
 /// One op application: reads `inputs`, defines `outputs`, configured by `attrs` (a JSON object).
 /// `core` marks the nodes an LLM proposed, in a program the generator grew around them: the
 /// minimizer removes them last. It is not part of the content hash.
+/// `writesInput`: an in-place op writes into its input 0 itself, never a clone, where input 0 is a
+/// program input nothing else reads (writesIntoProgramInput): forward mutates its argument, which the
+/// oracle compares after each call. The node's output is that input, written.
 struct Node {
   std::string op;
   std::vector<int> inputs;
   std::vector<int> outputs;
   nlohmann::json attrs = nlohmann::json::object();
   bool core = false;
+  bool writesInput = false;
 };
 
 /// Where a program came from, with what it takes to make it again (PythonEmitter prints the replay line):
@@ -155,6 +159,12 @@ class Graph {
   /// whatever made them.
   std::string contentHash() const;
 };
+
+/// Whether `n` writes into a program input itself: it asks to (writesInput), it reads that input as input 0,
+/// nothing else reads the input and no output returns it. The op must be in place (the emitter's check).
+bool writesIntoProgramInput(const Graph& g, const Node& n);
+/// The positions in `inputs` of the program inputs some node writes into (writesIntoProgramInput), in order.
+std::vector<int> writtenInputPositions(const Graph& g);
 
 /// A copy without the inputs and parameters nothing reads or returns, values renumbered densely.
 Graph compactGraph(const Graph& g);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "generators/InputLayout.h"
+#include "generators/InputWrites.h"
 
 namespace tcfuzz::gen {
 
@@ -36,6 +37,7 @@ Mutator::Mutator(const OpCatalog& catalog, GenPolicy policy) : catalog_(catalog)
       {"insert_view", [this](Graph& g, const Graph*, Rng& r) { return insertView(g, r); }},
       {"insert_inplace", [this](Graph& g, const Graph*, Rng& r) { return insertInplace(g, r); }},
       {"make_inplace", [this](Graph& g, const Graph*, Rng& r) { return makeInplace(g, r); }},
+      {"toggle_input_write", [this](Graph& g, const Graph*, Rng& r) { return toggleInputWrite(g, r); }},
   };
   for (const auto& [name, _] : table_) stats_[name];
 }
@@ -132,7 +134,48 @@ bool Mutator::changeLayout(Graph& g, Rng& rng) const {
   if (readByDenseInputOp(g, catalog_, s.value)) return false;
   Layout before = s.layout;
   s.layout = before.contiguous() || rng.chance(0.5) ? randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng) : Layout{};
+  // A write into this input must stay one eager accepts on the new layout (an expanded input takes scalar fills only).
+  for (const Node& n : g.nodes)
+    if (!n.inputs.empty() && n.inputs[0] == s.value && writesIntoProgramInput(g, n) &&
+        !writableInPlace(catalog_.at(n.op), s.layout, g.typeOf(s.value)))
+      s.layout = before;
   return !(s.layout == before);
+}
+
+bool Mutator::toggleInputWrite(Graph& g, Rng& rng) const {
+  // Marked nodes turn back to writing into a clone; an in-place node that reads a program input as input 0
+  // starts writing into it. Where other nodes read that input too, the node gets an input of its own with
+  // the same type, distribution and layout, so the other readers still read an input nothing wrote.
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.writesInput) {
+      candidates.push_back(i);
+      continue;
+    }
+    const OpSpec* op = catalog_.find(n.op);
+    const Source* input = n.inputs.empty() ? nullptr : g.sourceOf(n.inputs[0]);
+    bool programInput = input && std::any_of(g.inputs.begin(), g.inputs.end(), [&](const Source& s) { return s.value == input->value; });
+    if (op && programInput && writableInPlace(*op, input->layout, g.typeOf(input->value)) &&
+        std::find(g.outputs.begin(), g.outputs.end(), input->value) == g.outputs.end())
+      candidates.push_back(i);
+  }
+  if (candidates.empty()) return false;
+  size_t i = rng.pick(candidates);
+  if (g.nodes[i].writesInput) {
+    g.nodes[i].writesInput = false;
+    return true;
+  }
+  int read = g.nodes[i].inputs[0];
+  if (g.useCount(read) > 1) {
+    Source own = *g.sourceOf(read);
+    own.value = g.addValue(g.typeOf(read));
+    own.name = fmt::format("{}_w{}", own.name, own.value);
+    g.inputs.push_back(own);
+    g.nodes[i].inputs[0] = own.value;
+  }
+  g.nodes[i].writesInput = true;
+  return true;
 }
 
 bool Mutator::insertReader(Graph& g, Rng& rng, const std::function<bool(const OpSpec&)>& fits, bool everyReader) const {

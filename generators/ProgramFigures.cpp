@@ -45,6 +45,11 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withNonContiguousInput += nonContiguous;
   withStorageOffsetInput += offset;
   withBoundaryValues += boundary;
+  withWrittenInput += !writtenInputPositions(g).empty();
+  withExpandedViewWrite += std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+    const OpSpec* op = catalog.find(n.op);
+    return op && op->family == "expand-write";
+  });
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -71,6 +76,8 @@ json ProgramFigures::toJson() const {
           {"programs_with_mutated_buffer", share(withMutatedBuffer, programs)},
           {"programs_with_parameter_written_through_data", share(withMutatedParameter, programs)},
           {"programs_with_boundary_values", share(withBoundaryValues, programs)},
+          {"programs_writing_into_an_input", share(withWrittenInput, programs)},
+          {"programs_writing_through_an_expanded_view", share(withExpandedViewWrite, programs)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},
           {"shared_value_share", share(sharedValues, consumedValues)}};

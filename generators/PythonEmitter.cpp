@@ -165,14 +165,16 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
       else
         init << fmt::format("        {} = {}\n", self, render(op->init, *op, node, ins, outs, self));
     }
-    // In-place ops write into input 0 itself only when nothing else can observe it, autograd included.
-    if (op->inplace && !ins.empty()) {
+    // In-place ops write into input 0 itself only when nothing else can observe it, autograd included,
+    // or when the node writes into a program input on purpose (the oracle compares inputs after each call).
+    if (op->inplace && !ins.empty() && !writesIntoProgramInput(g, node)) {
       int target = node.inputs[0];
       int producer = g.producerOf(target);
       bool privateValue = producer >= 0 && !catalog_.at(g.nodes[producer].op).view && g.useCount(target) == 1 &&
                           std::find(g.outputs.begin(), g.outputs.end(), target) == g.outputs.end() &&
                           !opsSavingTheirOutput().contains(g.nodes[producer].op) &&
-                          !opsMayReturnTheirInput().contains(g.nodes[producer].op);
+                          !opsMayReturnTheirInput().contains(g.nodes[producer].op) &&
+                          !writesIntoProgramInput(g, g.nodes[producer]);  // its result is that input
       if (!privateValue) ins[0] += ".clone()";
     }
     std::vector<TensorType> types;
@@ -242,6 +244,11 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   std::vector<std::string> inputNames;
   for (const auto& s : g.inputs) inputNames.push_back(s.name);
   py << fmt::format("    return [{}]\n", fmt::join(inputNames, ", "));
+  if (std::vector<int> written = writtenInputPositions(g); !written.empty())
+    py << fmt::format("\n\n# forward writes into these inputs (positions in make_inputs' list): the worker keeps them\n"
+                      "# plain tensors, not autograd leaves, since autograd refuses in-place writes into a leaf.\n"
+                      "WRITTEN_INPUTS = ({}{})\n",
+                      fmt::join(written, ", "), written.size() == 1 ? "," : "");
   return py.str();
 }
 

@@ -7,6 +7,8 @@
 
 #include "generators/Generator.h"
 #include "generators/Idioms.h"
+#include "generators/InputLayout.h"
+#include "generators/InputWrites.h"
 #include "generators/GraphRepair.h"
 #include "generators/LlmProgram.h"
 #include "generators/PythonEmitter.h"
@@ -107,6 +109,50 @@ TEST_F(GeneratorTest, GeneratedGraphsAreValidAndRespectThePolicy) {
     EXPECT_EQ(Graph::fromJson(g.toJson()).contentHash(), g.contentHash());
   }
   EXPECT_GT(gen.stats().accepted, 300 * 4);
+}
+
+TEST_F(GeneratorTest, ProgramsWriteIntoTheirInputsButNeverIntoExpandedOnes) {
+  // The default policy's shares over 400 programs: at least 15% write into a program input, at least 5%
+  // through an expanded view; no write lands in an input laid out expanded (compile refuses those by design).
+  Generator gen(catalog, GenPolicy{}, 11);
+  int writing = 0, expandedView = 0;
+  constexpr int kPrograms = 400;
+  for (uint64_t i = 0; i < kPrograms; ++i) {
+    Graph g = gen.generate(i);
+    ASSERT_EQ(firstInvalidNode(catalog, g), "") << "program " << i << "\n" << g.toJson().dump(1);
+    writing += !writtenInputPositions(g).empty();
+    expandedView += std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return catalog.at(n.op).family == "expand-write"; });
+    for (const Node& n : g.nodes) {
+      if (!writesIntoProgramInput(g, n)) continue;
+      const Source& s = *g.sourceOf(n.inputs[0]);
+      EXPECT_TRUE(catalog.at(n.op).inplace) << "program " << i << ": " << n.op;
+      EXPECT_FALSE(s.layout.kind == "expanded" && isNonContiguous(s.layout, g.typeOf(s.value))) << "program " << i << ": " << s.name;
+    }
+    EXPECT_EQ(Graph::fromJson(g.toJson()).contentHash(), g.contentHash());
+  }
+  EXPECT_GE(writing, kPrograms * 15 / 100);
+  EXPECT_GE(expandedView, kPrograms * 5 / 100);
+}
+
+TEST_F(GeneratorTest, WritesIntoInputsDrawFromTheirOwnStream) {
+  // With both chances at 0 no program writes into an input, and a program the default policy gave no write
+  // is the same program: the writes never shift the generator's other draws.
+  GenPolicy none;
+  none.inputWriteChance = 0;
+  none.inputFillChance = 0;
+  Generator plain(catalog, none, 11), withWrites(catalog, GenPolicy{}, 11);
+  int same = 0;
+  for (uint64_t i = 0; i < 60; ++i) {
+    Graph a = plain.generate(i), b = withWrites.generate(i);
+    EXPECT_TRUE(writtenInputPositions(a).empty()) << "program " << i;
+    if (writtenInputPositions(b).empty()) {
+      EXPECT_EQ(a.contentHash(), b.contentHash()) << "program " << i;
+      ++same;
+    }
+  }
+  EXPECT_GE(same, 30);
+  EXPECT_THROW(GenPolicy::fromJson(json{{"input_write_chance", 1.5}}), std::invalid_argument);
+  EXPECT_EQ(GenPolicy::fromJson(json{{"input_fill_chance", 0.5}}).inputFillChance, 0.5);
 }
 
 TEST_F(GeneratorTest, ValidityCheckNamesTheFirstBadNode) {

@@ -32,6 +32,24 @@ std::string parseError(const json& doc) {
   return "";
 }
 
+TEST(Graph, AWriteIntoAnInputIsPartOfTheProgram) {
+  // writes_input round-trips, changes the content hash and is written only when set (older files keep theirs).
+  Graph g = twoNodeGraph();
+  std::string before = g.contentHash();
+  EXPECT_FALSE(g.toJson()["nodes"][0].contains("writes_input"));
+  g.nodes[0].writesInput = true;
+  json doc = g.toJson();
+  EXPECT_EQ(doc["nodes"][0]["writes_input"], true);
+  EXPECT_TRUE(Graph::fromJson(doc).nodes[0].writesInput);
+  EXPECT_NE(g.contentHash(), before);
+  // add reads x0 and nothing else does, but add is no in-place op: the emitter checks that; the IR says
+  // the node would write into input 0.
+  EXPECT_TRUE(writesIntoProgramInput(g, g.nodes[0]));
+  EXPECT_EQ(writtenInputPositions(g), std::vector<int>{0});
+  doc["nodes"][0]["writes_input"] = "yes";
+  EXPECT_NE(parseError(doc).find("/nodes/0/writes_input"), std::string::npos) << parseError(doc);
+}
+
 TEST(Graph, JsonRoundTripKeepsEverything) {
   Graph g = twoNodeGraph();
   json doc = g.toJson();

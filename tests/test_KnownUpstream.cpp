@@ -105,6 +105,22 @@ TEST(KnownUpstream, AReducedPrecisionAmaxOrAminGradientBugIsIssue186799) {
   }
 }
 
+TEST(KnownUpstream, AWriteThroughAnExpandedViewIsIssue197448WhateverItsSymptom) {
+  // torch.compile on 2.15 loses or misplaces a scalar written through `v.expand(k, *v.shape)` (family
+  // expand-write): into a clone it shows as a wrong output, into an input as a wrong input after the call.
+  std::vector<KnownIssue> known = projectList();
+  for (const char* symptom : {"numeric-divergence", "mutation-divergence"}) {
+    SCOPED_TRACE(symptom);
+    BugReport bug = avgPoolGradientBug();
+    bug.signature.ops = {"expand_narrow_fill_", "mul"};
+    bug.signature.symptom = symptom;
+    bug.repro.backward = false;
+    const KnownIssue* match = matchKnownIssue(known, bug);
+    ASSERT_NE(match, nullptr);
+    EXPECT_EQ(match->issue.number, 197448);
+  }
+}
+
 TEST(KnownUpstream, AMalformedListIsAnErrorNamingTheFileAndTheEntry) {
   TempDir dir("tcfuzz-known");
   auto write = [&](const std::string& text) {

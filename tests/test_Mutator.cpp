@@ -22,7 +22,8 @@ TEST_F(MutatorTest, EveryMutatorProducesValidNewPrograms) {
   Mutator mutator(catalog, GenPolicy{});
   ASSERT_EQ(mutator.names(), (std::vector<std::string>{"replace_op", "insert_node", "delete_node", "change_attr",
                                                         "change_shape", "change_dtype", "splice", "change_layout",
-                                                        "insert_view", "insert_inplace", "make_inplace"}));
+                                                        "insert_view", "insert_inplace", "make_inplace",
+                                                        "toggle_input_write"}));
   for (const auto& name : mutator.names()) {
     int produced = 0;
     for (uint64_t i = 0; i < 40; ++i) {
@@ -35,7 +36,8 @@ TEST_F(MutatorTest, EveryMutatorProducesValidNewPrograms) {
       ASSERT_EQ(firstInvalidNode(catalog, m->graph), "") << name << " on program " << i;
       EXPECT_EQ(Graph::fromJson(m->graph.toJson()).contentHash(), m->graph.contentHash());
     }
-    EXPECT_GE(produced, 20) << name;
+    // toggle_input_write applies only where an in-place node reads a program input (about a third of programs).
+    EXPECT_GE(produced, name == "toggle_input_write" ? 10 : 20) << name;
     EXPECT_EQ(mutator.stats().at(name).produced, produced);
     EXPECT_GE(mutator.stats().at(name).applied, produced);
   }
@@ -66,6 +68,21 @@ TEST_F(MutatorTest, MakeInplaceTurnsANodeIntoItsInplaceTwin) {
     ++checked;
   }
   EXPECT_GE(checked, 20);
+}
+
+TEST_F(MutatorTest, ToggleInputWriteTurnsAWriteIntoACloneIntoAWriteIntoTheInputAndBack) {
+  Mutator mutator(catalog, GenPolicy{});
+  int on = 0, off = 0;
+  for (uint64_t i = 0; i < 60; ++i) {
+    Graph parent = generator.generate(i);
+    auto m = mutator.mutate(parent, nullptr, i, "toggle_input_write");
+    if (!m) continue;
+    size_t before = writtenInputPositions(parent).size(), after = writtenInputPositions(m->graph).size();
+    ASSERT_EQ(after > before ? after - before : before - after, 1u) << "program " << i;
+    (after > before ? on : off)++;
+  }
+  EXPECT_GE(on, 5);
+  EXPECT_GE(off, 5);
 }
 
 TEST_F(MutatorTest, MutationIsDeterministic) {

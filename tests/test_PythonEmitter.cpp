@@ -51,6 +51,33 @@ TEST_F(PythonEmitterTest, EmittedProgramFollowsTheContract) {
   }
 }
 
+TEST_F(PythonEmitterTest, AWriteIntoAnInputSkipsTheCloneAndDeclaresTheInput) {
+  // x0.add_(x1): into a clone of x0 by default; into x0 itself when the node writes into its input, and
+  // WRITTEN_INPUTS names x0's position so the worker keeps it from autograd's leaves.
+  Graph g;
+  int x0 = g.addValue({{3, 4}, DType::Float32}), x1 = g.addValue({{3, 4}, DType::Float32});
+  g.inputs.push_back({x0, "x0", {"uniform", -2, 2, 0.5}});
+  g.inputs.push_back({x1, "x1", {"uniform", -2, 2, 0.5}});
+  int y = g.addValue({{3, 4}, DType::Float32});
+  g.nodes.push_back({"add_", {x0, x1}, {y}, json::object()});
+  g.outputs = {y};
+  PythonEmitter emitter(catalog);
+  std::string cloned = emitter.emit(g);
+  EXPECT_NE(cloned.find("v2 = x0.clone().add_(x1)"), std::string::npos) << cloned;
+  EXPECT_EQ(cloned.find("WRITTEN_INPUTS"), std::string::npos);
+  g.nodes[0].writesInput = true;
+  std::string written = emitter.emit(g);
+  EXPECT_NE(written.find("v2 = x0.add_(x1)"), std::string::npos) << written;
+  EXPECT_NE(written.find("\nWRITTEN_INPUTS = (0,)\n"), std::string::npos) << written;
+  // A second reader of x0 would see the write: the node writes into a clone again, and nothing is declared.
+  int z = g.addValue({{3, 4}, DType::Float32});
+  g.nodes.push_back({"sin", {x0}, {z}, json::object()});
+  g.outputs = {y, z};
+  std::string shared = emitter.emit(g);
+  EXPECT_NE(shared.find("x0.clone().add_(x1)"), std::string::npos) << shared;
+  EXPECT_EQ(shared.find("WRITTEN_INPUTS"), std::string::npos);
+}
+
 TEST(PythonLiteral, RendersEachAttributeKind) {
   EXPECT_EQ(pythonLiteral(json("float16"), AttrKind::DType), "torch.float16");
   EXPECT_EQ(pythonLiteral(json("reflect"), AttrKind::Choice), "'reflect'");

@@ -57,6 +57,7 @@ class ChildRun:
         self._compile_started = None
         self.random_ops = []
         self.tie_sources = {}  # id(an output leaf of call 1) -> IndexSources' (source, dim, same rank)
+        self.written_inputs = frozenset()  # the program's WRITTEN_INPUTS: positions forward writes into
 
     def mark(self, phase):
         """Records the phase on disk first, so a death in this phase is attributed to it."""
@@ -83,6 +84,10 @@ class ChildRun:
             raise ContractError("program defines no make_inputs(seed) function")
         if "make_model" not in namespace and "Model" not in namespace:
             raise ContractError("program defines neither a Model class nor make_model()")
+        written = namespace.get("WRITTEN_INPUTS", ())
+        if not isinstance(written, (tuple, list)) or not all(isinstance(i, int) for i in written):
+            raise ContractError("WRITTEN_INPUTS must be a tuple of input positions")
+        self.written_inputs = frozenset(written)
         return namespace
 
     def seed_everything(self):
@@ -183,12 +188,17 @@ class ChildRun:
             inputs = pytree.tree_map(widen_tensor, inputs)
         return inputs
 
-    @staticmethod
-    def grad_targets(model, inputs):
+    def grad_leaves(self, args):
+        """args (a list) with each floating or complex tensor a fresh grad leaf (_grad_leaf), except at the
+        positions in WRITTEN_INPUTS: forward writes into those, which autograd refuses on a leaf that
+        requires grad."""
+        return [a if i in self.written_inputs else pytree.tree_map(_grad_leaf, a) for i, a in enumerate(args)]
+
+    def grad_targets(self, model, inputs):
         """Floating inputs become leaves that require grad; parameters already do.
 
         Returns (inputs, wrt, wrt_names): wrt is the inputs' grad leaves, then the parameters by name."""
-        inputs = pytree.tree_map(_grad_leaf, list(inputs))
+        inputs = self.grad_leaves(inputs)
         wrt, wrt_names = [], []
         for i, leaf in enumerate(pytree.tree_leaves(inputs)):
             if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
@@ -248,7 +258,7 @@ class ChildRun:
                 else:
                     args = self.make_inputs(ns, seed, widen=mode == "fp64")
                     if backward:
-                        args = pytree.tree_map(_grad_leaf, args)
+                        args = self.grad_leaves(args)
                 out, _, _ = self.call(fn, args, mode, wrt, wrt_names, False)
                 entries += [(leaf, role, f"{role}: output {i}", leaf) for i, leaf in enumerate(pytree.tree_leaves(out))]
             for role in ("resized", "moved") if self.job.get("resized_call") else ("moved",):
@@ -271,7 +281,7 @@ class ChildRun:
 
         def call(args):
             if bool(self.job.get("backward", False)):
-                args = pytree.tree_map(_grad_leaf, args)
+                args = self.grad_leaves(args)
             return pytree.tree_leaves(self.call(fn, args, mode, [], [], False, phase=phase)[0])
 
         phase = f"{role}-call"

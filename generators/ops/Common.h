@@ -40,6 +40,12 @@ Interval increasing(Interval a, F f) {
   return {std::isinf(a.lo) ? f(-1e300) : f(a.lo), std::isinf(a.hi) ? f(1e300) : f(a.hi)};
 }
 inline Interval unionI(Interval a, Interval b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
+/// The range of values of range `r` after conversion to dtype `d`.
+inline Interval castRange(Interval r, DType d) {
+  if (d == DType::Bool) return {0, 1};
+  if (isInt(d)) return {std::trunc(r.lo), std::trunc(r.hi)};
+  return r;
+}
 /// Range of a sum of `n` terms each in `a`.
 inline Interval sumI(Interval a, double n) { return {mulBound(a.lo, n), mulBound(a.hi, n)}; }
 

@@ -19,13 +19,6 @@ void requireBroadcastsTo(const TensorType& from, const TensorType& to, const std
   require(broadcastShapes(from.shape, to.shape) == to.shape, what + " must broadcast to input 0's shape");
 }
 
-/// The range of values of range `r` after conversion to dtype `d`.
-Interval castRange(Interval r, DType d) {
-  if (d == DType::Bool) return {0, 1};
-  if (isInt(d)) return {std::trunc(r.lo), std::trunc(r.hi)};
-  return r;
-}
-
 /// What a value converted to dtype `d` must lie in (float to int is undefined out of range,
 /// float16 overflows past 65504).
 std::optional<Interval> castNeed(DType d) {

@@ -192,9 +192,62 @@ void addStaleView(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
   c.add(std::move(s));
 }
 
+/// Scalar writes through an expanded view of input 0 (family "expand-write"):
+/// `{out0}.expand(k, *{out0}.shape).fill_(v)`, or narrowed along one of input 0's dims first. Each element
+/// of input 0 that the view repeats k times gets the same scalar every time, so eager defines the result:
+/// the written part holds v. The target is input 0 itself or its clone (the emitter's in-place rule). The
+/// ATen spelling is the fill of input 0 (the same shape and dtype).
+void addExpandWrites(OpCatalog& c) {
+  auto base = [](std::string name, std::string write) {
+    OpSpec s = entry(std::move(name), "expand-write", "stmt:{out0} = {0}\n{out0}.expand({k}, *{out0}.shape)" + write,
+                     "aten::fill.Scalar({0}, {value})", kNumeric);
+    s.inplace = true;
+    s.infer = [](const OpContext& ctx) { return std::vector<TensorType>{ctx.x()}; };
+    return s;
+  };
+  {
+    OpSpec s = base("expand_fill_", ".fill_({value})");
+    s.attrs = {intAttr("k", 2, 3), floatAttr("value", -3, 3)};
+    s.range = [](const OpContext& ctx) {
+      double v = ctx.attrFloat("value");
+      return std::vector<Interval>{castRange({v, v}, ctx.x().dtype)};
+    };
+    c.add(std::move(s));
+  }
+  {
+    // The view's dim `dim` (1..rank) is input 0's dim `dim - 1`: the narrowed part of it is written.
+    OpSpec s = base("expand_narrow_fill_", ".narrow({dim}, {start}, {length}).fill_({value})");
+    s.minRank = 1;
+    s.attrs = {intAttr("k", 2, 3), intAttr("dim", 1, 8), intAttr("start", 0, 64), intAttr("length", 1, 64),
+               floatAttr("value", -3, 3)};
+    s.sample = [](OpContext& ctx, Rng& rng) {
+      require(ctx.x().rank() >= 1, "the narrowed dim must be a dim of input 0");
+      int64_t d = rng.uniform(1, ctx.x().rank());
+      int64_t size = ctx.x().shape[static_cast<size_t>(d - 1)];
+      int64_t start = rng.uniform(0, size - 1);
+      ctx.attrs["dim"] = d;
+      ctx.attrs["start"] = start;
+      ctx.attrs["length"] = rng.uniform(1, size - start);
+    };
+    s.infer = [](const OpContext& ctx) {
+      int64_t d = ctx.attrInt("dim");
+      require(d >= 1 && d <= ctx.x().rank(), "dim must name a dim of input 0 (shifted by the expanded one)");
+      int64_t size = ctx.x().shape[static_cast<size_t>(d - 1)];
+      require(ctx.attrInt("start") + ctx.attrInt("length") <= size, "the narrowed part must lie within the dim");
+      return std::vector<TensorType>{ctx.x()};
+    };
+    s.range = [](const OpContext& ctx) {
+      double v = ctx.attrFloat("value");
+      return std::vector<Interval>{unionI(ctx.ranges[0], castRange({v, v}, ctx.x().dtype))};
+    };
+    c.add(std::move(s));
+  }
+}
+
 }  // namespace
 
 void addInplaceViewOps(OpCatalog& c) {
+  addExpandWrites(c);
   auto written = [](Interval, Interval other) { return other; };
   const std::vector<WriteMethod> methods{{"add_", "{view}.add_({1})", false, false, addI},
                                          {"mul_", "{view}.mul_({1})", false, false, mulI},
