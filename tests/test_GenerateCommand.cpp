@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -65,6 +66,37 @@ TEST(GenerateCommand, GeneratedProgramAgreesUnderInductor) {
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_EQ(result["eager"]["status"], "ok");
   EXPECT_EQ(result["compiled"]["status"], "ok");
+}
+
+TEST(GenerateCommand, AProgramWritingIntoAFloatingInputRunsBackwardThroughItsDeclaration) {
+  // The first of seed 11's programs that writes into a floating input, judged with backward: the input it
+  // declares in WRITTEN_INPUTS stays a plain tensor and every run completes. Without the declaration the
+  // worker makes that input a leaf that requires grad, and eager itself refuses the write.
+  TempDir dir("tcfuzz-gen-writes");
+  ASSERT_EQ(runCli({"gen", "--seed", "11", "--count", "40", "--out", dir.path().string()}).exitCode, 0);
+  std::filesystem::path chosen;
+  for (int i = 0; i < 40 && chosen.empty(); ++i) {
+    std::filesystem::path ir = dir.path() / fmt::format("g11_{:06d}.json", i);
+    gen::Graph g = gen::Graph::load(ir.string());
+    for (int position : gen::writtenInputPositions(g))
+      if (gen::isFloat(g.typeOf(g.inputs[position].value).dtype)) chosen = ir.replace_extension(".py");
+  }
+  ASSERT_FALSE(chosen.empty()) << "none of seed 11's first 40 programs writes into a floating input";
+  std::string program = slurp(chosen);
+  ASSERT_NE(program.find("\nWRITTEN_INPUTS = ("), std::string::npos);
+
+  auto declared = runCli({"run", "--json", "--backward", chosen.string()});
+  json result = json::parse(declared.out);
+  EXPECT_EQ(result["eager"]["status"], "ok") << declared.out;
+  EXPECT_EQ(result["compiled"]["status"], "ok") << declared.out;
+  EXPECT_EQ(result["fp64"]["status"], "ok") << declared.out;
+
+  std::ofstream(chosen) << program.substr(0, program.find("\n\n# forward writes into these inputs")) << "\n";
+  auto undeclared = runCli({"run", "--json", "--backward", chosen.string()});
+  json refused = json::parse(undeclared.out);
+  EXPECT_EQ(refused["eager"]["status"], "exception") << undeclared.out;
+  EXPECT_NE(refused["eager"]["exception"]["message"].get<std::string>().find("requires grad"), std::string::npos)
+      << undeclared.out;
 }
 
 TEST(GenerateCommand, BadPolicyIsAUsageError) {

@@ -121,6 +121,21 @@ TEST(KnownUpstream, AWriteThroughAnExpandedViewIsIssue197448WhateverItsSymptom) 
   }
 }
 
+TEST(KnownUpstream, AGradientThroughABufferUpdatedInForwardIsTheOpenPartitionerFix197039) {
+  // `tcfuzz gen --seed 11` program 27 on torch 2.15, judged with --backward: erf, masked_fill, then
+  // buffer.lerp_(v.detach()) and dot(v, v + buffer); Inductor's backward recomputes the lerp from the
+  // updated buffer (aot_eager is right), the class upstream PR #197039 fixes.
+  std::vector<KnownIssue> known = projectList();
+  BugReport bug = avgPoolGradientBug();
+  bug.signature.ops = {"buffer_lerp_", "dot", "erf", "masked_fill"};
+  const KnownIssue* match = matchKnownIssue(known, bug);
+  ASSERT_NE(match, nullptr);
+  EXPECT_EQ(match->issue.number, 197039);
+  BugReport forwardOnly = bug;
+  forwardOnly.repro.backward = false;
+  EXPECT_EQ(matchKnownIssue(known, forwardOnly), nullptr);
+}
+
 TEST(KnownUpstream, AMalformedListIsAnErrorNamingTheFileAndTheEntry) {
   TempDir dir("tcfuzz-known");
   auto write = [&](const std::string& text) {
