@@ -16,10 +16,11 @@ const Source* programInput(const Graph& g, int value) {
   return it == g.inputs.end() ? nullptr : &*it;
 }
 
-/// A value in [lo, hi] on a grid of quarters when one lies there (exact in every floating dtype).
+/// A value in [lo, hi] on a grid of quarters when one lies there (exact in every floating dtype); never -0.0,
+/// whose sign a fill would carry into the program as a signed-zero case nobody asked for.
 double valueWithin(Interval r, Rng& rng) {
   double v = rng.real(r.lo, r.hi);
-  double quarter = std::round(v * 4) / 4;
+  double quarter = std::round(v * 4) / 4 + 0.0;
   return quarter >= r.lo && quarter <= r.hi ? quarter : v;
 }
 

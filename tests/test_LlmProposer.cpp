@@ -357,16 +357,18 @@ struct FixtureCampaign {
 /// `tcfuzz fuzz` with the LLM at the fixture server (model "strong-fixture"), the strategies `names` only,
 /// one worker, aot_eager, no triage, seed `seed`, until `maxPrograms` programs are done.
 FixtureCampaign runFixtureCampaign(const fs::path& dir, const Json& script, const std::set<std::string>& names,
-                                   int maxPrograms, int seed) {
+                                   int maxPrograms, int seed, const std::vector<std::string>& extraArgs = {}) {
   FixtureServer server(script, dir);
   FixtureCampaign c;
   c.out = dir / "out";
   auto start = Clock::now();
-  c.run = runTcfuzz({"fuzz", "-o", c.out.string(), "--seed", std::to_string(seed), "--max-programs",
-                     std::to_string(maxPrograms), "--max-time", "150", "-j", "1", "--status", "log", "--sandbox",
-                     sandboxArg(), "--no-triage", "--backend", "aot_eager", "--llm-url", server.baseUrl(),
-                     "--llm-model", "strong-fixture", "--llm-grammar", "off", "--llm-prompts",
-                     strategiesFile(dir, names).string()});
+  std::vector<std::string> args{"fuzz", "-o", c.out.string(), "--seed", std::to_string(seed), "--max-programs",
+                                std::to_string(maxPrograms), "--max-time", "150", "-j", "1", "--status", "log", "--sandbox",
+                                sandboxArg(), "--no-triage", "--backend", "aot_eager", "--llm-url", server.baseUrl(),
+                                "--llm-model", "strong-fixture", "--llm-grammar", "off", "--llm-prompts",
+                                strategiesFile(dir, names).string()};
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+  c.run = runTcfuzz(args);
   c.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   c.stats = readStats(c.out / "fuzzer_stats");
   c.replies = jsonLines(c.out / "work" / "llm" / "replies.jsonl");
@@ -593,7 +595,11 @@ TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
   TempDir dir("tcfuzz-fewshot");
   const Json& reply = strongReply("attention-json");
   Json script = Json::array({{{"content", reply["content"]}}});
-  FixtureCampaign c = runFixtureCampaign(dir.path(), script, {"ops-json"}, 12, 41);
+  // Grammar programs of 4 to 8 nodes: the queue has programs small enough for a few-shot example (at most 8
+  // nodes) from its first entries on, whatever the generator draws.
+  fs::path policy = dir.path() / "policy.json";
+  std::ofstream(policy) << R"({"generation": {"min_nodes": 4, "max_nodes": 8}})";
+  FixtureCampaign c = runFixtureCampaign(dir.path(), script, {"ops-json"}, 12, 41, {"--policy", policy.string()});
   ASSERT_EQ(c.run.exitCode, 0) << c.run.output;
   int builtIn = 0, fewShot = 0;
   for (const Json& r : c.requests) {

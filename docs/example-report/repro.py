@@ -344,12 +344,11 @@ def build_inputs(seed, widen):
 
 
 def grad_leaves(inputs):
-    """Floating inputs as fresh leaves that require grad (backward cases)."""
-    return pytree.tree_map(
-        lambda t: t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
-        else t,
-        inputs,
-    )
+    """Floating inputs as fresh leaves that require grad (backward cases), except those the program's
+    WRITTEN_INPUTS names: forward writes into them, which autograd refuses on a leaf that requires grad."""
+    written = globals().get("WRITTEN_INPUTS", ())
+    leaf = lambda t: t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) else t
+    return [x if i in written else pytree.tree_map(leaf, x) for i, x in enumerate(inputs)]
 
 
 def model_state(model):
