@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "oracles/reporter/Minimizer.h"
+
 namespace tcfuzz::oracles {
 namespace {
 
@@ -82,12 +84,15 @@ std::string stringField(const json& j, const char* key, const std::filesystem::p
 
 }  // namespace
 
+/// The bug's ops as signatures spell them (signatureOpName: an in-place op by its functional name).
 std::vector<std::string> bugOps(const BugReport& bug) {
-  std::set<std::string> ops(bug.signature.ops.begin(), bug.signature.ops.end());
+  std::set<std::string> ops;
+  for (const std::string& op : bug.signature.ops) ops.insert(signatureOpName(op));
   if (ops.empty() && bug.repro.programIr.is_object())
     if (auto nodes = bug.repro.programIr.find("nodes"); nodes != bug.repro.programIr.end() && nodes->is_array())
       for (const json& node : *nodes)
-        if (node.is_object() && node.contains("op") && node["op"].is_string()) ops.insert(node["op"].get<std::string>());
+        if (node.is_object() && node.contains("op") && node["op"].is_string())
+          ops.insert(signatureOpName(node["op"].get<std::string>()));
   return {ops.begin(), ops.end()};
 }
 
@@ -146,8 +151,9 @@ const KnownIssue* matchKnownIssue(const std::vector<KnownIssue>& known, const Bu
     if (!k.exceptionType.empty() && k.exceptionType != bug.signature.exceptionType) continue;
     if (!k.component.empty() && bug.component.find(k.component) == std::string::npos) continue;
     if (k.backward && *k.backward != bug.repro.backward) continue;
-    if (!std::all_of(k.ops.begin(), k.ops.end(),
-                     [&](const std::string& op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); }))
+    if (!std::all_of(k.ops.begin(), k.ops.end(), [&](const std::string& op) {
+          return std::find(ops.begin(), ops.end(), signatureOpName(op)) != ops.end();
+        }))
       continue;
     return &k;
   }
