@@ -92,13 +92,12 @@ int addInputWrites(Graph& g, const OpCatalog& catalog, const InputWriteChances& 
   for (Node& n : g.nodes)
     if (!n.writesInput && canWriteInput(g, catalog, n) && rng.chance(chances.write)) n.writesInput = true;
   if (rng.chance(chances.fill)) {
-    std::vector<int> fillable;
-    for (const Source& s : g.inputs) {
+    std::vector<int> fillable, written = writtenInputPositions(g);
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const Source& s = g.inputs[i];
       const TensorType& t = g.typeOf(s.value);
-      bool written = std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
-        return !n.inputs.empty() && n.inputs[0] == s.value && writesIntoProgramInput(g, n);
-      });
-      if (isFloat(t.dtype) && t.rank() >= 1 && s.dist.kind == "uniform" && g.useCount(s.value) > 0 && !written &&
+      if (isFloat(t.dtype) && t.rank() >= 1 && s.dist.kind == "uniform" && g.useCount(s.value) > 0 &&
+          std::find(written.begin(), written.end(), static_cast<int>(i)) == written.end() &&
           writableInPlace(catalog.at("fill_"), s.layout, t))
         fillable.push_back(s.value);
     }
