@@ -135,12 +135,16 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   return p;
 }
 
+double GenPolicy::weightOf(const OpSpec& op) const {
+  if (auto o = opWeights.find(op.name); o != opWeights.end()) return o->second;
+  if (auto f = familyWeights.find(op.family); f != familyWeights.end()) return f->second;
+  return 1;
+}
+
 Generator::Generator(const OpCatalog& catalog, GenPolicy policy, uint64_t seed)
     : catalog_(catalog), policy_(std::move(policy)), seed_(seed), solver_(seed) {
   for (const auto& op : catalog_.ops()) {
-    double w = 1;
-    if (auto f = policy_.familyWeights.find(op->family); f != policy_.familyWeights.end()) w = f->second;
-    if (auto o = policy_.opWeights.find(op->name); o != policy_.opWeights.end()) w = o->second;
+    double w = policy_.weightOf(*op);
     if (w <= 0) continue;
     ops_.push_back(op.get());
     weights_.push_back(w);

@@ -88,7 +88,7 @@ bool Mutator::replaceOp(Graph& g, Rng& rng) const {
   // Another op of the same family that takes this many inputs; repair redraws its attributes.
   std::vector<const OpSpec*> peers;
   for (const auto& op : catalog_.ops())
-    if (op->family == old->family && op->name != old->name && !op->inplace &&
+    if (op->family == old->family && op->name != old->name && !op->inplace && policy_.weightOf(*op) > 0 &&
         static_cast<int>(n.inputs.size()) >= op->minInputs && static_cast<int>(n.inputs.size()) <= op->maxInputs)
       peers.push_back(op.get());
   if (peers.empty()) return false;
@@ -115,7 +115,8 @@ bool Mutator::makeInplace(Graph& g, Rng& rng) const {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const OpSpec* twin = catalog_.find(g.nodes[i].op + "_");
     int arity = static_cast<int>(g.nodes[i].inputs.size());
-    if (twin && twin->inplace && arity >= twin->minInputs && arity <= twin->maxInputs) candidates.push_back(i);
+    if (twin && twin->inplace && policy_.weightOf(*twin) > 0 && arity >= twin->minInputs && arity <= twin->maxInputs)
+      candidates.push_back(i);
   }
   if (candidates.empty()) return false;
   Node& n = g.nodes[rng.pick(candidates)];
@@ -183,7 +184,7 @@ bool Mutator::insertReader(Graph& g, Rng& rng, const std::function<bool(const Op
   int v = static_cast<int>(rng.uniform(0, static_cast<int64_t>(g.values.size()) - 1));
   std::vector<const OpSpec*> ops;
   for (const auto& op : catalog_.ops())
-    if (fits(*op) && op->accepts[0].has(g.typeOf(v).dtype) && g.typeOf(v).rank() >= op->minRank &&
+    if (fits(*op) && policy_.weightOf(*op) > 0 && op->accepts[0].has(g.typeOf(v).dtype) && g.typeOf(v).rank() >= op->minRank &&
         g.typeOf(v).rank() <= op->maxRank)
       ops.push_back(op.get());
   if (ops.empty()) return false;

@@ -168,6 +168,7 @@ OpCatalog makeDefaultCatalog() {
   addInplaceViewOps(catalog);
   addBufferUpdateOps(catalog);
   addComplexOps(catalog);
+  addBackwardOps(catalog);
   addViewStrideRules(catalog);
   return catalog;
 }

@@ -169,6 +169,7 @@ void addIndexingOps(OpCatalog& catalog);
 void addInplaceViewOps(OpCatalog& catalog);
 void addBufferUpdateOps(OpCatalog& catalog);
 void addComplexOps(OpCatalog& catalog);
+void addBackwardOps(OpCatalog& catalog);
 /// Sets the stride rule of every view op (std::logic_error when a view op lacks one).
 void addViewStrideRules(OpCatalog& catalog);
 

@@ -46,10 +46,14 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withStorageOffsetInput += offset;
   withBoundaryValues += boundary;
   withWrittenInput += !writtenInputPositions(g).empty();
-  withExpandedViewWrite += std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
-    const OpSpec* op = catalog.find(n.op);
-    return op && op->family == "expand-write";
-  });
+  auto callsFamily = [&](const char* family) {
+    return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+      const OpSpec* op = catalog.find(n.op);
+      return op && op->family == family;
+    });
+  };
+  withExpandedViewWrite += callsFamily("expand-write");
+  withAtenBackward += callsFamily("aten-backward");
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -78,6 +82,7 @@ json ProgramFigures::toJson() const {
           {"programs_with_boundary_values", share(withBoundaryValues, programs)},
           {"programs_writing_into_an_input", share(withWrittenInput, programs)},
           {"programs_writing_through_an_expanded_view", share(withExpandedViewWrite, programs)},
+          {"programs_calling_an_aten_backward_op", share(withAtenBackward, programs)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},
           {"shared_value_share", share(sharedValues, consumedValues)}};

@@ -134,6 +134,30 @@ TEST_F(GeneratorTest, ProgramsWriteIntoTheirInputsButNeverIntoExpandedOnes) {
   EXPECT_GE(expandedView, kPrograms * 5 / 100);
 }
 
+TEST_F(GeneratorTest, ProgramsCallATenBackwardOpsDirectly) {
+  // At the default policy, at least 3% of programs call a torch.ops.aten *_backward op (family
+  // aten-backward), and each such node reads a forward value of its gradient's shape and dtype.
+  Generator gen(catalog, GenPolicy{}, 11);
+  int calling = 0;
+  std::set<std::string> seen;
+  constexpr int kPrograms = 400;
+  for (uint64_t i = 0; i < kPrograms; ++i) {
+    Graph g = gen.generate(i);
+    bool any = false;
+    for (const Node& n : g.nodes) {
+      if (catalog.at(n.op).family != "aten-backward") continue;
+      any = true;
+      seen.insert(n.op);
+      ASSERT_EQ(n.inputs.size(), 2u) << n.op;
+      EXPECT_EQ(g.typeOf(n.inputs[1]).shape, g.typeOf(n.inputs[0]).shape) << "program " << i << ": " << n.op;
+      EXPECT_EQ(g.typeOf(n.inputs[1]).dtype, g.typeOf(n.inputs[0]).dtype) << "program " << i << ": " << n.op;
+    }
+    calling += any;
+  }
+  EXPECT_GE(calling, kPrograms * 3 / 100);
+  EXPECT_GE(seen.size(), 8u);
+}
+
 TEST_F(GeneratorTest, WritesIntoInputsDrawFromTheirOwnStream) {
   // With both chances at 0 no program writes into an input, and a program the default policy gave no write
   // is the same program: the writes never shift the generator's other draws.

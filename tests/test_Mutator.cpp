@@ -85,6 +85,34 @@ TEST_F(MutatorTest, ToggleInputWriteTurnsAWriteIntoACloneIntoAWriteIntoTheInputA
   EXPECT_GE(off, 5);
 }
 
+// A policy weight of 0 keeps an op out of mutants as it keeps it out of generation: no mutator but
+// splice (which carries a donor's ops) adds an op of a family the policy turned off. (Repair's own
+// fix-up nodes, casts and clamps, are no policy draw.) Regression: a mutant's attributes that do not
+// fit its input's rank made setitem_slice's operand rule write out of bounds.
+TEST_F(MutatorTest, MutatorsNeverAddAnOpThePolicyWeighsZero) {
+  GenPolicy off;
+  off.familyWeights["expand-write"] = 0;
+  off.familyWeights["aten-backward"] = 0;
+  off.familyWeights["activation"] = 0;
+  off.opWeights["mul_"] = 0;
+  Generator plain(catalog, off, 23);
+  Mutator mutator(catalog, off);
+  auto banned = [&](const Node& n) { return off.weightOf(catalog.at(n.op)) <= 0; };
+  int mutants = 0;
+  for (uint64_t i = 0; i < 150; ++i) {
+    Graph parent = plain.generate(i);
+    ASSERT_FALSE(std::any_of(parent.nodes.begin(), parent.nodes.end(), banned)) << "program " << i;
+    for (const std::string& name : mutator.names()) {
+      if (name == "splice") continue;
+      auto m = mutator.mutate(parent, nullptr, i, name);
+      if (!m) continue;
+      ++mutants;
+      for (const Node& n : m->graph.nodes) EXPECT_FALSE(banned(n)) << name << " added " << n.op << " to program " << i;
+    }
+  }
+  EXPECT_GT(mutants, 1000);
+}
+
 TEST_F(MutatorTest, MutationIsDeterministic) {
   Mutator a(catalog, GenPolicy{}), b(catalog, GenPolicy{});
   Graph parent = generator.generate(3), donor = generator.generate(4);

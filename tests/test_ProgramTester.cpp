@@ -111,6 +111,25 @@ TEST_F(ProgramTesterTest, AProgramThatMutatesItsInputAndABufferIsComparedNotCall
   EXPECT_EQ(state, (std::vector<std::string>{"input 0 after forward", "buffer total after forward"}));
 }
 
+TEST_F(ProgramTesterTest, PlantedBackwardWriteIntoAParameterIsAMutationDivergenceReadAfterBackward) {
+  // TEST FIXTURE backend: exact forward; its backward adds 0.01 to a tensor the forward saved (here the
+  // parameter itself). The state leaves of a backward job are read after the gradients and say so.
+  TestSettings s = settings("tcfuzz_planted_bw_writes_input");
+  s.backward = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/scale_input_by_weight.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::MutationDivergence) << r.verdict.reason;
+  EXPECT_NE(r.verdict.reason.find("param weight after backward"), std::string::npos) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  std::vector<std::string> state;
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role == "state") state.push_back(l.name);
+  EXPECT_EQ(state, (std::vector<std::string>{"input 0 after backward", "param weight after backward"}));
+  // Without backward nothing writes: the same program agrees, its state named after forward.
+  s.backward = false;
+  ProgramTestResult forwardOnly = tester_->test(sourcePath("tests/programs/scale_input_by_weight.py"), s);
+  EXPECT_EQ(forwardOnly.verdict.verdict, oracles::Verdict::Agree) << forwardOnly.verdict.reason;
+}
+
 TEST_F(ProgramTesterTest, PlantedLostMutationIsAMutationDivergence) {
   // TEST FIXTURE backend: runs the graph on clones of its inputs, so the writes to x and the buffer are lost.
   ProgramTestResult r = tester_->test(sourcePath("tests/programs/mutates_input_and_buffer.py"),

@@ -155,6 +155,23 @@ TEST_F(ShortReproEndToEnd, PlantedGradientBugFailsTheAssertionOnTheGradient) {
   EXPECT_EQ(forward.exitCode.value_or(-1), 0) << describe(forward);
 }
 
+TEST_F(ShortReproEndToEnd, PlantedBackwardWriteIntoStateFailsTheCheckReadAfterBackward) {
+  // TEST FIXTURE backend: exact forward; its backward writes into the parameter the forward saved. The
+  // short repro of a backward job's mutation finding runs the backward with the worker's gradient
+  // outputs and reads the state after it; the exact eager backend passes.
+  ReproCase c = makeCase("tests/programs/scale_input_by_weight.py", "tcfuzz_planted_bw_writes_input", "mutation-divergence");
+  c.backward = true;
+  std::string text = renderShortRepro(c, "t", oracles::ComparatorOptions{});
+  EXPECT_NE(text.find("torch.autograd.grad("), std::string::npos) << text;
+  EXPECT_NE(text.find("dtype=torch.float32"), std::string::npos) << text;
+  oracles::RunResult r = run(c, "planted_bw_writes_input");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+  EXPECT_NE(r.stderrTail.find("(read after backward)"), std::string::npos) << describe(r);
+  c.compile.backend = "aot_eager";
+  oracles::RunResult exact = run(c, "planted_bw_writes_input_exact");
+  EXPECT_EQ(exact.exitCode.value_or(-1), 0) << describe(exact);
+}
+
 TEST_F(ShortReproEndToEnd, ExplicitCastsStayInFloat64AndAnExactBackendPasses) {
   // The program casts to float32 inside forward; with the exact eager backend there is no bug, and the
   // float64 reference (casts widened) must not make one up.

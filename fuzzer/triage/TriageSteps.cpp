@@ -242,6 +242,8 @@ void title(CaseInTriage& c, TriageTools&) {
     std::string said(*what);
     if (auto call = laterCallOf(t.signature); !call.empty())
       said = fmt::format("compiled module is wrong on {} (first call agrees)", call);
+    else if (t.signature.symptom == "mutation-divergence" && best.backward)  // the state is read after backward
+      said = "compiled forward and backward leave an input, buffer or parameter different from eager (read after backward)";
     t.title = fmt::format("{} {}: {} ({})", tag, said, uniqueOps(best.graph), configText(best));
   } else if (t.signature.symptom == "status-mismatch") {
     t.title = fmt::format("{} compiled accepts what eager rejects ({}): {} ({})", tag,

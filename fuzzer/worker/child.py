@@ -249,7 +249,7 @@ class ChildRun:
             entries += [(leaf, "output", "", leaf) for leaf in leaves]
             entries += [(g, "grad", name, g) for name, g in grads or []]
             entries += [(note, "alias", f"output {i} storage", note) for i, note in enumerate(aliases)]
-            entries += [(t.detach().clone(), "state", name, t) for name, t in state.after_forward(args)]
+            entries += [(t.detach().clone(), "state", name, t) for name, t in state.after_call(args, grads is not None)]
             t_extra = time.monotonic()
             for role, seed in (("second-call", None), ("fresh-inputs", int(self.job["seed"]) + FRESH_INPUT_SEED_OFFSET)):
                 state.restore()

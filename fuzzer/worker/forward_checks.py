@@ -8,7 +8,8 @@ The leaves of one run, in the order every mode saves them (child.py) and repro.p
   role "alias"         one per output of call 1: what its storage is shared with (TextLeaf: "input 0",
                        "buffer bn.running_mean", "output 1" or "nothing"), compared as text
   role "state"         each top-level input tensor, buffer and parameter after call 1, named
-                       "input 0 after forward", "buffer bn.running_mean after forward", ...
+                       "input 0 after forward", "buffer bn.running_mean after forward", ... ("after backward"
+                       when call 1 ran backward: the state is read after the gradients)
   role "second-call"   call 2 (fresh copies of the same inputs, state restored): its outputs
   role "fresh-inputs"  call 3 (make_inputs(seed + 1), state restored): its outputs
   role "resized"       jobs under dynamic=True only: call 4, inputs of another size (repro_shared.resized_inputs,
@@ -130,10 +131,13 @@ class ModuleState:
         """[(name, tensor)]: each top-level input tensor ("input 0"), then each buffer and parameter."""
         return [(f"input {i}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)] + self.named
 
-    def after_forward(self, args):
-        """[(name, tensor)]: each top-level input tensor, then each buffer and parameter, as the call left them."""
-        found = [(f"input {i} after forward", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
-        return found + [(f"{name} after forward", t) for name, t in self.named]
+    def after_call(self, args, backward):
+        """[(name, tensor)]: each top-level input tensor, then each buffer and parameter, as the call left
+        them: "input 0 after forward", or "input 0 after backward" when the call ran backward too (the
+        compiled backward may be what writes)."""
+        when = "after backward" if backward else "after forward"
+        found = [(f"input {i} {when}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+        return found + [(f"{name} {when}", t) for name, t in self.named]
 
 
 def _is_random(func, kwargs):

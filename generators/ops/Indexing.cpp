@@ -276,7 +276,9 @@ void addIndexingOps(OpCatalog& c) {
     });
     s.propose = [](const OpContext& ctx, int, Rng& rng) {
       TensorType t = ctx.x();
-      t.shape[ctx.attrInt("dim")] = ctx.attrInt("end") - ctx.attrInt("start");
+      // The attributes may not fit input 0 yet (a mutant's new rank): then the shape rule says why.
+      int64_t dim = ctx.attrInt("dim");
+      if (dim >= 0 && dim < t.rank()) t.shape[static_cast<size_t>(dim)] = std::max<int64_t>(ctx.attrInt("end") - ctx.attrInt("start"), 0);
       if (rng.chance(0.2)) t.dtype = rng.pick(std::vector<DType>{DType::Float32, DType::Int64, DType::Bool});
       return t;
     };

@@ -19,6 +19,9 @@ using nlohmann::json;
 constexpr const char* kNumericMessage = "compiled is further from the float64 reference than eager";
 constexpr const char* kMutationMessage =
     "compiled forward leaves this input, buffer or parameter further from the float64 reference than eager";
+constexpr const char* kMutationAfterBackwardMessage =
+    "compiled forward and backward leave this input, buffer or parameter further from the float64 reference than "
+    "eager (read after backward)";
 constexpr const char* kLaterCallMessage = "a later compiled call is further from the float64 reference than eager";
 constexpr const char* kAliasMessage = "compiled outputs share storage with other tensors than eager's";
 constexpr const char* kReferencePassed = "tcfuzz: the reference run passed";
@@ -148,9 +151,10 @@ std::vector<std::string> exceptionNames(const std::string& type) {
 }
 
 /// The assertion message short_repro.py fails with for a wrong-result verdict ("" for any other).
-std::string_view wrongResultMessage(const std::string& verdict) {
+std::string_view wrongResultMessage(const ReproCase& repro) {
+  const std::string& verdict = repro.verdict;
   if (verdict == "numeric-divergence") return kNumericMessage;
-  if (verdict == "mutation-divergence") return kMutationMessage;
+  if (verdict == "mutation-divergence") return repro.backward ? kMutationAfterBackwardMessage : kMutationMessage;
   if (verdict == "second-call-divergence") return kLaterCallMessage;
   if (verdict == "aliasing-divergence") return kAliasMessage;
   return "";
@@ -192,7 +196,9 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool arbitrated = numeric || mutation || later;  // judged against a float64 run
   if (!arbitrated && !aliasing && verdict != "crash-mismatch" && verdict != "status-mismatch")
     throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
-  bool backward = repro.backward && !mutation && !later && !aliasing;  // those checks look at forwards only
+  // A mutation finding of a backward job reads the state after backward, as the worker does: the
+  // compiled backward may be what writes into an input. Later calls and aliasing look at forwards only.
+  bool backward = repro.backward && !later && !aliasing;
   bool random = drawsRandomNumbers(repro.programPy);
   bool casts = arbitrated && castsExplicitly(repro.programPy);
   std::string oneLineTitle = title;
@@ -236,11 +242,31 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add(fmt::format("    model, inputs = model.to(\"{0}\"), [x.to(\"{0}\") for x in inputs]", repro.device));
   if (random) add(pythonRandom ? "    torch.manual_seed(SEED); random.seed(SEED)" : "    torch.manual_seed(SEED)");
   std::string fn = fmt::format("({} if compiled else model)", compileCall(repro.compile));
-  std::string call = fn + (backward ? "(*[x.clone() if x.requires_grad else x for x in inputs])" : "(*inputs)");
+  std::string call = fn + "(*inputs)";
   std::string leaves = numeric || backward ? "torch.utils._pytree.tree_leaves(" + call + ")" : call;
   std::string castsScope = "(Fp64Casts() if fp64 else contextlib.nullcontext())";
   std::string noGrad = std::string("    with torch.no_grad()") + (casts ? ", " + castsScope : "") + ":";
-  if (mutation) {  // the state the forward leaves: the inputs, then buffers and parameters
+  if (backward) {  // the worker's gradients: seeded float32 grad_outputs, one per differentiable output leaf
+    add("    written = globals().get(\"WRITTEN_INPUTS\", ())  # forward writes into these: no grad leaves");
+    add("    inputs = [x.requires_grad_() if (x.is_floating_point() or x.is_complex()) and i not in written else x");
+    add("              for i, x in enumerate(inputs)]");
+    add("    wrt = [x for x in inputs if x.requires_grad] + [p for _, p in sorted(model.named_parameters())]");
+    if (casts) {
+      add("    with " + castsScope + ":");
+      add("        out = " + leaves);
+    } else {
+      add("    out = " + leaves);
+    }
+    add("    diff = [(t, torch.randn(t.shape, generator=torch.Generator().manual_seed(SEED + k), dtype=torch.float32).to(t.dtype))");
+    add("            for k, t in enumerate(out) if getattr(t, \"requires_grad\", False)]");
+    add("    grads = list(torch.autograd.grad([t for t, _ in diff], wrt, [g for _, g in diff], allow_unused=True)) if diff else []");
+    if (mutation) {  // the state forward and backward leave: the inputs, then buffers and parameters
+      add("    return ([x.detach() for x in inputs if isinstance(x, torch.Tensor)]  # read after backward");
+      add("            + [t.detach() for _, t in sorted(model.named_buffers())] + [p.detach() for _, p in sorted(model.named_parameters())])");
+    } else {
+      add("    return out + grads");
+    }
+  } else if (mutation) {  // the state the forward leaves: the inputs, then buffers and parameters
     add(noGrad);
     add("        " + call);
     add("    return ([x for x in inputs if isinstance(x, torch.Tensor)] + [t for _, t in sorted(model.named_buffers())]");
@@ -277,26 +303,13 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("                 + [(f\"output {j}\", o) for j, o in enumerate(out[:i])])");
     add("        shared.append(next((n for n, s in named if key(t) is not None and key(s) == key(t)), \"nothing\"))");
     add("    return shared");
-  } else if (backward) {
-    add("    inputs = [x.requires_grad_() if x.is_floating_point() else x for x in inputs]");
-    add("    wrt = [x for x in inputs if x.requires_grad] + [p for _, p in sorted(model.named_parameters())]");
-    if (casts) {
-      add("    with " + castsScope + ":");
-      add("        out = " + leaves);
-    } else {
-      add("    out = " + leaves);
-    }
-    add("    diff = [(t, torch.randn(t.shape, generator=torch.Generator().manual_seed(SEED + k)).to(t.dtype))");
-    add("            for k, t in enumerate(out) if getattr(t, \"requires_grad\", False)]");
-    add("    return out + (list(torch.autograd.grad([t for t, _ in diff], wrt, [g for _, g in diff], "
-        "allow_unused=True)) if diff else [])");
   } else {
     add(noGrad);
     add("        return " + leaves);
   }
   if (casts) lines.insert(lines.begin() + 1, "import contextlib");
   if (mutation || later) {
-    addLeafByLeafCheck(lines, tolerances, wrongResultMessage(verdict));
+    addLeafByLeafCheck(lines, tolerances, wrongResultMessage(repro));
   } else if (aliasing) {
     add("eager, compiled = run(), run(compiled=True)");
     add(fmt::format("assert eager == compiled, f\"{}: eager {{eager}}, compiled {{compiled}}\"", kAliasMessage));
@@ -329,7 +342,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
 
 bool shortReproReproduces(const ReproCase& repro, const Signature& signature, const RunResult& run) {
   if (isWrongResultSymptom(repro.verdict)) {
-    std::string_view message = wrongResultMessage(repro.verdict);
+    std::string_view message = wrongResultMessage(repro);
     return !message.empty() && run.status == RunStatus::Ok && run.exitCode.value_or(0) != 0 &&
            run.stderrTail.find("AssertionError") != std::string::npos && run.stderrTail.find(message) != std::string::npos;
   }

@@ -3,7 +3,8 @@
 // (and, for a test's planted backend, the plugin file copied beside it): the program, a run() helper,
 // the torch.compile call with its options, and the check that shows the bug: an assertion with
 // torch._dynamo.utils.same against the float64 reference for a numeric divergence (on the inputs,
-// buffers and parameters after forward for a mutation divergence; on calls 2 and 3 for a second-call
+// buffers and parameters after forward, or after backward for a backward job, for a mutation divergence;
+// with the worker's seeded gradient outputs for a backward job; on calls 2 and 3 for a second-call
 // divergence), a comparison of what each output shares storage with for an aliasing divergence, the
 // call that raises (or kills the process) for a crash. It exits non-zero while the bug reproduces. The full
 // driver, with every leaf compared and the verdict printed, stays in repro.py (ReproWriter).
