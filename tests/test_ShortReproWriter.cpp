@@ -164,6 +164,10 @@ TEST_F(ShortReproEndToEnd, PlantedBackwardWriteIntoStateFailsTheCheckReadAfterBa
   std::string text = renderShortRepro(c, "t", oracles::ComparatorOptions{});
   EXPECT_NE(text.find("torch.autograd.grad("), std::string::npos) << text;
   EXPECT_NE(text.find("dtype=torch.float32"), std::string::npos) << text;
+  EXPECT_EQ(text.find("WRITTEN_INPUTS"), std::string::npos) << text;  // the program writes into no input
+  ReproCase writing = c;  // one that declares its written inputs keeps them plain tensors, as the worker does
+  writing.programPy += "\nWRITTEN_INPUTS = (0,)\n";
+  EXPECT_NE(renderShortRepro(writing, "t", oracles::ComparatorOptions{}).find("x if i in WRITTEN_INPUTS else"), std::string::npos);
   oracles::RunResult r = run(c, "planted_bw_writes_input");
   EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
   EXPECT_NE(r.stderrTail.find("(read after backward)"), std::string::npos) << describe(r);

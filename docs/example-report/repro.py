@@ -445,8 +445,8 @@ def run(mode):
     leaves = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
     names = [f"output {i}" for i in range(len(leaves))]
     roles = ["output"] * len(leaves)
-    if CASE["backward"]:
-        grads = gradients(out, wrt)
+    grads = gradients(out, wrt) if CASE["backward"] else []
+    if grads:
         leaves += grads
         names += wrt_names[: len(grads)]
         roles += ["grad"] * len(grads)
@@ -455,8 +455,9 @@ def run(mode):
     leaves += notes
     names += [f"output {i} storage" for i in range(len(notes))]
     roles += ["alias"] * len(notes)
-    after = [(f"input {i} after forward", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
-    after += [(f"{name} after forward", t) for name, t in state]
+    when = "after backward" if grads else "after forward"  # the worker's names (forward_checks.py)
+    after = [(f"input {i} {when}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+    after += [(f"{name} {when}", t) for name, t in state]
     leaves += [t.detach().clone() for _, t in after]
     names += [name for name, _ in after]
     roles += ["state"] * len(after)

@@ -18,12 +18,13 @@ SEED = 3
 def run(compiled=False):
     torch.manual_seed(SEED)
     model, inputs = Model().eval(), make_inputs(SEED)
-    inputs = [x.requires_grad_() if x.is_floating_point() else x for x in inputs]
+    inputs = [x.requires_grad_() if x.is_floating_point() or x.is_complex() else x for x in inputs]
     wrt = [x for x in inputs if x.requires_grad] + [p for _, p in sorted(model.named_parameters())]
-    out = torch.utils._pytree.tree_leaves((torch.compile(model, backend="inductor") if compiled else model)(*[x.clone() if x.requires_grad else x for x in inputs]))
-    diff = [(t, torch.randn(t.shape, generator=torch.Generator().manual_seed(SEED + k)).to(t.dtype))
+    out = torch.utils._pytree.tree_leaves((torch.compile(model, backend="inductor") if compiled else model)(*inputs))
+    diff = [(t, torch.randn(t.shape, generator=torch.Generator().manual_seed(SEED + k), dtype=torch.float32).to(t.dtype))
             for k, t in enumerate(out) if getattr(t, "requires_grad", False)]
-    return out + (list(torch.autograd.grad([t for t, _ in diff], wrt, [g for _, g in diff], allow_unused=True)) if diff else [])
+    grads = list(torch.autograd.grad([t for t, _ in diff], wrt, [g for _, g in diff], allow_unused=True)) if diff else []
+    return out + grads
 run()
 print("tcfuzz: the reference run passed (eager); now the compiled run:", flush=True)
 run(compiled=True)

@@ -247,9 +247,11 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   std::string castsScope = "(Fp64Casts() if fp64 else contextlib.nullcontext())";
   std::string noGrad = std::string("    with torch.no_grad()") + (casts ? ", " + castsScope : "") + ":";
   if (backward) {  // the worker's gradients: seeded float32 grad_outputs, one per differentiable output leaf
-    add("    written = globals().get(\"WRITTEN_INPUTS\", ())  # forward writes into these: no grad leaves");
-    add("    inputs = [x.requires_grad_() if (x.is_floating_point() or x.is_complex()) and i not in written else x");
-    add("              for i, x in enumerate(inputs)]");
+    if (repro.programPy.find("WRITTEN_INPUTS") != std::string::npos)  // forward writes into these: no grad leaves
+      add("    inputs = [x if i in WRITTEN_INPUTS else x.requires_grad_() if x.is_floating_point() or x.is_complex() else x "
+          "for i, x in enumerate(inputs)]");
+    else
+      add("    inputs = [x.requires_grad_() if x.is_floating_point() or x.is_complex() else x for x in inputs]");
     add("    wrt = [x for x in inputs if x.requires_grad] + [p for _, p in sorted(model.named_parameters())]");
     if (casts) {
       add("    with " + castsScope + ":");
