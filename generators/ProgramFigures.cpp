@@ -54,6 +54,7 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   };
   withExpandedViewWrite += callsFamily("expand-write");
   withAtenBackward += callsFamily("aten-backward");
+  withPrecisionRoundTrip += callsFamily("precision");
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -83,6 +84,7 @@ json ProgramFigures::toJson() const {
           {"programs_writing_into_an_input", share(withWrittenInput, programs)},
           {"programs_writing_through_an_expanded_view", share(withExpandedViewWrite, programs)},
           {"programs_calling_an_aten_backward_op", share(withAtenBackward, programs)},
+          {"programs_with_a_low_precision_round_trip", share(withPrecisionRoundTrip, programs)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},
           {"shared_value_share", share(sharedValues, consumedValues)}};

@@ -158,6 +158,30 @@ TEST_F(GeneratorTest, ProgramsCallATenBackwardOpsDirectly) {
   EXPECT_GE(seen.size(), 8u);
 }
 
+TEST_F(GeneratorTest, ProgramsRoundToSixteenBitFloatsAndBackExplicitly) {
+  // At the default policy, at least 10% of programs hold an explicit low-precision round trip (family
+  // precision): a float32 or float64 value cast to float16 or bfloat16 and back, alone, around a Python
+  // scalar, or before a reduction; the Python spelling casts back to the input's own dtype.
+  Generator gen(catalog, GenPolicy{}, 11);
+  int rounding = 0;
+  constexpr int kPrograms = 400;
+  for (uint64_t i = 0; i < kPrograms; ++i) {
+    Graph g = gen.generate(i);
+    bool any = false;
+    for (const Node& n : g.nodes) {
+      const OpSpec& op = catalog.at(n.op);
+      if (op.family != "precision") continue;
+      any = true;
+      DType in = g.typeOf(n.inputs[0]).dtype;
+      EXPECT_TRUE(in == DType::Float32 || in == DType::Float64) << "program " << i << ": " << n.op;
+      EXPECT_EQ(g.typeOf(n.outputs[0]).dtype, in) << "program " << i << ": " << n.op;
+      EXPECT_NE(op.python.find(".to({0}.dtype)"), std::string::npos) << op.python;
+    }
+    rounding += any;
+  }
+  EXPECT_GE(rounding, kPrograms * 10 / 100);
+}
+
 TEST_F(GeneratorTest, WritesIntoInputsDrawFromTheirOwnStream) {
   // With both chances at 0 no program writes into an input, and a program the default policy gave no write
   // is the same program: the writes never shift the generator's other draws.

@@ -401,6 +401,28 @@ void addElementwiseOps(OpCatalog& c) {
       return std::nullopt;
     };
   }
+  // --- explicit low-precision round trips (family "precision") --------------------------------
+  // A float32 or float64 value rounded to a 16-bit float and widened back, alone or around a Python
+  // float scalar: compiled code must round where the program casts. The float64 reference widens
+  // the casts (Fp64Casts), so it stays the exact value both sides are judged against.
+  const DTypeSet wide = only(DType::Float32) | only(DType::Float64);
+  auto rounded = [](Interval r) {  // a 16-bit rounding moves a value by at most 2^-8 of its magnitude
+    double m = r.magnitude() / 128;
+    return Interval{r.lo - m, r.hi + m};
+  };
+  for (const char* narrow : {"bfloat16", "float16"}) {
+    std::string n = narrow;
+    Interval need = n == "float16" ? Interval{-6e4, 6e4} : Interval{};
+    unary(c, "round_trip_" + n, "precision", "{0}.to(torch." + n + ").to({0}.dtype)", "aten::_to_copy({0}, None)", wide,
+          Out::Same, need, rounded);
+    auto& s = unary(c, "add_scalar_in_" + n, "precision", "({0}.to(torch." + n + ") + {value}).to({0}.dtype)",
+                    "aten::add.Scalar({0}, {value})", wide, Out::Same, need, nullptr);
+    s.attrs = {floatAttr("value", -4, 4)};
+    s.range = [rounded](const OpContext& ctx) {
+      double v = ctx.attrFloat("value");
+      return std::vector<Interval>{rounded(addI(rounded(ctx.ranges.at(0)), {v, v}))};
+    };
+  }
   {
     OpSpec s = entry("frexp", "cast", "torch.frexp({0})", "aten::frexp.Tensor({0})");
     s.accepts = {kFloats};

@@ -201,6 +201,33 @@ void addReductionOps(OpCatalog& c) {
              kAllDTypes, Out::Accumulate, sum);
   reduceList(c, "mean", "torch.mean({0}, {dim}, keepdim={keepdim})", "aten::mean.dim({0}, {dim}, {keepdim}, None)",
              kFloats, Out::FloatOnly, same);
+  // Reductions of values rounded to a 16-bit float first, the result widened back (family
+  // "precision"): the rounding before the reduction is the program's, and compiled code must keep it.
+  for (const char* narrow : {"float16", "bfloat16"}) {
+    std::string n = narrow;
+    for (const char* op : {"sum", "mean"}) {
+      std::string o = op;
+      auto& s = reduceList(c, o + "_in_" + n, "torch." + o + "({0}.to(torch." + n + "), {dim}, keepdim={keepdim}).to({0}.dtype)",
+                           "aten::" + o + (o == "sum" ? ".dim_IntList" : ".dim") + "({0}, {dim}, {keepdim}, None)",
+                           only(DType::Float32) | only(DType::Float64), Out::Same, nullptr);
+      s.family = "precision";
+      // float16 holds at most 65504: the inputs stay small enough that the sum does too.
+      if (n == "float16")
+        s.need = [](const OpContext& ctx, int) -> std::optional<Interval> {
+          double count = std::max(1.0, reducedCount(ctx.x().shape, listDims(ctx)));
+          return Interval{-3e4 / count, 3e4 / count};
+        };
+      bool mean = o == "mean";
+      s.range = [mean](const OpContext& ctx) {
+        Interval a = ctx.ranges.at(0);
+        double slack = a.magnitude() / 128;  // each element's rounding
+        a = {a.lo - slack, a.hi + slack};
+        Interval r = mean ? a : sumI(a, reducedCount(ctx.x().shape, listDims(ctx)));
+        double m = r.magnitude() / 128;  // the result's rounding
+        return std::vector<Interval>{{r.lo - m, r.hi + m}};
+      };
+    }
+  }
   reduceList(c, "amax", "torch.amax({0}, {dim}, keepdim={keepdim})", "aten::amax({0}, {dim}, {keepdim})", kAllDTypes,
              Out::Same, same);
   reduceList(c, "amin", "torch.amin({0}, {dim}, keepdim={keepdim})", "aten::amin({0}, {dim}, {keepdim})", kAllDTypes,
