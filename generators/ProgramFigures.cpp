@@ -55,6 +55,7 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withExpandedViewWrite += callsFamily("expand-write");
   withAtenBackward += callsFamily("aten-backward");
   withPrecisionRoundTrip += callsFamily("precision");
+  withInt64PastInt32 += callsFamily("int-range");
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -85,6 +86,7 @@ json ProgramFigures::toJson() const {
           {"programs_writing_through_an_expanded_view", share(withExpandedViewWrite, programs)},
           {"programs_calling_an_aten_backward_op", share(withAtenBackward, programs)},
           {"programs_with_a_low_precision_round_trip", share(withPrecisionRoundTrip, programs)},
+          {"programs_with_int64_values_past_int32", share(withInt64PastInt32, programs)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},
           {"shared_value_share", share(sharedValues, consumedValues)}};

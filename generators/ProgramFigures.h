@@ -28,6 +28,7 @@ struct ProgramFigures {
   int64_t withExpandedViewWrite = 0;  // writes through an expanded view (family expand-write)
   int64_t withAtenBackward = 0;     // calls a torch.ops.aten *_backward op (family aten-backward)
   int64_t withPrecisionRoundTrip = 0;  // rounds to a 16-bit float and back explicitly (family precision)
+  int64_t withInt64PastInt32 = 0;   // moves int64 values past the int32 range (family int-range)
   int64_t depthSum = 0;             // longest chain of nodes from a source to an output
   int64_t consumedValues = 0, consumerSum = 0, sharedValues = 0;  // node outputs read at least once; reads; read twice or more
 

@@ -401,6 +401,33 @@ void addElementwiseOps(OpCatalog& c) {
       return std::nullopt;
     };
   }
+  // --- int64 values past the int32 range (family "int-range") --------------------------------
+  // Small int64 values moved next to +-2^31, and an index ramp scaled by about 1e9: a compiled kernel
+  // that computes int64 in int32 (index arithmetic, a narrowed accumulator) wraps where eager does
+  // not. The range rules keep every value within int64's safe magnitude (1e15), so nothing downstream
+  // overflows int64 in one formula only.
+  for (auto [name, sign] : {std::pair{"add_past_int32", 1.0}, {"sub_past_int32", -1.0}}) {
+    std::string python = sign > 0 ? "{0} + {offset}" : "{0} - {offset}";
+    std::string aten = sign > 0 ? "aten::add.Scalar({0}, {offset})" : "aten::sub.Scalar({0}, {offset})";
+    auto& s = unary(c, name, "int-range", python, aten, only(DType::Int64), Out::Same, {-1e6, 1e6}, nullptr);
+    s.attrs = {intAttr("offset", 2147483000, 2147484000)};
+    s.range = [sign](const OpContext& ctx) {
+      double o = sign * static_cast<double>(ctx.attrInt("offset"));
+      return std::vector<Interval>{addI(ctx.ranges.at(0), {o, o})};
+    };
+  }
+  {
+    auto& s = unary(c, "add_scaled_arange", "int-range",
+                    "{0} + torch.arange({0}.shape[-1], dtype=torch.int64, device={0}.device) * {scale}",
+                    "aten::add.Tensor({0}, {0})", only(DType::Int64), Out::Same, {-1e6, 1e6}, nullptr);
+    s.minRank = 1;
+    s.attrs = {intAttr("scale", 999000000, 3001000000)};
+    s.range = [](const OpContext& ctx) {
+      double n = static_cast<double>(ctx.x().shape.back());
+      return std::vector<Interval>{addI(ctx.ranges.at(0), {0, static_cast<double>(ctx.attrInt("scale")) * std::max(n - 1, 0.0)})};
+    };
+  }
+
   // --- explicit low-precision round trips (family "precision") --------------------------------
   // A float32 or float64 value rounded to a 16-bit float and widened back, alone or around a Python
   // float scalar: compiled code must round where the program casts. The float64 reference widens
