@@ -121,6 +121,20 @@ TEST(KnownUpstream, AWriteThroughAnExpandedViewIsIssue197448WhateverItsSymptom) 
   }
 }
 
+TEST(KnownUpstream, AnInt64ArangeScaledPastInt32IsIssue175966) {
+  // A default campaign on torch 2.15 (CPU): `x + torch.arange(n, dtype=torch.int64) * 1500767109` wraps at
+  // 2^32 under Inductor, with dynamic=False too; aot_eager is right. Upstream #175966 (CUDA) is the class.
+  std::vector<KnownIssue> known = projectList();
+  BugReport bug = avgPoolGradientBug();
+  bug.signature.ops = {"add_scaled_arange", "to_dtype"};
+  bug.repro.backward = false;
+  const KnownIssue* match = matchKnownIssue(known, bug);
+  ASSERT_NE(match, nullptr);
+  EXPECT_EQ(match->issue.number, 175966);
+  bug.component = "aot_autograd";  // blamed elsewhere: another bug
+  EXPECT_EQ(matchKnownIssue(known, bug), nullptr);
+}
+
 TEST(KnownUpstream, AGradientThroughABufferUpdatedInForwardIsTheOpenPartitionerFix197039) {
   // `tcfuzz gen --seed 11` program 27 on torch 2.15, judged with --backward: erf, masked_fill, then
   // buffer.lerp_(v.detach()) and dot(v, v + buffer); Inductor's backward recomputes the lerp from the
