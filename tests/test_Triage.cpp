@@ -141,8 +141,10 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
         {"max_nodes", 6},
         {"dtype_weights", {{"float32", 1}}},
         // Writes through expanded views hit upstream #197448 in functionalization, which the planted
-        // backends share: another report this check must not see.
-        {"family_weights", {{"expand-write", 0}}},
+        // backends share: another report this check must not see. The 16-bit round trips, int64 past
+        // int32 (upstream #175966) and the ATen backward ops run through the planted backends'
+        // decompositions too, where real bugs of their own would be more reports than the three planted.
+        {"family_weights", {{"expand-write", 0}, {"precision", 0}, {"int-range", 0}, {"aten-backward", 0}}},
         // Fractional interpolation hits real upstream bugs (#198201, and its bilinear twin) under the
         // planted backends' decompositions: a fourth report this check of the three planted ones must not see.
         {"op_weights",

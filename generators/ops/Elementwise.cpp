@@ -406,7 +406,8 @@ void addElementwiseOps(OpCatalog& c) {
   // that computes int64 in int32 (index arithmetic, a narrowed accumulator) wraps where eager does
   // not. The range rules keep every value within int64's safe magnitude (1e15), so nothing downstream
   // overflows int64 in one formula only.
-  for (auto [name, sign] : {std::pair{"add_past_int32", 1.0}, {"sub_past_int32", -1.0}}) {
+  for (auto [name, direction] : {std::pair{"add_past_int32", 1.0}, {"sub_past_int32", -1.0}}) {
+    double sign = direction;  // a lambda cannot capture a structured binding under C++20 clang 14
     std::string python = sign > 0 ? "{0} + {offset}" : "{0} - {offset}";
     std::string aten = sign > 0 ? "aten::add.Scalar({0}, {offset})" : "aten::sub.Scalar({0}, {offset})";
     auto& s = unary(c, name, "int-range", python, aten, only(DType::Int64), Out::Same, {-1e6, 1e6}, nullptr);
