@@ -408,9 +408,9 @@ const std::vector<std::string> kLinearLeaves = {"output:[3]",
                                                 "grad:grad(param linear.bias)[4]",
                                                 "grad:grad(param linear.weight)[4,8]",
                                                 "alias:output 0 storage[]",
-                                                "state:input 0 after forward[3,8]",
-                                                "state:param linear.bias after forward[4]",
-                                                "state:param linear.weight after forward[4,8]",
+                                                "state:input 0 after backward[3,8]",
+                                                "state:param linear.bias after backward[4]",
+                                                "state:param linear.weight after backward[4,8]",
                                                 "second-call:second-call: output 0[3]",
                                                 "fresh-inputs:fresh-inputs: output 0[3]"};
 }  // namespace
