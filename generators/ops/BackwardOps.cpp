@@ -17,18 +17,37 @@ void requireMatchingForwardValue(const OpContext& ctx) {
   require(ctx.x(1).dtype == ctx.x(0).dtype, "a backward op's forward value has the gradient's dtype");
 }
 
-/// grad_output and a forward value of its shape. `derivative` bounds the local derivative over
-/// the forward value's domain `need`.
-OpSpec& pointwiseBackward(OpCatalog& c, const std::string& name, const std::string& python, const std::string& aten,
-                          Interval need, Interval derivative) {
+/// An entry taking grad_output and a forward value of its type, kept in `need`; with `dim`, a dim
+/// attribute along which the formula works.
+OpSpec backwardEntry(const std::string& name, const std::string& python, const std::string& aten, Interval need,
+                     bool dim = false) {
   OpSpec s = entry(name, "aten-backward", python, aten, kFloats);
   s.minInputs = s.maxInputs = 2;
   s.needs = {Interval{}, need};
   s.propose = [](const OpContext& ctx, int, Rng&) { return ctx.x(); };
-  s.infer = [](const OpContext& ctx) {
+  s.infer = [dim](const OpContext& ctx) {
     requireMatchingForwardValue(ctx);
+    if (dim) wrapDim(ctx.attrInt("dim"), ctx.x().rank());
     return like(ctx.x(), ctx.x().dtype);
   };
+  if (dim) {
+    s.attrs = {dimAttr()};
+    s.sample = [](OpContext& ctx, Rng& rng) { ctx.attrs["dim"] = drawDim(rng, ctx.x().rank()); };
+  }
+  return s;
+}
+
+/// The gradient's size along the dim attribute (1 for a 0-d tensor).
+double sizeAlongDim(const OpContext& ctx) {
+  const TensorType& t = ctx.x();
+  return t.rank() == 0 ? 1 : static_cast<double>(t.shape[wrapDim(ctx.attrInt("dim"), t.rank())]);
+}
+
+/// grad_output and a forward value of its shape. `derivative` bounds the local derivative over
+/// the forward value's domain `need`.
+OpSpec& pointwiseBackward(OpCatalog& c, const std::string& name, const std::string& python, const std::string& aten,
+                          Interval need, Interval derivative) {
+  OpSpec s = backwardEntry(name, python, aten, need);
   s.range = [derivative](const OpContext& ctx) { return std::vector<Interval>{mulI(ctx.ranges.at(0), derivative)}; };
   return c.add(std::move(s));
 }
@@ -76,28 +95,22 @@ void addPointwiseBackwardOps(OpCatalog& c) {
 /// the forward input's dtype, here the gradient's own.
 void addSoftmaxBackwardOps(OpCatalog& c) {
   for (auto [name, need] : {std::pair{"_softmax_backward_data", kProbability}, {"_log_softmax_backward_data", Interval{-20, 0}}}) {
-    OpSpec s = entry(name, "aten-backward", std::string("torch.ops.aten.") + name + "({0}, {1}, {dim}, {input_dtype})",
-                     std::string("aten::") + name + "({0}, {1}, {dim}, {input_dtype})", kFloats);
-    s.minInputs = s.maxInputs = 2;
-    s.needs = {Interval{}, need};
-    s.attrs = {dimAttr(), dtypeAttr("input_dtype", {"float32", "float16", "bfloat16", "float64"})};
+    OpSpec s = backwardEntry(name, std::string("torch.ops.aten.") + name + "({0}, {1}, {dim}, {input_dtype})",
+                             std::string("aten::") + name + "({0}, {1}, {dim}, {input_dtype})", need, true);
+    s.attrs.push_back(dtypeAttr("input_dtype", {"float32", "float16", "bfloat16", "float64"}));
     s.sample = [](OpContext& ctx, Rng& rng) {
       ctx.attrs["dim"] = drawDim(rng, ctx.x().rank());
       ctx.attrs["input_dtype"] = std::string(dtypeName(ctx.x().dtype));
     };
-    s.propose = [](const OpContext& ctx, int, Rng&) { return ctx.x(); };
-    s.infer = [](const OpContext& ctx) {
-      requireMatchingForwardValue(ctx);
-      wrapDim(ctx.attrInt("dim"), ctx.x().rank());
+    auto sameShape = s.infer;
+    s.infer = [sameShape](const OpContext& ctx) {
       require(ctx.attrDType("input_dtype") == ctx.x().dtype, "input_dtype is the gradient's dtype");
-      return like(ctx.x(), ctx.x().dtype);
+      return sameShape(ctx);
     };
     // |g * o - o * sum(g * o)| (softmax) and |g - exp(o) * sum(g)| (log_softmax) stay within
     // |g| * (1 + n) for n elements along dim.
     s.range = [](const OpContext& ctx) {
-      const TensorType& t = ctx.x();
-      double n = t.rank() == 0 ? 1 : static_cast<double>(t.shape[wrapDim(ctx.attrInt("dim"), t.rank())]);
-      return std::vector<Interval>{symmetric(ctx.ranges.at(0).magnitude() * (1 + n))};
+      return std::vector<Interval>{symmetric(ctx.ranges.at(0).magnitude() * (1 + sizeAlongDim(ctx)))};
     };
     c.add(std::move(s));
   }
@@ -107,23 +120,10 @@ void addSoftmaxBackwardOps(OpCatalog& c) {
 /// The input stays in [0.5, 1] so that the formula's division by it stays bounded; each gradient
 /// element sums at most n products of magnitude at most 2.
 void addCumprodBackward(OpCatalog& c) {
-  OpSpec s = entry("cumprod_backward", "aten-backward",
-                   "torch.ops.aten.cumprod_backward({0}, {1}, {dim}, torch.cumprod({1}, {dim}))",
-                   "aten::cumprod_backward({0}, {1}, {dim}, {1})", kFloats);
-  s.minInputs = s.maxInputs = 2;
-  s.needs = {Interval{}, Interval{0.5, 1}};
-  s.attrs = {dimAttr()};
-  s.sample = [](OpContext& ctx, Rng& rng) { ctx.attrs["dim"] = drawDim(rng, ctx.x().rank()); };
-  s.propose = [](const OpContext& ctx, int, Rng&) { return ctx.x(); };
-  s.infer = [](const OpContext& ctx) {
-    requireMatchingForwardValue(ctx);
-    wrapDim(ctx.attrInt("dim"), ctx.x().rank());
-    return like(ctx.x(), ctx.x().dtype);
-  };
+  OpSpec s = backwardEntry("cumprod_backward", "torch.ops.aten.cumprod_backward({0}, {1}, {dim}, torch.cumprod({1}, {dim}))",
+                           "aten::cumprod_backward({0}, {1}, {dim}, {1})", Interval{0.5, 1}, true);
   s.range = [](const OpContext& ctx) {
-    const TensorType& t = ctx.x();
-    double n = t.rank() == 0 ? 1 : static_cast<double>(t.shape[wrapDim(ctx.attrInt("dim"), t.rank())]);
-    return std::vector<Interval>{symmetric(ctx.ranges.at(0).magnitude() * 2 * n)};
+    return std::vector<Interval>{symmetric(ctx.ranges.at(0).magnitude() * 2 * sizeAlongDim(ctx))};
   };
   c.add(std::move(s));
 }
