@@ -1,12 +1,23 @@
 #include "generators/ProgramFigures.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "generators/InputLayout.h"
 
 namespace tcfuzz::gen {
 
 using nlohmann::json;
+
+namespace {
+/// The catalog families whose share of programs the figures report, with the JSON key of each.
+constexpr std::pair<const char*, const char*> kFamilyShares[] = {
+    {"expand-write", "programs_writing_through_an_expanded_view"},
+    {"aten-backward", "programs_calling_an_aten_backward_op"},
+    {"precision", "programs_with_a_low_precision_round_trip"},
+    {"int-range", "programs_with_int64_values_past_int32"},
+};
+}  // namespace
 
 void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   ++programs;
@@ -46,16 +57,13 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withStorageOffsetInput += offset;
   withBoundaryValues += boundary;
   withWrittenInput += !writtenInputPositions(g).empty();
-  auto callsFamily = [&](const char* family) {
-    return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+  for (const auto& share : kFamilyShares) {
+    const char* family = share.first;  // clang 14: a lambda cannot capture a structured binding
+    withFamily[family] += std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
       const OpSpec* op = catalog.find(n.op);
       return op && op->family == family;
     });
-  };
-  withExpandedViewWrite += callsFamily("expand-write");
-  withAtenBackward += callsFamily("aten-backward");
-  withPrecisionRoundTrip += callsFamily("precision");
-  withInt64PastInt32 += callsFamily("int-range");
+  }
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -70,7 +78,7 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
 
 json ProgramFigures::toJson() const {
   auto share = [](int64_t part, int64_t whole) { return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0; };
-  return {{"programs", programs},
+  json figures = {{"programs", programs},
           {"dead_node_share", share(deadNodes, nodes)},
           {"programs_with_view", share(withView, programs)},
           {"programs_with_inplace", share(withInplace, programs)},
@@ -83,13 +91,14 @@ json ProgramFigures::toJson() const {
           {"programs_with_parameter_written_through_data", share(withMutatedParameter, programs)},
           {"programs_with_boundary_values", share(withBoundaryValues, programs)},
           {"programs_writing_into_an_input", share(withWrittenInput, programs)},
-          {"programs_writing_through_an_expanded_view", share(withExpandedViewWrite, programs)},
-          {"programs_calling_an_aten_backward_op", share(withAtenBackward, programs)},
-          {"programs_with_a_low_precision_round_trip", share(withPrecisionRoundTrip, programs)},
-          {"programs_with_int64_values_past_int32", share(withInt64PastInt32, programs)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},
           {"shared_value_share", share(sharedValues, consumedValues)}};
+  for (auto [family, key] : kFamilyShares) {
+    auto found = withFamily.find(family);
+    figures[key] = share(found == withFamily.end() ? 0 : found->second, programs);
+  }
+  return figures;
 }
 
 }  // namespace tcfuzz::gen

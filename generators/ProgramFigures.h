@@ -3,6 +3,8 @@
 // ops (on views too), non-contiguous inputs, mutated buffers, depth and fan-out. `tcfuzz gen --json`
 // and scripts/bench print them.
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -25,10 +27,9 @@ struct ProgramFigures {
   int64_t withMutatedParameter = 0; // forward writes a parameter through .data or .detach()
   int64_t withBoundaryValues = 0;   // an input holds boundary values
   int64_t withWrittenInput = 0;     // forward writes into a program input (Node::writesInput)
-  int64_t withExpandedViewWrite = 0;  // writes through an expanded view (family expand-write)
-  int64_t withAtenBackward = 0;     // calls a torch.ops.aten *_backward op (family aten-backward)
-  int64_t withPrecisionRoundTrip = 0;  // rounds to a 16-bit float and back explicitly (family precision)
-  int64_t withInt64PastInt32 = 0;   // moves int64 values past the int32 range (family int-range)
+  /// Programs holding a node of each family of kFamilyShares (writes through an expanded view, aten
+  /// backward ops, 16-bit round trips, int64 past int32), by family.
+  std::map<std::string, int64_t> withFamily;
   int64_t depthSum = 0;             // longest chain of nodes from a source to an output
   int64_t consumedValues = 0, consumerSum = 0, sharedValues = 0;  // node outputs read at least once; reads; read twice or more
 
