@@ -16,6 +16,7 @@ namespace {
 
 constexpr uint64_t kGrowStream = 0x67726f772d6c6c6dULL;  // "grow-llm": growth around a core, apart from generate's draws
 constexpr uint64_t kInputWriteStream = 0x696e7075742d7772ULL;  // "input-wr": input writes, apart from growth's draws
+constexpr uint64_t kPythonStream = 0x707974686f6e2d6cULL;  // "python-l": Python-level constructs, apart from the op graph's draws
 
 /// Families whose ops are an LLM core's neighbours when the generator grows a program around it.
 const std::set<std::string> kNeighbourFamilies{"elementwise-unary", "elementwise-binary", "activation", "inplace",
@@ -55,7 +56,8 @@ json GenPolicy::toJson() const {
           {"boundary_chance", boundaryChance},
           {"boundary_weights", boundaryWeights},
           {"idiom_chance", idiomChance},
-          {"idiom_weights", idiomWeights}};
+          {"idiom_weights", idiomWeights},
+          {"python_constructs", pythonConstructs.toJson()}};
 }
 
 GenPolicy GenPolicy::fromJson(const json& doc) {
@@ -85,7 +87,7 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
                                 "max_elements", "fresh_operand_chance", "parameter_chance", "reuse_chance", "dtype_weights",
                                 "family_weights", "op_weights", "input_layout_chance", "layout_weights", "merge_ops",
                                 "boundary_chance", "boundary_weights", "idiom_chance", "idiom_weights", "input_write_chance",
-                                "input_fill_chance"};
+                                "input_fill_chance", "python_constructs"};
   for (const auto& [k, _] : doc.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw std::invalid_argument("unknown policy key '" + k + "'");
@@ -121,6 +123,7 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   namedWeights("boundary_weights", p.boundaryWeights, boundaryKinds());
   chance("idiom_chance", p.idiomChance);
   namedWeights("idiom_weights", p.idiomWeights, idiomNames);
+  if (doc.contains("python_constructs")) p.pythonConstructs = PythonConstructChances::fromJson(doc["python_constructs"]);
   if (doc.contains("merge_ops")) {
     if (!doc["merge_ops"].is_array()) throw std::invalid_argument("policy 'merge_ops' must be a list of op names");
     p.mergeOps.clear();
@@ -227,6 +230,9 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
   Rng writes = Rng::forProgram(seed_ ^ kInputWriteStream, index);
   addInputWrites(g, catalog_, inputWrites(), writes);
   repairIllegalViews(g, catalog_);
+  // Its own stream too: the op graph of a program is the one it was before Python constructs existed.
+  Rng python = Rng::forProgram(seed_ ^ kPythonStream, index);
+  addPythonConstructs(g, catalog_, policy_.pythonConstructs, python);
   return g;
 }
 

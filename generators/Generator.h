@@ -14,6 +14,7 @@
 #include "generators/InputWrites.h"
 #include "generators/IntConstraints.h"
 #include "generators/OpCatalog.h"
+#include "generators/python/PythonConstructs.h"
 
 namespace tcfuzz::gen {
 
@@ -50,6 +51,9 @@ struct GenPolicy {
   std::map<std::string, double> boundaryWeights{{"signed_zero", 2}, {"denormal", 2}, {"tiny", 1},
                                                 {"ties", 2},        {"extremes", 0},   {"nonfinite", 0},
                                                 {"int_limits", 0}};
+  // Python-level constructs around the op graph (python/PythonConstructs.h): graph breaks, branches,
+  // Python state and call schedules.
+  PythonConstructChances pythonConstructs;
 
   /// An op's weight: its op weight, else its family's, else 1. Generation and mutation never add an
   /// op of weight 0 or less.

@@ -83,6 +83,44 @@ class Reader {
   std::string pointer_;
 };
 
+const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "calls"};
+const std::set<std::string> kOutputStates{"scale", "offset"};
+const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag"};
+
+json pythonToJson(const NodePython& p) {
+  json doc = json::object();
+  if (p.graphBreakBefore) doc["graph_break_before"] = true;
+  if (p.branch) doc["branch"] = {{"kind", p.branch->kind}, {"operand", p.branch->operand}, {"threshold", p.branch->threshold}};
+  if (!p.outputState.empty()) doc["output_state"] = p.outputState;
+  if (p.counter) doc["counter"] = true;
+  return doc;
+}
+
+NodePython pythonFromJson(const Reader& r) {
+  r.onlyKeys({"graph_break_before", "branch", "output_state", "counter"});
+  NodePython p;
+  for (auto [key, field] : {std::pair{"graph_break_before", &p.graphBreakBefore}, std::pair{"counter", &p.counter}})
+    if (r.has(key)) {
+      if (!r.at(key).raw().is_boolean()) r.at(key).fail("expected true or false");
+      *field = r.at(key).raw().get<bool>();
+    }
+  if (r.has("branch")) {
+    Reader b = r.at("branch");
+    b.onlyKeys({"kind", "operand", "threshold"});
+    BranchTest t;
+    t.kind = b.at("kind").str();
+    if (!kBranchKinds.contains(t.kind)) b.at("kind").fail(fmt::format("unknown branch test '{}' (item, tensor, any, flag or calls)", t.kind));
+    t.operand = static_cast<int>(b.at("operand").integer(0, 64));
+    t.threshold = b.at("threshold").number();
+    p.branch = t;
+  }
+  if (r.has("output_state")) {
+    p.outputState = r.at("output_state").str();
+    if (!kOutputStates.contains(p.outputState)) r.at("output_state").fail(fmt::format("unknown output state '{}' (scale or offset)", p.outputState));
+  }
+  return p;
+}
+
 json distToJson(const Distribution& d) {
   if (d.kind == "bernoulli") return {{"kind", d.kind}, {"p", d.p}};
   return {{"kind", d.kind}, {"low", d.low}, {"high", d.high}};
@@ -209,16 +247,22 @@ json Graph::toJson() const {
     json node{{"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", n.attrs}};
     if (n.core) node["core"] = true;
     if (n.writesInput) node["writes_input"] = true;  // only when set: older programs keep their hash
+    if (!n.python.empty()) node["python"] = pythonToJson(n.python);
     ns.push_back(std::move(node));
   }
   doc["nodes"] = std::move(ns);
   doc["outputs"] = outputs;
+  if (!schedule.empty()) {  // only when set: older programs keep their hash
+    json steps = json::array();
+    for (const auto& s : schedule) steps.push_back({{"change", s.change}, {"value", s.value}});
+    doc["schedule"] = std::move(steps);
+  }
   return doc;
 }
 
 Graph Graph::fromJson(const json& doc, const std::string& source) {
   Reader root(doc, source, "");
-  root.onlyKeys({"format", "version", "origin", "values", "inputs", "params", "nodes", "outputs"});
+  root.onlyKeys({"format", "version", "origin", "values", "inputs", "params", "nodes", "outputs", "schedule"});
   if (root.at("format").str() != "tcfuzz-graph") root.at("format").fail("expected \"tcfuzz-graph\"");
   int64_t version = root.at("version").integer(1, 1 << 20);
   if (version != kGraphFormatVersion)
@@ -316,7 +360,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   Reader nodes = root.at("nodes");
   for (size_t i = 0; i < nodes.size(); ++i) {
     Reader n = nodes.at(i);
-    n.onlyKeys({"op", "inputs", "outputs", "attrs", "core", "writes_input"});
+    n.onlyKeys({"op", "inputs", "outputs", "attrs", "core", "writes_input", "python"});
     Node node;
     for (auto [key, field] : {std::pair{"core", &node.core}, std::pair{"writes_input", &node.writesInput}})
       if (n.has(key)) {
@@ -333,6 +377,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       if (!n.at("attrs").raw().is_object()) n.at("attrs").fail("expected an object");
       node.attrs = n.at("attrs").raw();
     }
+    if (n.has("python")) node.python = pythonFromJson(n.at("python"));
     g.nodes.push_back(std::move(node));
   }
   for (size_t i = 0; i < defined.size(); ++i)
@@ -341,6 +386,17 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   Reader outs = root.at("outputs");
   if (outs.size() == 0) outs.fail("a program returns at least one value");
   for (size_t k = 0; k < outs.size(); ++k) g.outputs.push_back(use(outs.at(k)));
+  if (root.has("schedule")) {
+    Reader steps = root.at("schedule");
+    for (size_t i = 0; i < steps.size(); ++i) {
+      Reader s = steps.at(i);
+      s.onlyKeys({"change", "value"});
+      ScheduleStep step{s.at("change").str(), s.at("value").number()};
+      if (!kScheduleChanges.contains(step.change))
+        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global or flag)", step.change));
+      g.schedule.push_back(step);
+    }
+  }
   return g;
 }
 
@@ -364,6 +420,7 @@ Graph renumbered(const Graph& g, const std::vector<int>& order) {
   std::vector<int> remap(g.values.size(), -1);
   Graph out;
   out.origin = g.origin;
+  out.schedule = g.schedule;
   for (int v : order) remap[v] = out.addValue(g.typeOf(v));
   auto sources = [&](const std::vector<Source>& in, std::vector<Source>& dst) {
     for (auto s : in)

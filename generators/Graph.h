@@ -83,6 +83,41 @@ struct Source {
   BoundaryValues boundary;   // program inputs only
 };
 
+/// How an `if` around a node is decided (PythonConstructs.h). kind "item": `x.flatten()[0].item() > t`
+/// (a graph break: a Python scalar from a tensor); "tensor": `x.flatten()[0] > t` (a tensor's truth value);
+/// "any": `(x > t).any()`; "flag": the instance attribute `self.flag`, which a schedule step may flip;
+/// "calls": `self.calls % 2 == 1`, the call counter. `operand` is the node input x the first three read (a
+/// program input nothing writes, so rounding never picks the arm); `threshold` is t.
+struct BranchTest {
+  std::string kind = "item";
+  int operand = 0;
+  double threshold = 0;
+  bool operator==(const BranchTest&) const = default;
+};
+
+/// The Python-level constructs on one node (PythonConstructs.h), all off by default. `graphBreakBefore`:
+/// torch._dynamo.graph_break() before its code. `branch`: its code is the `if` arm, and the `else` arm
+/// rolls its output by one element. `outputState`: "scale" multiplies its output by the class attribute
+/// `scale`, "offset" adds the module global OFFSET. `counter`: before its code, forward counts the call in
+/// an instance attribute, an instance list and a module global.
+struct NodePython {
+  bool graphBreakBefore = false;
+  std::optional<BranchTest> branch;
+  std::string outputState;
+  bool counter = false;
+  bool empty() const { return !graphBreakBefore && !branch && outputState.empty() && !counter; }
+  bool operator==(const NodePython&) const = default;
+};
+
+/// One step of a program's call schedule (PythonConstructs.h): a state change, then a call. `change`:
+/// "class-attr" (Model.scale = value), "instance-attr" (model.scale = value, shadowing the class
+/// attribute), "global" (OFFSET = value) or "flag" (model.flag = not model.flag; value unused).
+struct ScheduleStep {
+  std::string change = "class-attr";
+  double value = 0;
+  bool operator==(const ScheduleStep&) const = default;
+};
+
 /// One op application: reads `inputs`, defines `outputs`, configured by `attrs` (a JSON object).
 /// `core` marks the nodes an LLM proposed, in a program the generator grew around them: the
 /// minimizer removes them last. It is not part of the content hash.
@@ -96,6 +131,7 @@ struct Node {
   nlohmann::json attrs = nlohmann::json::object();
   bool core = false;
   bool writesInput = false;
+  NodePython python;
 };
 
 /// Where a program came from, with what it takes to make it again (PythonEmitter prints the replay line):
@@ -135,6 +171,8 @@ class Graph {
   std::vector<Source> params;
   std::vector<Node> nodes;
   std::vector<int> outputs;
+  /// The calls after the first, each after a state change (PythonConstructs.h); empty: one call.
+  std::vector<ScheduleStep> schedule;
   Origin origin;
 
   /// Adds a value of this type and returns its id.

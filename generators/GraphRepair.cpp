@@ -637,6 +637,7 @@ bool GraphRepairer::outputRangesFinite(AppendAttempt& a) {
 Graph GraphRepairer::repair(const Graph& foreign, std::vector<std::string>* dropped) {
   Graph out;
   out.origin = foreign.origin;
+  out.schedule = foreign.schedule;
   attach(out);
   std::map<int, int> remap;  // foreign value -> repaired value
   auto sourceCopy = [&](const Source& s, bool param) {

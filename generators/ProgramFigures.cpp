@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "generators/InputLayout.h"
+#include "generators/python/PythonConstructs.h"
 
 namespace tcfuzz::gen {
 
@@ -64,6 +65,12 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
       return op && op->family == family;
     });
   }
+  PythonPlan plan = planPythonConstructs(g, catalog);
+  withPythonConstruct += plan.anyConstruct();
+  withGraphBreak += plan.graphBreak();
+  withBranch += std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) { return p.branch.has_value(); });
+  withPythonStateWrite += plan.mutatesState();
+  withSchedule += !plan.schedule.empty();
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -91,6 +98,11 @@ json ProgramFigures::toJson() const {
           {"programs_with_parameter_written_through_data", share(withMutatedParameter, programs)},
           {"programs_with_boundary_values", share(withBoundaryValues, programs)},
           {"programs_writing_into_an_input", share(withWrittenInput, programs)},
+          {"programs_with_a_python_construct", share(withPythonConstruct, programs)},
+          {"programs_with_a_graph_break", share(withGraphBreak, programs)},
+          {"programs_with_a_branch", share(withBranch, programs)},
+          {"programs_writing_python_state", share(withPythonStateWrite, programs)},
+          {"programs_with_a_call_schedule", share(withSchedule, programs)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},
           {"shared_value_share", share(sharedValues, consumedValues)}};

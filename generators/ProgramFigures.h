@@ -30,6 +30,11 @@ struct ProgramFigures {
   /// Programs holding a node of each family of kFamilyShares (writes through an expanded view, aten
   /// backward ops, 16-bit round trips, int64 past int32), by family.
   std::map<std::string, int64_t> withFamily;
+  int64_t withPythonConstruct = 0;  // a Python-level construct that holds (python/PythonConstructs.h)
+  int64_t withGraphBreak = 0;       // torch._dynamo.graph_break()
+  int64_t withBranch = 0;           // an `if` in forward
+  int64_t withPythonStateWrite = 0; // forward writes an attribute, a list or a global
+  int64_t withSchedule = 0;         // a call schedule: 2 calls or more with a state change in between
   int64_t depthSum = 0;             // longest chain of nodes from a source to an output
   int64_t consumedValues = 0, consumerSum = 0, sharedValues = 0;  // node outputs read at least once; reads; read twice or more
 

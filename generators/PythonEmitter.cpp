@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "generators/InputLayout.h"
+#include "generators/python/PythonConstructs.h"
 
 namespace tcfuzz::gen {
 
@@ -138,8 +139,15 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   for (const auto& s : g.inputs) names[s.value] = s.name;
   for (const auto& s : g.params) names[s.value] = "self." + s.name;
 
+  PythonPlan plan = planPythonConstructs(g, catalog_);
+  PythonText python{plan};
   std::ostringstream init, forward;
-  std::vector<int> forwardLine;  // per node: its last line within forward's body
+  auto lineCount = [](const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); };
+  std::string prologue = python.forwardPrologue();
+  forward << prologue;
+  init << python.initState();
+  std::vector<int> forwardLine;  // per node: the last line of its own code within forward's body
+  int linesSoFar = lineCount(prologue);
   for (const auto& s : g.params) {
     const TensorType& t = g.typeOf(s.value);
     std::string draw = drawExpr(t, s.dist, "");
@@ -180,26 +188,31 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
     std::vector<TensorType> types;
     for (int v : node.outputs) types.push_back(g.typeOf(v));
     std::string comment = "  # " + typeComment(types) + (node.core ? " [LLM core]" : "");
+    std::string code = python.beforeNode(i);
     if (op->python.rfind("stmt:", 0) == 0) {
       std::string body = render(op->python.substr(5), *op, node, ins, outs, self);
       std::istringstream lines(body);
       std::string line;
       std::vector<std::string> all;
       while (std::getline(lines, line)) all.push_back(line);
-      for (size_t k = 0; k < all.size(); ++k) forward << "        " << all[k] << (k + 1 == all.size() ? comment : "") << "\n";
-      forwardLine.push_back((forwardLine.empty() ? 0 : forwardLine.back()) + static_cast<int>(all.size()));
+      for (size_t k = 0; k < all.size(); ++k) code += "        " + all[k] + (k + 1 == all.size() ? comment : "") + "\n";
     } else {
       std::string lhs = fmt::format("{}", fmt::join(outs, ", "));
       if (op->tupleResult && outs.size() == 1) lhs += ",";
-      forward << fmt::format("        {} = {}{}\n", lhs, render(op->python, *op, node, ins, outs, self), comment);
-      forwardLine.push_back((forwardLine.empty() ? 0 : forwardLine.back()) + 1);
+      code += python.nodeCode(g, i, names, lhs, render(op->python, *op, node, ins, outs, self), comment);
     }
+    linesSoFar += lineCount(code);
+    forwardLine.push_back(linesSoFar);
+    std::string after = python.afterNode(g, i, names);
+    linesSoFar += lineCount(after);
+    forward << code << after;
   }
 
   std::ostringstream py;
   py << provenanceHeader(g);
-  py << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n";
-  py << "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n" << init.str() << "\n";
+  py << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n" << python.moduleState();
+  py << "class Model(nn.Module):\n" << python.classAttributes() << "    def __init__(self):\n        super().__init__()\n"
+     << init.str() << "\n";
   std::vector<std::string> args{"self"};
   for (const auto& s : g.inputs) args.push_back(s.name);
   py << fmt::format("    def forward({}):\n", fmt::join(args, ", "));
@@ -249,6 +262,7 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
                       "# plain tensors, not autograd leaves, since autograd refuses in-place writes into a leaf.\n"
                       "WRITTEN_INPUTS = ({}{})\n",
                       fmt::join(written, ", "), written.size() == 1 ? "," : "");
+  py << python.scheduleAndState();
   return py.str();
 }
 

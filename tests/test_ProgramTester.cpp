@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include <ATen/ATen.h>
 
@@ -220,6 +221,33 @@ TEST_F(ProgramTesterTest, PlantedStaleResultIsASecondCallDivergence) {
   EXPECT_EQ(r.verdict.comparison->failingRole, "fresh-inputs");
   for (const auto& l : r.verdict.comparison->leaves)
     if (l.role != "fresh-inputs") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
+}
+
+TEST_F(ProgramTesterTest, PythonStateIsComparedAfterEveryCallAndOnlyTheScheduleReachesAPlantedBug) {
+  // The program keeps Python state (a counter, a list, a flag, a class attribute, two globals) and declares
+  // three state changes. Under backend="eager" every leaf agrees and the state leaves hold what forward
+  // left; under a TEST FIXTURE backend that is wrong only once a float attribute changed, only the
+  // schedule's calls fail.
+  const auto program = sourcePath("tests/programs/python_state_schedule.py");
+  ProgramTestResult r = tester_->test(program, settings("eager"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.eager.outputs);
+  std::map<std::string, std::string> state;
+  for (const auto& l : r.runs.eager.outputs->leaves)
+    if (l.role == "python-state" || l.role == "schedule") state[l.name] = l.repr;
+  EXPECT_EQ(state["self.calls after forward"], "1");
+  EXPECT_EQ(state["self.trace after forward"], "[1]");
+  EXPECT_EQ(state["global CALLS after forward"], "1");
+  EXPECT_EQ(state["schedule 3 (model.flag = not model.flag): self.flag"], "False");
+  EXPECT_EQ(state["schedule 3 (model.flag = not model.flag): self.trace"], "[1, 2, 3]");
+  EXPECT_TRUE(state.contains("schedule 1 (Model.scale = 0.5 (a class attribute)): Model.scale"));
+
+  r = tester_->test(program, settings("tcfuzz_planted_scaled_constant"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::SecondCallDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  EXPECT_EQ(r.verdict.comparison->failingRole, "schedule");
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role != "schedule") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
 }
 
 TEST_F(ProgramTesterTest, UnderDynamicShapesCall4RunsOnAnotherSizeThatEagerAccepts) {

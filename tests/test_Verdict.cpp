@@ -184,3 +184,11 @@ TEST(VerdictNames, AliasingIsAWrongResultWithItsOwnExitCodeAndStory) {
   EXPECT_TRUE(wrongResultStory(Verdict::NumericDivergence).empty());  // its sentence carries its figures
   EXPECT_TRUE(wrongResultStory(Verdict::CrashMismatch).empty());
 }
+
+TEST(VerdictNames, PythonStateIsAMutationAndAScheduleCallALaterCall) {
+  // The Python state after call 1 is state forward leaves behind; a schedule's call is a call after the first.
+  EXPECT_EQ(wrongResultOfRole("python-state"), Verdict::MutationDivergence);
+  EXPECT_EQ(wrongResultOfRole("schedule"), Verdict::SecondCallDivergence);
+  EXPECT_EQ(wrongResultOfRole("state"), Verdict::MutationDivergence);
+  EXPECT_EQ(wrongResultOfRole("output"), Verdict::NumericDivergence);
+}

@@ -225,6 +225,7 @@ std::string laterCallOf(const oracles::Signature& sig) {
       {"fresh-inputs", "fresh inputs of the same shapes"},
       {"resized", "inputs of another size (dynamic shapes)"},
       {"moved", "inputs at another storage offset"},
+      {"schedule", "the program's schedule: a call after its Python state changed"},
   };
   if (sig.symptom != "second-call-divergence") return "";
   for (auto [role, words] : kCalls)
@@ -242,6 +243,8 @@ void title(CaseInTriage& c, TriageTools&) {
     std::string said(*what);
     if (auto call = laterCallOf(t.signature); !call.empty())
       said = fmt::format("compiled module is wrong on {} (first call agrees)", call);
+    else if (t.signature.symptom == "mutation-divergence" && t.signature.phase == "python-state")
+      said = "compiled forward leaves the module's Python state (attributes, globals, containers) different from eager";
     else if (t.signature.symptom == "mutation-divergence" && best.backward)  // the state is read after backward
       said = "compiled forward and backward leave an input, buffer or parameter different from eager (read after backward)";
     t.title = fmt::format("{} {}: {} ({})", tag, said, uniqueOps(best.graph), configText(best));

@@ -25,8 +25,8 @@ from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, 
                             alias_notes, perturbed_inputs)
 from lift import run_lift_job
 from program_guard import GUARD
-from repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, seed_everything,
-                          widen_model_and_inputs, widen_tensor, write_tensor_file)
+from repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, schedule_leaves,
+                          seed_everything, widen_model_and_inputs, widen_tensor, write_tensor_file)
 
 PHASE_FILE = "phase"
 RESULT_FILE = "result.json"
@@ -250,6 +250,8 @@ class ChildRun:
             entries += [(g, "grad", name, g) for name, g in grads or []]
             entries += [(note, "alias", f"output {i} storage", note) for i, note in enumerate(aliases)]
             entries += [(t.detach().clone(), "state", name, t) for name, t in state.after_call(args, grads is not None)]
+            entries += [(python_leaf(leaf), "python-state", name, leaf)
+                        for name, leaf in state.python_after_call(grads is not None)]
             t_extra = time.monotonic()
             for role, seed in (("second-call", None), ("fresh-inputs", int(self.job["seed"]) + FRESH_INPUT_SEED_OFFSET)):
                 state.restore()
@@ -263,6 +265,8 @@ class ChildRun:
                 entries += [(leaf, role, f"{role}: output {i}", leaf) for i, leaf in enumerate(pytree.tree_leaves(out))]
             for role in ("resized", "moved") if self.job.get("resized_call") else ("moved",):
                 entries += self.later_call(role, fn, model, inputs, mode, state)
+            entries += [(python_leaf(leaf), "schedule", name, leaf)
+                        for leaf, name in self.schedule(ns, fn, model, inputs, mode, state)]
             self.times["extra_calls_s"] = self.times.get("extra_calls_s", 0.0) + time.monotonic() - t_extra
             flags = taint.leaf_flags([source for *_, source in entries])
         if taint.random_ops:
@@ -290,6 +294,19 @@ class ChildRun:
         # The first leaf is the note on the call's inputs: a text leaf, compared as text.
         return [(TextLeaf(leaf) if i == 0 else leaf, role, name, leaf) for i, (leaf, name) in enumerate(leaves)]
 
+    def schedule(self, ns, fn, model, inputs, mode, state):
+        """The program's SCHEDULE (repro_shared.schedule_leaves): [(leaf, name)], [] without one. A step
+        changes the uncompiled model's state (the compiled module reads the same object); what compiled
+        raises there is the job's exception, in phase "schedule"."""
+
+        def call():
+            args = fresh_copies(inputs)
+            if bool(self.job.get("backward", False)):
+                args = self.grad_leaves(args)
+            return pytree.tree_leaves(self.call(fn, args, mode, [], [], False, phase="schedule")[0])
+
+        return schedule_leaves(ns, model, state.restore, call, state.python)
+
     def run(self):
         job = self.job
         mode = job["mode"]
@@ -303,7 +320,7 @@ class ChildRun:
         self.mark("setup")
         model, inputs = self.build(ns, mode)
         fn = self.compiled(model) if mode == "compiled" else model
-        state = ModuleState(model)
+        state = ModuleState(model, ns)
         self.times["setup_s"] = time.monotonic() - t0
 
         repeat = int(job.get("repeat", 1))
@@ -374,7 +391,7 @@ class ChildRun:
         if bool(self.job.get("backward", False)):
             inputs, wrt, wrt_names = self.grad_targets(model, inputs)
         torch.set_grad_enabled(bool(self.job.get("backward", False)))
-        return [leaf for leaf, *_ in self.checked_calls(ns, fn, model, inputs, mode, wrt, wrt_names, ModuleState(model))]
+        return [leaf for leaf, *_ in self.checked_calls(ns, fn, model, inputs, mode, wrt, wrt_names, ModuleState(model, ns))]
 
     def bisect(self):
         """The bisect job (bisect_check.run_bisect): which backend, subsystem and application first fails."""
@@ -464,6 +481,11 @@ def _with_layout_of(original, values):
     except RuntimeError:  # overlapping memory cannot hold distinct values
         return values
     return out
+
+
+def python_leaf(leaf):
+    """A Python-state leaf as saved: a repr (str) becomes a TextLeaf, compared as text; values stay."""
+    return TextLeaf(leaf) if isinstance(leaf, str) else leaf
 
 
 def _grad_leaf(t):

@@ -10,6 +10,8 @@ The leaves of one run, in the order every mode saves them (child.py) and repro.p
   role "state"         each top-level input tensor, buffer and parameter after call 1, named
                        "input 0 after forward", "buffer bn.running_mean after forward", ... ("after backward"
                        when call 1 ran backward: the state is read after the gradients)
+  role "python-state"  the Python state after call 1 (repro_shared.PythonState): "self.calls after forward",
+                       "Model.scale after forward", "global OFFSET after forward"; only for a program that keeps some
   role "second-call"   call 2 (fresh copies of the same inputs, state restored): its outputs
   role "fresh-inputs"  call 3 (make_inputs(seed + 1), state restored): its outputs
   role "resized"       jobs under dynamic=True only: call 4, inputs of another size (repro_shared.resized_inputs,
@@ -19,6 +21,9 @@ The leaves of one run, in the order every mode saves them (child.py) and repro.p
   role "moved"         only when a top-level input has a storage offset: those inputs at offset 0, sizes and
                        strides kept (repro_shared.moved_inputs, state restored); a TextLeaf "moved: inputs"
                        ("input 0 at storage offset 0, not 8"), then the outputs, "moved (...): output 0", ...
+  role "schedule"      only when the program declares a SCHEDULE: from the state as built, each step changes
+                       Python state, then a call on the same inputs: its outputs and the Python state after it,
+                       "schedule 1 (Model.scale = 0.5): output 0", "schedule 1 (Model.scale = 0.5): self.calls"
 Every mode picks the inputs of call 4 and of the moved call the same way: the first candidate its own
 eager forward accepts (the compiled job asks its uncompiled model), so inputs eager rejects are never
 judged, and compiled raising on inputs eager accepts is a crash in phase "resized-call" or "moved-call".
@@ -37,6 +42,8 @@ Imported by zygote.py (through child.py) before any fork: nothing here runs a to
 import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from repro_shared import PythonState
 
 FRESH_INPUT_SEED_OFFSET = 1  # call 3 uses make_inputs(seed + this)
 
@@ -100,13 +107,15 @@ def alias_notes(out_leaves, sources):
 
 
 class ModuleState:
-    """The buffers and parameters of a model as built, restored before each call after the first."""
+    """The buffers and parameters of a model as built, and the Python state the program keeps
+    (repro_shared.PythonState), restored before each call after the first."""
 
-    def __init__(self, model):
+    def __init__(self, model, namespace=None):
         self.model = model
         self.named = self._named(model)
         with torch.no_grad():
             self.snapshot = {name: t.detach().clone() for name, t in self.named}
+        self.python = PythonState(model, namespace or {})
 
     @staticmethod
     def _named(model):
@@ -120,12 +129,14 @@ class ModuleState:
         return found
 
     def restore(self):
-        """Copies the built values back in place (identity kept, so no compiled guard sees a new tensor)."""
+        """Copies the built values back in place (identity kept, so no compiled guard sees a new tensor),
+        and puts the built Python state back."""
         with torch.no_grad():
             for name, t in self.named:
                 saved = self.snapshot[name]
                 if t.shape == saved.shape and t.dtype == saved.dtype:
                     t.copy_(saved)
+        self.python.restore()
 
     def alias_sources(self, args):
         """[(name, tensor)]: each top-level input tensor ("input 0"), then each buffer and parameter."""
@@ -138,6 +149,12 @@ class ModuleState:
         when = "after backward" if backward else "after forward"
         found = [(f"input {i} {when}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
         return found + [(f"{name} {when}", t) for name, t in self.named]
+
+    def python_after_call(self, backward):
+        """[(name, leaf)]: the Python state as the call left it (PythonState.leaves), "self.calls after
+        forward" (or "after backward")."""
+        when = "after backward" if backward else "after forward"
+        return [(f"{name} {when}", leaf) for name, leaf in self.python.leaves()]
 
 
 def _is_random(func, kwargs):

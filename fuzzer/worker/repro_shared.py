@@ -233,4 +233,79 @@ def write_tensor_file(path, tensors):
         f.write(text)
         for chunk in chunks:
             f.write(chunk)
+
+
+class PythonState:
+    """The Python state a program keeps beside its tensors (docs/programs.md, "Python state"): the model's
+    public instance attributes, its class's public data attributes, and the module globals the program
+    names in STATE_GLOBALS. restore() puts back the state as built (every call starts from it, as from the
+    buffers and parameters as built; a schedule's calls then change it step by step). leaves() reads it as
+    the oracle compares it: tensors and Python floats as values (floats may come from tensors, so they are
+    judged like tensors), the rest of each value as its repr, compared exactly."""
+
+    def __init__(self, model, namespace):
+        import copy
+
+        self.model, self.namespace, self.cls = model, namespace, type(model)
+        self.global_names = [name for name in namespace.get("STATE_GLOBALS", ()) if name in namespace]
+        self.built = [(where, key, copy.deepcopy(value)) for where, key, value in self._read()]
+
+    def _read(self):
+        """[(where, key, value)]: where is "self", the class's name or "global"."""
+        model, cls = self.model, self.cls
+        found = [("self", k, v) for k, v in sorted(vars(model).items()) if not k.startswith("_") and k != "training"]
+        found += [(cls.__name__, k, v) for k, v in sorted(vars(cls).items())
+                  if not k.startswith("_") and not callable(v) and not isinstance(v, (property, staticmethod, classmethod))]
+        return found + [("global", k, self.namespace[k]) for k in self.global_names]
+
+    def restore(self):
+        import copy
+
+        for k in [k for k in vars(self.model) if not k.startswith("_") and k != "training"]:
+            if not any(where == "self" and key == k for where, key, _ in self.built):
+                delattr(self.model, k)  # an attribute a call or a schedule step added
+        for where, key, value in self.built:
+            if where == "self":
+                object.__setattr__(self.model, key, copy.deepcopy(value))
+            elif where == "global":
+                self.namespace[key] = copy.deepcopy(value)
+            else:
+                setattr(self.cls, key, copy.deepcopy(value))
+
+    def leaves(self):
+        """[(name, leaf)] of the state now: "self.calls" with its repr, "Model.scale" with its float,
+        "self.trace" with "[1, <value 0>]" then "self.trace value 0" with the tensor or float it holds."""
+        out = []
+        for where, key, value in self._read():
+            name = f"global {key}" if where == "global" else f"{where}.{key}"
+            if isinstance(value, (torch.Tensor, float)):
+                out.append((name, value.detach().clone() if isinstance(value, torch.Tensor) else value))
+                continue
+            flat, spec = pytree.tree_flatten(value)
+            values = [x for x in flat if isinstance(x, (torch.Tensor, float))]
+            marks = iter(range(len(values)))
+            shown = [f"<value {next(marks)}>" if isinstance(x, (torch.Tensor, float)) else x for x in flat]
+            out.append((name, repr(pytree.tree_unflatten(shown, spec)).replace("'<value ", "<value ").replace(">'", ">")))
+            out += [(f"{name} value {i}", x.detach().clone() if isinstance(x, torch.Tensor) else x)
+                    for i, x in enumerate(values)]
+        return out
+
+
+def schedule_leaves(namespace, model, restore, call, python_state):
+    """The leaves of the program's SCHEDULE (docs/programs.md), as [(leaf, name)]: from the state as built
+    (restore()), each step (a function of the model; its docstring says what it changes) changes the
+    model's, its class's or the module's state, then call() runs forward on fresh copies of the inputs,
+    and its outputs and the Python state after it are read. [] when the program declares no schedule."""
+    steps = list(namespace.get("SCHEDULE", ()))
+    if not steps:
+        return []
+    restore()
+    leaves = []
+    for k, step in enumerate(steps, 1):
+        what = (step.__doc__ or step.__name__).strip().splitlines()[0]
+        step(model)
+        label = f"schedule {k} ({what})"
+        leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call())]
+        leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
+    return leaves
 # <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/reporter/repro_driver.py)

@@ -50,8 +50,10 @@ struct OutputLeaf {
   /// its storage is shared with, "input 0", "param w", "output 1" or "nothing"), "state" (an input, buffer or parameter after
   /// call 1), "second-call" (call 2: the same inputs again), "fresh-inputs" (call 3: inputs of seed + 1),
   /// "resized" (dynamic=True only, call 4: an Other leaf saying which inputs got another size, then its
-  /// outputs), "moved" (inputs with a storage offset at offset 0: an Other leaf, then the outputs); see
-  /// fuzzer/worker/forward_checks.py.
+  /// outputs), "moved" (inputs with a storage offset at offset 0: an Other leaf, then the outputs),
+  /// "python-state" (the Python state the program keeps, after call 1: attributes, class attributes, declared
+  /// globals), "schedule" (a program's SCHEDULE: after each state change, the call's outputs and Python
+  /// state); see fuzzer/worker/forward_checks.py.
   std::string role = "output";
   std::string name;              ///< e.g. "grad(input 0)", "buffer bn.running_mean after forward"; empty for outputs
   bool random = false;           ///< its value depends on a random op (eager's taint): values are not judged

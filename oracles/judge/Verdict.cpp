@@ -119,8 +119,8 @@ bool isWrongResultSymptom(std::string_view symptom) {
 }
 
 Verdict wrongResultOfRole(std::string_view role) {
-  if (role == "state") return Verdict::MutationDivergence;
-  if (role == "second-call" || role == "fresh-inputs" || role == "resized" || role == "moved")
+  if (role == "state" || role == "python-state") return Verdict::MutationDivergence;
+  if (role == "second-call" || role == "fresh-inputs" || role == "resized" || role == "moved" || role == "schedule")
     return Verdict::SecondCallDivergence;
   if (role == "alias") return Verdict::AliasingDivergence;
   return Verdict::NumericDivergence;

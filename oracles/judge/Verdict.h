@@ -46,8 +46,9 @@ bool isFinding(Verdict verdict);
 bool isWrongResult(Verdict verdict);
 /// isWrongResult of the verdict a signature symptom spells (false for any other text).
 bool isWrongResultSymptom(std::string_view symptom);
-/// The wrong-result verdict of a leaf role: "state" -> MutationDivergence, "second-call" and
-/// "fresh-inputs" -> SecondCallDivergence, "alias" -> AliasingDivergence, anything else -> NumericDivergence.
+/// The wrong-result verdict of a leaf role: "state" and "python-state" -> MutationDivergence; "second-call",
+/// "fresh-inputs", "resized", "moved" and "schedule" -> SecondCallDivergence; "alias" -> AliasingDivergence;
+/// anything else -> NumericDivergence.
 Verdict wrongResultOfRole(std::string_view role);
 /// The sentence a report opens with for a wrong result other than a numeric divergence (whose
 /// sentence carries its figures, ReportWriter); "" for any other verdict.

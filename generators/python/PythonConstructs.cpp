@@ -1,0 +1,309 @@
+#include "generators/python/PythonConstructs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "generators/PythonEmitter.h"
+
+namespace tcfuzz::gen {
+
+using nlohmann::json;
+
+namespace {
+
+/// Whether node `i` may sit in a branch or have state applied to its output: one output that forward only
+/// returns, from a plain one-line functional op (no view, no in-place write, no statement spelling).
+bool returnsOnly(const Graph& g, const OpCatalog& catalog, size_t i) {
+  const Node& n = g.nodes[i];
+  const OpSpec* op = catalog.find(n.op);
+  if (!op || op->view || op->inplace || op->tupleResult || op->python.rfind("stmt:", 0) == 0 || n.writesInput ||
+      n.outputs.size() != 1)
+    return false;
+  int out = n.outputs[0];
+  return g.useCount(out) == 0 && std::find(g.outputs.begin(), g.outputs.end(), out) != g.outputs.end();
+}
+
+/// Whether node input `operand` can decide a branch on tensor data: a program input nothing writes, not
+/// complex, with an element to read.
+bool operandDecides(const Graph& g, const Node& n, int operand, const std::vector<int>& written) {
+  if (operand < 0 || operand >= static_cast<int>(n.inputs.size())) return false;
+  int v = n.inputs[operand];
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    if (g.inputs[k].value == v) {
+      const TensorType& t = g.typeOf(v);
+      bool isWritten = std::find(written.begin(), written.end(), static_cast<int>(k)) != written.end();
+      return !isWritten && !isComplex(t.dtype) && t.numel() > 0;
+    }
+  return false;
+}
+
+bool branchHolds(const Graph& g, const OpCatalog& catalog, size_t i, const BranchTest& b, bool counter,
+                 const std::vector<int>& written) {
+  if (!returnsOnly(g, catalog, i)) return false;
+  if (b.kind == "flag") return true;
+  if (b.kind == "calls") return counter;
+  return operandDecides(g, g.nodes[i], b.operand, written);
+}
+
+bool outputStateHolds(const Graph& g, const OpCatalog& catalog, size_t i) {
+  return returnsOnly(g, catalog, i) && isFloat(g.typeOf(g.nodes[i].outputs[0]).dtype);
+}
+
+/// A threshold inside the operand's distribution that every floating dtype holds exactly (a multiple of
+/// 1/8), so `x > t` means the same in float16 as in the float64 reference; for integers, k + 0.5.
+double drawThreshold(const Source& s, Rng& rng) {
+  const Distribution& d = s.dist;
+  if (d.kind == "bernoulli") return 0;
+  double t = d.low + (d.high - d.low) * rng.real(0.25, 0.75);
+  if (d.kind != "uniform") return std::floor(t) + 0.5;
+  return std::round(t * 8) / 8;
+}
+
+std::string literal(double v) { return pythonLiteral(json(v), AttrKind::Float); }
+
+/// The values a schedule step sets: exact binary fractions, so scaling by them adds no rounding.
+const std::vector<double> kScaleValues{0.5, 2.0, 0.25, -1.0, 1.5};
+const std::vector<double> kOffsetValues{0.5, -1.25, 2.0, 0.75};
+
+}  // namespace
+
+json PythonConstructChances::toJson() const {
+  return {{"graph_break", graphBreak}, {"branch", branch}, {"output_state", outputState},
+          {"counter", counter}, {"schedule", schedule}, {"branch_weights", branchWeights}};
+}
+
+PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
+  if (!doc.is_object()) throw std::invalid_argument("python_constructs: expected an object");
+  PythonConstructChances c;
+  std::map<std::string, double*> chances{{"graph_break", &c.graphBreak}, {"branch", &c.branch},
+                                         {"output_state", &c.outputState}, {"counter", &c.counter},
+                                         {"schedule", &c.schedule}};
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "branch_weights") {
+      if (!value.is_object()) throw std::invalid_argument("python_constructs.branch_weights: expected an object");
+      for (const auto& [kind, w] : value.items()) {
+        if (!c.branchWeights.contains(kind))
+          throw std::invalid_argument(fmt::format("python_constructs.branch_weights: unknown test '{}'", kind));
+        if (!w.is_number() || w.get<double>() < 0)
+          throw std::invalid_argument(fmt::format("python_constructs.branch_weights.{}: expected a number >= 0", kind));
+        c.branchWeights[kind] = w.get<double>();
+      }
+      continue;
+    }
+    auto it = chances.find(key);
+    if (it == chances.end()) throw std::invalid_argument(fmt::format("python_constructs: unknown key '{}'", key));
+    if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > 1)
+      throw std::invalid_argument(fmt::format("python_constructs.{}: expected a chance in [0, 1]", key));
+    *it->second = value.get<double>();
+  }
+  return c;
+}
+
+bool PythonPlan::anyConstruct() const {
+  return !schedule.empty() || counter || std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return !p.empty(); });
+}
+
+bool PythonPlan::graphBreak() const {
+  return std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return p.graphBreakBefore; });
+}
+
+std::vector<std::string> PythonPlan::stateGlobals() const {
+  std::vector<std::string> names;
+  if (globalOffset) names.push_back("OFFSET");
+  if (counter) names.push_back("CALLS");
+  return names;
+}
+
+PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
+  PythonPlan plan;
+  std::vector<int> written = writtenInputPositions(g);
+  plan.counter = std::any_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.python.counter; });
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    NodePython p = g.nodes[i].python;
+    if (p.branch && !branchHolds(g, catalog, i, *p.branch, plan.counter, written)) p.branch.reset();
+    if (!p.outputState.empty() && !outputStateHolds(g, catalog, i)) p.outputState.clear();
+    plan.flag = plan.flag || (p.branch && p.branch->kind == "flag");
+    plan.classScale = plan.classScale || p.outputState == "scale";
+    plan.globalOffset = plan.globalOffset || p.outputState == "offset";
+    plan.nodes.push_back(std::move(p));
+  }
+  for (const ScheduleStep& s : g.schedule) {
+    bool holds = s.change == "flag" ? plan.flag : s.change == "global" ? plan.globalOffset : plan.classScale;
+    if (holds) plan.schedule.push_back(s);
+  }
+  return plan;
+}
+
+int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng) {
+  if (g.nodes.empty()) return 0;
+  int added = 0;
+  auto anyNode = [&]() -> Node& { return g.nodes[static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(g.nodes.size()) - 1))]; };
+  if (rng.chance(chances.graphBreak)) {
+    anyNode().python.graphBreakBefore = true;
+    ++added;
+    if (rng.chance(chances.graphBreak)) anyNode().python.graphBreakBefore = true;
+  }
+  bool counter = rng.chance(chances.counter);
+  if (counter) {
+    anyNode().python.counter = true;
+    ++added;
+  }
+  std::vector<size_t> returned;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (returnsOnly(g, catalog, i)) returned.push_back(i);
+  if (!returned.empty() && rng.chance(chances.branch)) {
+    size_t i = rng.pick(returned);
+    const Node& n = g.nodes[i];
+    std::vector<int> written = writtenInputPositions(g), operands;
+    for (int k = 0; k < static_cast<int>(n.inputs.size()); ++k)
+      if (operandDecides(g, n, k, written)) operands.push_back(k);
+    std::vector<std::string> kinds;
+    std::vector<double> weights;
+    for (const auto& [kind, w] : chances.branchWeights) {
+      bool holds = kind == "flag" || (kind == "calls" ? counter : !operands.empty());
+      if (holds && w > 0) {
+        kinds.push_back(kind);
+        weights.push_back(w);
+      }
+    }
+    if (!kinds.empty()) {
+      BranchTest b;
+      b.kind = kinds[rng.weighted(weights)];
+      if (b.kind != "flag" && b.kind != "calls") {
+        b.operand = rng.pick(operands);
+        for (const Source& s : g.inputs)
+          if (s.value == n.inputs[static_cast<size_t>(b.operand)]) b.threshold = drawThreshold(s, rng);
+      }
+      g.nodes[i].python.branch = b;
+      ++added;
+    }
+  }
+  std::vector<size_t> floating;
+  for (size_t i : returned)
+    if (outputStateHolds(g, catalog, i)) floating.push_back(i);
+  if (!floating.empty() && rng.chance(chances.outputState)) {
+    g.nodes[rng.pick(floating)].python.outputState = rng.chance(0.5) ? "scale" : "offset";
+    ++added;
+  }
+  PythonPlan plan = planPythonConstructs(g, catalog);
+  std::vector<std::string> changes;
+  if (plan.classScale) changes.insert(changes.end(), {"class-attr", "class-attr", "instance-attr"});
+  if (plan.globalOffset) changes.push_back("global");
+  if (plan.flag) changes.push_back("flag");
+  if (!changes.empty() && rng.chance(chances.schedule)) {
+    int steps = static_cast<int>(rng.uniform(1, 3));
+    for (int k = 0; k < steps; ++k) {
+      ScheduleStep s{rng.pick(changes), 0};
+      if (s.change == "global") s.value = rng.pick(kOffsetValues);
+      else if (s.change != "flag") s.value = rng.pick(kScaleValues);
+      g.schedule.push_back(s);
+    }
+    ++added;
+  }
+  return added;
+}
+
+// --- Python text ------------------------------------------------------------------------------------
+
+std::string PythonText::moduleState() const {
+  if (!plan.globalOffset && !plan.counter) return "";
+  std::string out = "# Module globals forward reads or writes (STATE_GLOBALS: compared after every call)\n";
+  if (plan.globalOffset) out += "OFFSET = 0.0\n";
+  if (plan.counter) out += "CALLS = 0\n";
+  return out + "\n\n";
+}
+
+std::string PythonText::classAttributes() const {
+  return plan.classScale ? "    scale = 1.0  # a class attribute forward reads; a schedule step may change it\n\n" : "";
+}
+
+std::string PythonText::initState() const {
+  std::string out;
+  if (plan.counter) out += "        self.calls = 0\n        self.trace = []\n";
+  if (plan.flag) out += "        self.flag = True\n";
+  return out;
+}
+
+std::string PythonText::forwardPrologue() const { return plan.counter ? "        global CALLS\n" : ""; }
+
+std::string PythonText::beforeNode(size_t i) const {
+  const NodePython& p = plan.nodes[i];
+  std::string out;
+  if (p.counter) out += "        CALLS += 1\n        self.calls += 1\n        self.trace.append(self.calls)\n";
+  if (p.graphBreakBefore) out += "        torch._dynamo.graph_break()\n";
+  return out;
+}
+
+std::string PythonText::nodeCode(const Graph& g, size_t i, const std::vector<std::string>& names, const std::string& lhs,
+                                 const std::string& rhs, const std::string& comment) const {
+  const NodePython& p = plan.nodes[i];
+  if (!p.branch) return fmt::format("        {} = {}{}\n", lhs, rhs, comment);
+  const BranchTest& b = *p.branch;
+  std::string test;
+  if (b.kind == "flag") {
+    test = "self.flag";
+  } else if (b.kind == "calls") {
+    test = "self.calls % 2 == 1";
+  } else {
+    int v = g.nodes[i].inputs[static_cast<size_t>(b.operand)];
+    const std::string& x = names[static_cast<size_t>(v)];
+    bool boolean = g.typeOf(v).dtype == DType::Bool;
+    std::string than = boolean ? "" : " > " + literal(b.threshold);
+    if (b.kind == "item") test = fmt::format("{}.flatten()[0].item(){}", x, than);
+    else if (b.kind == "tensor") test = fmt::format("{}.flatten()[0]{}", x, than);
+    else test = boolean ? x + ".any()" : fmt::format("({}{}).any()", x, than);
+  }
+  return fmt::format("        if {}:\n            {} = {}{}\n        else:  # the other arm: the output rolled by one\n"
+                     "            {} = ({}).roll(1)\n",
+                     test, lhs, rhs, comment, lhs, rhs);
+}
+
+std::string PythonText::afterNode(const Graph& g, size_t i, const std::vector<std::string>& names) const {
+  const NodePython& p = plan.nodes[i];
+  if (p.outputState.empty()) return "";
+  const std::string& out = names[static_cast<size_t>(g.nodes[i].outputs[0])];
+  if (p.outputState == "scale") return fmt::format("        {0} = {0} * self.scale\n", out);
+  return fmt::format("        {0} = {0} + OFFSET\n", out);
+}
+
+std::string PythonText::scheduleAndState() const {
+  std::string out;
+  if (!plan.schedule.empty()) {
+    out += "\n\n# The calls after the first: tcfuzz calls forward once, then, from the state as built, makes each\n"
+           "# change and calls forward again on the same inputs; each call's outputs and Python state are compared.\n";
+    std::vector<std::string> names;
+    for (size_t k = 0; k < plan.schedule.size(); ++k) {
+      const ScheduleStep& s = plan.schedule[k];
+      std::string name = fmt::format("change_{}", k + 1), doc, body;
+      if (s.change == "class-attr") {
+        doc = fmt::format("Model.scale = {} (a class attribute)", literal(s.value));
+        body = fmt::format("    Model.scale = {}\n", literal(s.value));
+      } else if (s.change == "instance-attr") {
+        doc = fmt::format("model.scale = {} (an instance attribute over the class one)", literal(s.value));
+        body = fmt::format("    model.scale = {}\n", literal(s.value));
+      } else if (s.change == "global") {
+        doc = fmt::format("OFFSET = {} (a module global)", literal(s.value));
+        body = fmt::format("    global OFFSET\n    OFFSET = {}\n", literal(s.value));
+      } else {
+        doc = "model.flag = not model.flag";
+        body = "    model.flag = not model.flag\n";
+      }
+      out += fmt::format("\n\ndef {}(model):\n    \"\"\"{}\"\"\"\n{}", name, doc, body);
+      names.push_back(name);
+    }
+    out += fmt::format("\n\nSCHEDULE = [{}]\n", fmt::join(names, ", "));
+  }
+  if (std::vector<std::string> globals = plan.stateGlobals(); !globals.empty()) {
+    std::vector<std::string> quoted;
+    for (const auto& g : globals) quoted.push_back("\"" + g + "\"");
+    out += fmt::format("{}STATE_GLOBALS = ({}{})\n", plan.schedule.empty() ? "\n\n" : "", fmt::join(quoted, ", "),
+                       quoted.size() == 1 ? "," : "");
+  }
+  return out;
+}
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,87 @@
+#pragma once
+// Python-level constructs around the op graph: what Dynamo must trace beyond tensor ops (docs/programs.md,
+// "Python-level constructs"). A graph break before a node; an `if` around a node, decided by a tensor
+// value, by module state or by the call count; Python state that forward reads and writes (an instance
+// counter, a list it appends to, a module global, a class attribute scaling an output, a global offsetting
+// one); and a schedule of calls with state changes in between.
+//
+// Each construct sits on a node (Node::python) or on the program (Graph::schedule), so every transform of
+// the op graph (repair, mutation, minimization) carries it along. The emitter writes only the constructs
+// that hold on the program as it now is (planPythonConstructs): a construct whose node or operand changed
+// under a mutation is left out, never emitted wrong. The rules that keep the oracle sound:
+//   - a branch reads a program input that nothing writes, with exact operations (an element, a comparison,
+//     any), so eager, compiled and the float64 reference always take the same arm: rounding never picks it;
+//   - a branch sits only around a node whose output forward returns and nothing else reads, so the other
+//     arm (the output rolled by one element) breaks no property a downstream op relies on (sortedness);
+//   - Python state touches only returned floating outputs, scaling by an exact factor or adding a constant.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "generators/Graph.h"
+#include "generators/OpCatalog.h"
+#include "generators/Rng.h"
+
+namespace tcfuzz::gen {
+
+/// How often generation adds each construct (GenPolicy's python_constructs).
+struct PythonConstructChances {
+  double graphBreak = 0.3;   // a graph break before a random node; with the same chance again, a second one
+  double branch = 0.35;      // an `if` around a node whose output only forward returns
+  double outputState = 0.3;  // a returned floating output scaled by a class attribute or offset by a global
+  double counter = 0.25;     // forward counts its calls in an attribute, a list and a global
+  double schedule = 0.7;     // a program that keeps state gets a schedule of 1 to 3 state changes
+  std::map<std::string, double> branchWeights{{"item", 2}, {"tensor", 2}, {"any", 1}, {"flag", 1}, {"calls", 1}};
+
+  nlohmann::json toJson() const;
+  /// Reads the policy's python_constructs object; unknown keys and bad values raise std::invalid_argument.
+  static PythonConstructChances fromJson(const nlohmann::json& doc);
+};
+
+/// The constructs that hold on a program, as the emitter writes them.
+struct PythonPlan {
+  std::vector<NodePython> nodes;       ///< per node: its constructs that hold (the others cleared)
+  std::vector<ScheduleStep> schedule;  ///< the schedule's steps whose state the program keeps
+  bool classScale = false;             ///< class attribute `scale` (read through self.scale)
+  bool globalOffset = false;           ///< module global OFFSET
+  bool flag = false;                   ///< instance attribute self.flag
+  bool counter = false;                ///< self.calls, self.trace and the global CALLS
+
+  bool anyConstruct() const;
+  bool graphBreak() const;
+  /// Forward writes Python state: an attribute, a list or a global (the counter).
+  bool mutatesState() const { return counter; }
+  /// The globals the program names in STATE_GLOBALS.
+  std::vector<std::string> stateGlobals() const;
+};
+
+/// The constructs of `g` that hold (see the rules above).
+PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog);
+
+/// Adds constructs to a generated program with `chances`; their places and values are drawn from `rng`.
+/// Draws only constructs that hold, so planPythonConstructs keeps every one. Returns how many were added.
+int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng);
+
+/// The program's Python text for its constructs, for PythonEmitter. `names` are the values' Python names.
+struct PythonText {
+  const PythonPlan& plan;
+  /// Module-level state after the imports ("OFFSET = 0.0\n"), "" without any.
+  std::string moduleState() const;
+  /// Class-body lines before __init__ ("    scale = 1.0\n"), "" without any.
+  std::string classAttributes() const;
+  /// __init__ lines ("        self.calls = 0\n").
+  std::string initState() const;
+  /// forward's first lines: the `global` statement of the globals forward writes.
+  std::string forwardPrologue() const;
+  /// forward lines before node `i`'s code: the counter, then the graph break.
+  std::string beforeNode(size_t i) const;
+  /// Node `i`'s one-line code `lhs = rhs  # comment`, inside its branch when it has one.
+  std::string nodeCode(const Graph& g, size_t i, const std::vector<std::string>& names, const std::string& lhs,
+                       const std::string& rhs, const std::string& comment) const;
+  /// forward lines after node `i`'s code: its output's scale or offset.
+  std::string afterNode(const Graph& g, size_t i, const std::vector<std::string>& names) const;
+  /// The schedule's step functions, SCHEDULE and STATE_GLOBALS after make_inputs, "" without any.
+  std::string scheduleAndState() const;
+};
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,183 @@
+// Python-level constructs: what generation draws, which constructs hold after a transform, the Python the
+// emitter writes for them, their JSON form and the policy. Running such programs through the workers:
+// test_ProgramTester.cpp (PythonStatePrograms).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "generators/Generator.h"
+#include "generators/PythonEmitter.h"
+#include "generators/python/PythonConstructs.h"
+
+namespace tcfuzz::gen {
+namespace {
+
+using nlohmann::json;
+
+class PythonConstructsTest : public ::testing::Test {
+ protected:
+  OpCatalog catalog = makeDefaultCatalog();
+
+  /// x0 [4] float32 -> tanh -> returned; x0 -> exp -> neg -> returned (exp's output is read again).
+  Graph smallProgram() {
+    Graph g;
+    int x0 = g.addValue({{4}, DType::Float32});
+    g.inputs.push_back({x0, "x0", {"uniform", -2, 2}});
+    int t = g.addValue({{4}, DType::Float32});
+    g.nodes.push_back({"tanh", {x0}, {t}});
+    int e = g.addValue({{4}, DType::Float32});
+    g.nodes.push_back({"exp", {x0}, {e}});
+    int n = g.addValue({{4}, DType::Float32});
+    g.nodes.push_back({"neg", {e}, {n}});
+    g.outputs = {t, n};
+    return g;
+  }
+};
+
+TEST_F(PythonConstructsTest, TheDefaultPolicyMeetsTheProgramShareTargets) {
+  // At the default policy: 40% of programs hold a Python-level construct, 10% a graph break, 10% write
+  // Python state, 10% a schedule of 2 calls or more with a state change; every drawn construct holds.
+  Generator gen(catalog, GenPolicy{}, 11);
+  int any = 0, breaks = 0, writes = 0, schedules = 0, branches = 0;
+  constexpr int kPrograms = 300;
+  for (uint64_t i = 0; i < kPrograms; ++i) {
+    Graph g = gen.generate(i);
+    PythonPlan plan = planPythonConstructs(g, catalog);
+    for (size_t k = 0; k < g.nodes.size(); ++k) EXPECT_EQ(plan.nodes[k], g.nodes[k].python) << "program " << i << " node " << k;
+    EXPECT_EQ(plan.schedule, g.schedule) << "program " << i;
+    any += plan.anyConstruct();
+    breaks += plan.graphBreak();
+    writes += plan.mutatesState();
+    schedules += !plan.schedule.empty();
+    branches += std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) { return p.branch.has_value(); });
+  }
+  EXPECT_GE(any, kPrograms * 40 / 100);
+  EXPECT_GE(breaks, kPrograms * 10 / 100);
+  EXPECT_GE(writes, kPrograms * 10 / 100);
+  EXPECT_GE(schedules, kPrograms * 10 / 100);
+  EXPECT_GE(branches, kPrograms * 10 / 100);
+}
+
+TEST_F(PythonConstructsTest, ConstructsDrawFromTheirOwnStreamSoTheOpGraphStaysTheSame) {
+  GenPolicy none;
+  none.pythonConstructs = PythonConstructChances::fromJson(
+      {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"schedule", 0}});
+  Generator with(catalog, GenPolicy{}, 7), without(catalog, none, 7);
+  int differing = 0;
+  for (uint64_t i = 0; i < 40; ++i) {
+    Graph a = with.generate(i), b = without.generate(i);
+    EXPECT_TRUE(b.schedule.empty());
+    for (Node& n : a.nodes) n.python = {};
+    a.schedule.clear();
+    EXPECT_EQ(a.contentHash(), b.contentHash()) << "program " << i;
+    differing += with.generate(i).contentHash() != b.contentHash();
+  }
+  EXPECT_GT(differing, 10);
+}
+
+TEST_F(PythonConstructsTest, TheEmitterWritesEachConstruct) {
+  Graph g = smallProgram();
+  g.nodes[0].python.branch = BranchTest{"item", 0, 0.25};
+  g.nodes[0].python.outputState = "scale";
+  g.nodes[1].python.graphBreakBefore = true;
+  g.nodes[1].python.counter = true;
+  g.nodes[2].python.outputState = "offset";
+  g.schedule = {{"class-attr", 0.5}, {"global", -1.25}, {"instance-attr", 2.0}};
+  std::string py = PythonEmitter(catalog).emit(g);
+  for (const char* expected : {
+           "OFFSET = 0.0\nCALLS = 0\n",
+           "class Model(nn.Module):\n    scale = 1.0",
+           "        self.calls = 0\n        self.trace = []\n",
+           "        global CALLS\n",
+           "        if x0.flatten()[0].item() > 0.25:\n            v1 = torch.tanh(x0)  # [4] float32\n"
+           "        else:  # the other arm: the output rolled by one\n            v1 = (torch.tanh(x0)).roll(1)\n"
+           "        v1 = v1 * self.scale\n",
+           "        CALLS += 1\n        self.calls += 1\n        self.trace.append(self.calls)\n"
+           "        torch._dynamo.graph_break()\n        v2 = torch.exp(x0)",
+           "        v3 = v3 + OFFSET\n",
+           "def change_1(model):\n    \"\"\"Model.scale = 0.5 (a class attribute)\"\"\"\n    Model.scale = 0.5\n",
+           "def change_2(model):\n    \"\"\"OFFSET = -1.25 (a module global)\"\"\"\n    global OFFSET\n    OFFSET = -1.25\n",
+           "    model.scale = 2.0\n",
+           "SCHEDULE = [change_1, change_2, change_3]\nSTATE_GLOBALS = (\"OFFSET\", \"CALLS\")\n"})
+    EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
+}
+
+TEST_F(PythonConstructsTest, ConstructsThatNoLongerHoldAreLeftOutNeverWrittenWrong) {
+  Graph g = smallProgram();
+  // exp's output is read by neg: a branch or state on it would change what neg relies on.
+  g.nodes[1].python.branch = BranchTest{"flag", 0, 0};
+  g.nodes[1].python.outputState = "scale";
+  // Operand 3 does not exist; neg's operand is no program input, so rounding could pick its arm.
+  g.nodes[0].python.branch = BranchTest{"tensor", 3, 0.5};
+  g.nodes[2].python.branch = BranchTest{"item", 0, 0.5};
+  g.schedule = {{"class-attr", 0.5}, {"flag", 0}, {"global", 1}};
+  PythonPlan plan = planPythonConstructs(g, catalog);
+  EXPECT_FALSE(plan.nodes[0].branch);
+  EXPECT_FALSE(plan.nodes[1].branch);
+  EXPECT_TRUE(plan.nodes[1].outputState.empty());
+  EXPECT_FALSE(plan.nodes[2].branch);
+  EXPECT_TRUE(plan.schedule.empty());  // no state the steps could change
+  EXPECT_FALSE(plan.anyConstruct());
+  std::string py = PythonEmitter(catalog).emit(g);
+  EXPECT_EQ(py.find("if "), std::string::npos) << py;
+  EXPECT_EQ(py.find("SCHEDULE"), std::string::npos) << py;
+
+  // A "calls" test needs the counter; with it, the branch holds.
+  Graph c = smallProgram();
+  c.nodes[0].python.branch = BranchTest{"calls", 0, 0};
+  EXPECT_FALSE(planPythonConstructs(c, catalog).nodes[0].branch);
+  c.nodes[1].python.counter = true;
+  EXPECT_TRUE(planPythonConstructs(c, catalog).nodes[0].branch);
+  EXPECT_NE(PythonEmitter(catalog).emit(c).find("        if self.calls % 2 == 1:\n"), std::string::npos);
+}
+
+TEST_F(PythonConstructsTest, TheJsonFormKeepsEveryConstructAndRejectsUnknownOnes) {
+  Graph g = smallProgram();
+  g.nodes[0].python = {true, BranchTest{"tensor", 0, -0.5}, "offset", true};
+  g.schedule = {{"global", 0.75}, {"flag", 0}};
+  Graph back = Graph::fromJson(g.toJson());
+  EXPECT_EQ(back.nodes[0].python, g.nodes[0].python);
+  EXPECT_EQ(back.schedule, g.schedule);
+  EXPECT_NE(back.contentHash(), smallProgram().contentHash());
+  EXPECT_EQ(Graph::fromJson(smallProgram().toJson()).contentHash(), smallProgram().contentHash());
+  json doc = g.toJson();
+  doc["nodes"][0]["python"]["branch"]["kind"] = "while";
+  EXPECT_THROW(
+      {
+        try {
+          Graph::fromJson(doc, "p.json");
+        } catch (const GraphFormatError& e) {
+          EXPECT_NE(std::string(e.what()).find("/nodes/0/python/branch/kind: unknown branch test 'while'"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      GraphFormatError);
+  doc = g.toJson();
+  doc["schedule"][0]["change"] = "train";
+  EXPECT_THROW(Graph::fromJson(doc), GraphFormatError);
+}
+
+TEST_F(PythonConstructsTest, TransformsOfTheOpGraphCarryTheConstructsAlong) {
+  Graph g = smallProgram();
+  g.nodes[0].python.graphBreakBefore = true;
+  g.schedule = {{"class-attr", 0.5}};
+  Graph compact = compactGraph(g);
+  EXPECT_TRUE(compact.nodes[0].python.graphBreakBefore);
+  EXPECT_EQ(compact.schedule, g.schedule);
+  EXPECT_EQ(eliminateDeadNodes(g).schedule, g.schedule);
+}
+
+TEST_F(PythonConstructsTest, ThePolicyReadsItsChancesStrictly) {
+  GenPolicy p = GenPolicy::fromJson({{"python_constructs", {{"graph_break", 1.0}, {"branch_weights", {{"flag", 3}}}}}});
+  EXPECT_EQ(p.pythonConstructs.graphBreak, 1.0);
+  EXPECT_EQ(p.pythonConstructs.branchWeights.at("flag"), 3);
+  EXPECT_EQ(p.pythonConstructs.branchWeights.at("item"), 2);  // the others keep their defaults
+  EXPECT_EQ(GenPolicy::fromJson(p.toJson()).pythonConstructs.toJson(), p.pythonConstructs.toJson());
+  EXPECT_THROW(GenPolicy::fromJson({{"python_constructs", {{"loops", 0.5}}}}), std::invalid_argument);
+  EXPECT_THROW(GenPolicy::fromJson({{"python_constructs", {{"branch", 1.5}}}}), std::invalid_argument);
+  EXPECT_THROW(GenPolicy::fromJson({{"python_constructs", {{"branch_weights", {{"while", 1}}}}}}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tcfuzz::gen
