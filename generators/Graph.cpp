@@ -85,7 +85,8 @@ class Reader {
 
 const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "calls"};
 const std::set<std::string> kOutputStates{"scale", "offset"};
-const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag"};
+const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "remove-hook"};
+const std::set<std::string> kHooks{"forward", "forward-pre"};
 
 json pythonToJson(const NodePython& p) {
   json doc = json::object();
@@ -93,13 +94,15 @@ json pythonToJson(const NodePython& p) {
   if (p.branch) doc["branch"] = {{"kind", p.branch->kind}, {"operand", p.branch->operand}, {"threshold", p.branch->threshold}};
   if (!p.outputState.empty()) doc["output_state"] = p.outputState;
   if (p.counter) doc["counter"] = true;
+  if (p.loop) doc["loop"] = true;
   return doc;
 }
 
 NodePython pythonFromJson(const Reader& r) {
-  r.onlyKeys({"graph_break_before", "branch", "output_state", "counter"});
+  r.onlyKeys({"graph_break_before", "branch", "output_state", "counter", "loop"});
   NodePython p;
-  for (auto [key, field] : {std::pair{"graph_break_before", &p.graphBreakBefore}, std::pair{"counter", &p.counter}})
+  for (auto [key, field] : {std::pair{"graph_break_before", &p.graphBreakBefore}, std::pair{"counter", &p.counter},
+                            std::pair{"loop", &p.loop}})
     if (r.has(key)) {
       if (!r.at(key).raw().is_boolean()) r.at(key).fail("expected true or false");
       *field = r.at(key).raw().get<bool>();
@@ -257,12 +260,13 @@ json Graph::toJson() const {
     for (const auto& s : schedule) steps.push_back({{"change", s.change}, {"value", s.value}});
     doc["schedule"] = std::move(steps);
   }
+  if (!hook.empty()) doc["hook"] = hook;
   return doc;
 }
 
 Graph Graph::fromJson(const json& doc, const std::string& source) {
   Reader root(doc, source, "");
-  root.onlyKeys({"format", "version", "origin", "values", "inputs", "params", "nodes", "outputs", "schedule"});
+  root.onlyKeys({"format", "version", "origin", "values", "inputs", "params", "nodes", "outputs", "schedule", "hook"});
   if (root.at("format").str() != "tcfuzz-graph") root.at("format").fail("expected \"tcfuzz-graph\"");
   int64_t version = root.at("version").integer(1, 1 << 20);
   if (version != kGraphFormatVersion)
@@ -393,9 +397,13 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       s.onlyKeys({"change", "value"});
       ScheduleStep step{s.at("change").str(), s.at("value").number()};
       if (!kScheduleChanges.contains(step.change))
-        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global or flag)", step.change));
+        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag or remove-hook)", step.change));
       g.schedule.push_back(step);
     }
+  }
+  if (root.has("hook")) {
+    g.hook = root.at("hook").str();
+    if (!kHooks.contains(g.hook)) root.at("hook").fail(fmt::format("unknown hook '{}' (forward or forward-pre)", g.hook));
   }
   return g;
 }
@@ -421,6 +429,7 @@ Graph renumbered(const Graph& g, const std::vector<int>& order) {
   Graph out;
   out.origin = g.origin;
   out.schedule = g.schedule;
+  out.hook = g.hook;
   for (int v : order) remap[v] = out.addValue(g.typeOf(v));
   auto sources = [&](const std::vector<Source>& in, std::vector<Source>& dst) {
     for (auto s : in)

@@ -99,19 +99,22 @@ struct BranchTest {
 /// torch._dynamo.graph_break() before its code. `branch`: its code is the `if` arm, and the `else` arm
 /// rolls its output by one element. `outputState`: "scale" multiplies its output by the class attribute
 /// `scale`, "offset" adds the module global OFFSET. `counter`: before its code, forward counts the call in
-/// an instance attribute, an instance list and a module global.
+/// an instance attribute, an instance list and a module global. `loop`: after its code, a loop over its
+/// output's dim 0 scales each slice by a small integer into a list, and the output is that list stacked.
 struct NodePython {
   bool graphBreakBefore = false;
   std::optional<BranchTest> branch;
   std::string outputState;
   bool counter = false;
-  bool empty() const { return !graphBreakBefore && !branch && outputState.empty() && !counter; }
+  bool loop = false;
+  bool empty() const { return !graphBreakBefore && !branch && outputState.empty() && !counter && !loop; }
   bool operator==(const NodePython&) const = default;
 };
 
 /// One step of a program's call schedule (PythonConstructs.h): a state change, then a call. `change`:
 /// "class-attr" (Model.scale = value), "instance-attr" (model.scale = value, shadowing the class
-/// attribute), "global" (OFFSET = value) or "flag" (model.flag = not model.flag; value unused).
+/// attribute), "global" (OFFSET = value), "flag" (model.flag = not model.flag) or "remove-hook" (the
+/// module's hook removed); value is used by the first three only.
 struct ScheduleStep {
   std::string change = "class-attr";
   double value = 0;
@@ -173,6 +176,9 @@ class Graph {
   std::vector<int> outputs;
   /// The calls after the first, each after a state change (PythonConstructs.h); empty: one call.
   std::vector<ScheduleStep> schedule;
+  /// A hook on the model (PythonConstructs.h): "" none, "forward" (doubles the floating outputs) or
+  /// "forward-pre" (records the input shapes in the attribute `seen`).
+  std::string hook;
   Origin origin;
 
   /// Adds a value of this type and returns its id.

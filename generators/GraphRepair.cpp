@@ -638,6 +638,7 @@ Graph GraphRepairer::repair(const Graph& foreign, std::vector<std::string>* drop
   Graph out;
   out.origin = foreign.origin;
   out.schedule = foreign.schedule;
+  out.hook = foreign.hook;
   attach(out);
   std::map<int, int> remap;  // foreign value -> repaired value
   auto sourceCopy = [&](const Source& s, bool param) {

@@ -38,6 +38,7 @@ Mutator::Mutator(const OpCatalog& catalog, GenPolicy policy) : catalog_(catalog)
       {"insert_inplace", [this](Graph& g, const Graph*, Rng& r) { return insertInplace(g, r); }},
       {"make_inplace", [this](Graph& g, const Graph*, Rng& r) { return makeInplace(g, r); }},
       {"toggle_input_write", [this](Graph& g, const Graph*, Rng& r) { return toggleInputWrite(g, r); }},
+      {"change_python_construct", [this](Graph& g, const Graph*, Rng& r) { return changePythonConstruct(g, r); }},
   };
   for (const auto& [name, _] : table_) stats_[name];
 }
@@ -141,6 +142,10 @@ bool Mutator::changeLayout(Graph& g, Rng& rng) const {
         !writableInPlace(catalog_.at(n.op), s.layout, g.typeOf(s.value)))
       s.layout = before;
   return !(s.layout == before);
+}
+
+bool Mutator::changePythonConstruct(Graph& g, Rng& rng) const {
+  return mutatePythonConstructs(g, catalog_, policy_.pythonConstructs, rng);
 }
 
 bool Mutator::toggleInputWrite(Graph& g, Rng& rng) const {

@@ -61,6 +61,8 @@ class Mutator {
   bool makeInplace(Graph& g, Rng& rng) const;
   /// Turns a write into a clone of a program input into a write into the input itself, or back (Node::writesInput).
   bool toggleInputWrite(Graph& g, Rng& rng) const;
+  /// Adds or drops a Python-level construct (python/PythonConstructs.h: mutatePythonConstructs).
+  bool changePythonConstruct(Graph& g, Rng& rng) const;
   /// Inserts a node of an op that `fits` right after a random value is defined, reading it as input 0;
   /// one later reader of the value (every later reader when `everyReader`) reads the node instead.
   bool insertReader(Graph& g, Rng& rng, const std::function<bool(const OpSpec&)>& fits, bool everyReader) const;

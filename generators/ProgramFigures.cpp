@@ -69,6 +69,8 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withPythonConstruct += plan.anyConstruct();
   withGraphBreak += plan.graphBreak();
   withBranch += std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) { return p.branch.has_value(); });
+  withLoop += std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) { return p.loop; });
+  withHook += !plan.hook.empty();
   withPythonStateWrite += plan.mutatesState();
   withSchedule += !plan.schedule.empty();
   int longest = 0;
@@ -101,6 +103,8 @@ json ProgramFigures::toJson() const {
           {"programs_with_a_python_construct", share(withPythonConstruct, programs)},
           {"programs_with_a_graph_break", share(withGraphBreak, programs)},
           {"programs_with_a_branch", share(withBranch, programs)},
+          {"programs_with_a_loop", share(withLoop, programs)},
+          {"programs_with_a_hook", share(withHook, programs)},
           {"programs_writing_python_state", share(withPythonStateWrite, programs)},
           {"programs_with_a_call_schedule", share(withSchedule, programs)},
           {"mean_depth", share(depthSum, programs)},

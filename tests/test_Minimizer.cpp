@@ -26,7 +26,8 @@ bool hasOp(const gen::Graph& g, const std::string& op) {
   return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const gen::Node& n) { return n.op == op; });
 }
 
-/// A generated program of at least `minNodes` nodes that contains `op` (seeded search).
+/// A generated program of at least `minNodes` nodes that contains `op` (seeded search), without Python-level
+/// constructs (they draw from their own stream, so the op graph is the same with them).
 gen::Graph programWith(const gen::OpCatalog& catalog, const std::string& op, int minNodes) {
   gen::GenPolicy policy;
   policy.minNodes = minNodes;
@@ -36,7 +37,11 @@ gen::Graph programWith(const gen::OpCatalog& catalog, const std::string& op, int
   for (uint64_t index = 0; index < 200; ++index) {
     gen::Graph g = generator.generate(index);
     // The op must reach an output: a dead node is no bug (Dynamo drops it, and so does the minimizer).
-    if (hasOp(gen::eliminateDeadNodes(g), op) && static_cast<int>(g.nodes.size()) >= minNodes) return g;
+    if (!hasOp(gen::eliminateDeadNodes(g), op) || static_cast<int>(g.nodes.size()) < minNodes) continue;
+    for (gen::Node& n : g.nodes) n.python = {};
+    g.schedule.clear();
+    g.hook.clear();
+    return g;
   }
   throw std::runtime_error("no generated program with " + op);
 }
@@ -184,8 +189,26 @@ TEST_F(MinimizerTest, EveryPassOfThePolicyIsANamedPassAndUnknownNamesAreRejected
   EXPECT_EQ(dropped[3].compile.mode, "max-autotune");
   EXPECT_THROW(minimizer.candidates("shuffle", start), std::invalid_argument);
   EXPECT_EQ(Minimizer::passNames(), (std::vector<std::string>{"hinted-ops", "remove-grown", "drop-outputs", "remove-nodes",
-                                                              "bypass-nodes", "drop-config", "reset-attrs",
+                                                              "bypass-nodes", "drop-config", "plain-python", "reset-attrs",
                                                               "plain-inputs", "shrink-ranks", "shrink-shapes"}));
+}
+
+// plain-python: every construct at once, then one schedule step, then one construct of one node; each
+// candidate is smaller by the constructs it took away.
+TEST_F(MinimizerTest, PlainPythonDropsTheConstructsAllAtOnceThenOneByOne) {
+  gen::Graph g = programWith(catalog_, "sigmoid", 6);
+  g.nodes[0].python.graphBreakBefore = true;
+  g.nodes[1].python.counter = true;
+  g.schedule = {{"class-attr", 0.5}, {"global", 2.0}};
+  MinimizeCase start{g, {}, false, ""};
+  EXPECT_EQ(oracles::sizeOf(start, catalog_).pythonConstructs, 4);
+  std::vector<MinimizeCase> out = Minimizer(catalog_, MinimizerPolicy{}).candidates("plain-python", start);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(oracles::sizeOf(out[0], catalog_).pythonConstructs, 0);
+  EXPECT_EQ(out[1].graph.schedule, (std::vector<gen::ScheduleStep>{{"global", 2.0}}));
+  EXPECT_EQ(out[2].graph.schedule, (std::vector<gen::ScheduleStep>{{"class-attr", 0.5}}));
+  for (size_t k = 1; k < out.size(); ++k) EXPECT_EQ(oracles::sizeOf(out[k], catalog_).pythonConstructs, 3) << k;
+  EXPECT_TRUE(Minimizer(catalog_, MinimizerPolicy{}).candidates("plain-python", {programWith(catalog_, "sigmoid", 6), {}, false, ""}).empty());
 }
 
 // plain-inputs: a program whose inputs are laid out gets a candidate with every input contiguous,

@@ -23,7 +23,7 @@ TEST_F(MutatorTest, EveryMutatorProducesValidNewPrograms) {
   ASSERT_EQ(mutator.names(), (std::vector<std::string>{"replace_op", "insert_node", "delete_node", "change_attr",
                                                         "change_shape", "change_dtype", "splice", "change_layout",
                                                         "insert_view", "insert_inplace", "make_inplace",
-                                                        "toggle_input_write"}));
+                                                        "toggle_input_write", "change_python_construct"}));
   for (const auto& name : mutator.names()) {
     int produced = 0;
     for (uint64_t i = 0; i < 40; ++i) {

@@ -224,8 +224,8 @@ TEST_F(ProgramTesterTest, PlantedStaleResultIsASecondCallDivergence) {
 }
 
 TEST_F(ProgramTesterTest, PythonStateIsComparedAfterEveryCallAndOnlyTheScheduleReachesAPlantedBug) {
-  // The program keeps Python state (a counter, a list, a flag, a class attribute, two globals) and declares
-  // three state changes. Under backend="eager" every leaf agrees and the state leaves hold what forward
+  // The program keeps Python state (a counter, a list, a flag, a class attribute, two globals, a pre-hook
+  // that appends to a list) and declares four state changes, the last one removing the hook. Under backend="eager" every leaf agrees and the state leaves hold what forward
   // left; under a TEST FIXTURE backend that is wrong only once a float attribute changed, only the
   // schedule's calls fail.
   const auto program = sourcePath("tests/programs/python_state_schedule.py");
@@ -241,6 +241,9 @@ TEST_F(ProgramTesterTest, PythonStateIsComparedAfterEveryCallAndOnlyTheScheduleR
   EXPECT_EQ(state["schedule 3 (model.flag = not model.flag): self.flag"], "False");
   EXPECT_EQ(state["schedule 3 (model.flag = not model.flag): self.trace"], "[1, 2, 3]");
   EXPECT_TRUE(state.contains("schedule 1 (Model.scale = 0.5 (a class attribute)): Model.scale"));
+  EXPECT_EQ(state["self.seen after forward"], "[((4, 3), (5,))]");
+  EXPECT_EQ(state["schedule 4 (the forward-pre hook removed): self.trace"], "[1, 2, 3, 4]");
+  EXPECT_EQ(state["schedule 4 (the forward-pre hook removed): self.seen"], "[((4, 3), (5,)), ((4, 3), (5,)), ((4, 3), (5,))]");
 
   r = tester_->test(program, settings("tcfuzz_planted_scaled_constant"));
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::SecondCallDivergence) << r.verdict.reason;

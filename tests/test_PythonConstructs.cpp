@@ -61,14 +61,16 @@ TEST_F(PythonConstructsTest, TheDefaultPolicyMeetsTheProgramShareTargets) {
 TEST_F(PythonConstructsTest, ConstructsDrawFromTheirOwnStreamSoTheOpGraphStaysTheSame) {
   GenPolicy none;
   none.pythonConstructs = PythonConstructChances::fromJson(
-      {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"schedule", 0}});
+      {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"hook", 0}, {"schedule", 0}});
   Generator with(catalog, GenPolicy{}, 7), without(catalog, none, 7);
   int differing = 0;
   for (uint64_t i = 0; i < 40; ++i) {
     Graph a = with.generate(i), b = without.generate(i);
     EXPECT_TRUE(b.schedule.empty());
+    EXPECT_TRUE(b.hook.empty());
     for (Node& n : a.nodes) n.python = {};
     a.schedule.clear();
+    a.hook.clear();
     EXPECT_EQ(a.contentHash(), b.contentHash()) << "program " << i;
     differing += with.generate(i).contentHash() != b.contentHash();
   }
@@ -102,6 +104,28 @@ TEST_F(PythonConstructsTest, TheEmitterWritesEachConstruct) {
     EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
 }
 
+TEST_F(PythonConstructsTest, LoopsAndHooksAreWrittenAndAScheduleStepRemovesTheHook) {
+  Graph g = smallProgram();
+  g.nodes[0].python.loop = true;
+  g.hook = "forward-pre";
+  g.schedule = {{"remove-hook", 0}};
+  std::string py = PythonEmitter(catalog).emit(g);
+  for (const char* expected : {
+           "        v1 = torch.tanh(x0)  # [4] float32\n        parts = []\n"
+           "        for i, part in enumerate(v1.unbind(0)):  # a loop over dim 0 that fills a list\n"
+           "            parts.append(part * (i % 3 + 1))\n        v1 = torch.stack(parts)\n",
+           "def record_input_shapes(module, args):",
+           "        self.seen = []\n        self._hook = self.register_forward_pre_hook(record_input_shapes)\n",
+           "    \"\"\"the forward-pre hook removed\"\"\"\n    model._hook.remove()\n"})
+    EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
+  EXPECT_TRUE(planPythonConstructs(g, catalog).mutatesState());  // the pre-hook appends to self.seen
+  g.hook = "forward";
+  EXPECT_NE(PythonEmitter(catalog).emit(g).find("self._hook = self.register_forward_hook(double_floating_outputs)"), std::string::npos);
+  // A loop needs an element along dim 0 (torch.stack refuses an empty list).
+  g.typeOf(1).shape = {0};
+  EXPECT_FALSE(planPythonConstructs(g, catalog).nodes[0].loop);
+}
+
 TEST_F(PythonConstructsTest, ConstructsThatNoLongerHoldAreLeftOutNeverWrittenWrong) {
   Graph g = smallProgram();
   // exp's output is read by neg: a branch or state on it would change what neg relies on.
@@ -133,11 +157,13 @@ TEST_F(PythonConstructsTest, ConstructsThatNoLongerHoldAreLeftOutNeverWrittenWro
 
 TEST_F(PythonConstructsTest, TheJsonFormKeepsEveryConstructAndRejectsUnknownOnes) {
   Graph g = smallProgram();
-  g.nodes[0].python = {true, BranchTest{"tensor", 0, -0.5}, "offset", true};
-  g.schedule = {{"global", 0.75}, {"flag", 0}};
+  g.nodes[0].python = {true, BranchTest{"tensor", 0, -0.5}, "offset", true, true};
+  g.schedule = {{"global", 0.75}, {"flag", 0}, {"remove-hook", 0}};
+  g.hook = "forward";
   Graph back = Graph::fromJson(g.toJson());
   EXPECT_EQ(back.nodes[0].python, g.nodes[0].python);
   EXPECT_EQ(back.schedule, g.schedule);
+  EXPECT_EQ(back.hook, "forward");
   EXPECT_NE(back.contentHash(), smallProgram().contentHash());
   EXPECT_EQ(Graph::fromJson(smallProgram().toJson()).contentHash(), smallProgram().contentHash());
   json doc = g.toJson();

@@ -191,6 +191,23 @@ TEST_F(ShortReproEndToEnd, ExplicitCastsStayInFloat64AndAnExactBackendPasses) {
   EXPECT_EQ(r.exitCode.value_or(-1), 0) << describe(r);
 }
 
+TEST_F(ShortReproEndToEnd, PlantedBugOnlyTheScheduleReachesFailsTheScheduleCheck) {
+  // TEST FIXTURE backend: wrong once a float attribute changed, which the program's first schedule step
+  // does. The short repro replays the schedule from the state as built and compares each call's outputs
+  // and Python state; the exact eager backend passes it.
+  ReproCase c = makeCase("tests/programs/python_state_schedule.py", "tcfuzz_planted_scaled_constant", "second-call-divergence");
+  c.divergingLeaves = {20};
+  c.observed = {{"outputs", nlohmann::json::array({{{"leaf", 20}, {"role", "schedule"}, {"passed", false}}})}};
+  std::string text = renderShortRepro(c, "t", oracles::ComparatorOptions{});
+  EXPECT_NE(text.find("        for change in SCHEDULE:\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("state_as_built(model, attrs)"), std::string::npos) << text;
+  oracles::RunResult r = run(c, "planted_schedule");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+  c.compile.backend = "eager";
+  oracles::RunResult exact = run(c, "planted_schedule_exact");
+  EXPECT_EQ(exact.exitCode.value_or(-1), 0) << describe(exact);
+}
+
 TEST_F(ShortReproEndToEnd, PlantedCompilerFailureEndsInItsException) {
   // TEST FIXTURE backend: raises on every compilation.
   ReproCase c = makeCase("corpus/conv1d_mean_linear.py", "tcfuzz_planted_raise", "crash-mismatch");

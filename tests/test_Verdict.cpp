@@ -192,3 +192,21 @@ TEST(VerdictNames, PythonStateIsAMutationAndAScheduleCallALaterCall) {
   EXPECT_EQ(wrongResultOfRole("state"), Verdict::MutationDivergence);
   EXPECT_EQ(wrongResultOfRole("output"), Verdict::NumericDivergence);
 }
+
+TEST_F(VerdictTest, UnderTheEagerBackendOneUlpIsADivergenceThatOtherBackendsPass) {
+  // backend="eager" runs eager's own kernels: the backend ladder's first rung must be bit-identical, so a
+  // one-ulp difference that the fp64-arbitrated tolerance passes for any other backend is a finding there.
+  at::Tensor x = at::randn({64});
+  at::Tensor moved = at::nextafter(x, at::full_like(x, INFINITY));
+  TripleRun runs{okWith(dir.path(), "e", x, &x), okWith(dir.path(), "c", moved), okWith(dir.path(), "r", x.to(at::kDouble))};
+  EXPECT_EQ(judge(runs, comparator).verdict, Verdict::Agree);
+  runs.exactBackend = true;
+  VerdictReport v = judge(runs, comparator);
+  EXPECT_EQ(v.verdict, Verdict::NumericDivergence);
+  EXPECT_NE(v.reason.find("bit for bit"), std::string::npos) << v.reason;
+  ASSERT_TRUE(v.comparison);
+  EXPECT_FALSE(v.comparison->passed);
+  EXPECT_EQ(v.comparison->failingRole, "output");
+  runs.compiled = okWith(dir.path(), "c2", x.clone());
+  EXPECT_EQ(judge(runs, comparator).verdict, Verdict::Agree);
+}

@@ -179,6 +179,7 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
     auto fp64 = pool_.submit(job(RunMode::Fp64));
     result.runs = oracles::TripleRun{eager.get(), compiled.get(), fp64.get()};
   }
+  result.runs.exactBackend = settings.compile.backend == "eager";  // the backend ladder's first rung
   auto judged = std::chrono::steady_clock::now();
   if (auto refused = oracles::sandboxRefusal(result.runs))
     result.verdict = *refused;

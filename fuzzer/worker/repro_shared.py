@@ -238,7 +238,7 @@ def write_tensor_file(path, tensors):
 class PythonState:
     """The Python state a program keeps beside its tensors (docs/programs.md, "Python state"): the model's
     public instance attributes, its class's public data attributes, and the module globals the program
-    names in STATE_GLOBALS. restore() puts back the state as built (every call starts from it, as from the
+    names in STATE_GLOBALS. restore() puts back the state as built, the module's hooks included (every call starts from it, as from the
     buffers and parameters as built; a schedule's calls then change it step by step). leaves() reads it as
     the oracle compares it: tensors and Python floats as values (floats may come from tensors, so they are
     judged like tensors), the rest of each value as its repr, compared exactly."""
@@ -249,6 +249,9 @@ class PythonState:
         self.model, self.namespace, self.cls = model, namespace, type(model)
         self.global_names = [name for name in namespace.get("STATE_GLOBALS", ()) if name in namespace]
         self.built = [(where, key, copy.deepcopy(value)) for where, key, value in self._read()]
+        # The module's hooks as built: a schedule step may remove one (RemovableHandle.remove()).
+        self.hooks = [(d, dict(d)) for d in (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None))
+                      if isinstance(d, dict)]
 
     def _read(self):
         """[(where, key, value)]: where is "self", the class's name or "global"."""
@@ -271,6 +274,9 @@ class PythonState:
                 self.namespace[key] = copy.deepcopy(value)
             else:
                 setattr(self.cls, key, copy.deepcopy(value))
+        for hooks, built in self.hooks:  # in place: the module keeps the same dict
+            hooks.clear()
+            hooks.update(built)
 
     def leaves(self):
         """[(name, leaf)] of the state now: "self.calls" with its repr, "Model.scale" with its float,

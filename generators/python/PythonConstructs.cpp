@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -53,6 +54,13 @@ bool outputStateHolds(const Graph& g, const OpCatalog& catalog, size_t i) {
   return returnsOnly(g, catalog, i) && isFloat(g.typeOf(g.nodes[i].outputs[0]).dtype);
 }
 
+/// A loop over dim 0 needs a dim 0 with an element to unbind (torch.stack refuses an empty list).
+bool loopHolds(const Graph& g, const OpCatalog& catalog, size_t i) {
+  if (!outputStateHolds(g, catalog, i)) return false;
+  const TensorType& t = g.typeOf(g.nodes[i].outputs[0]);
+  return t.rank() >= 1 && t.shape[0] >= 1;
+}
+
 /// A threshold inside the operand's distribution that every floating dtype holds exactly (a multiple of
 /// 1/8), so `x > t` means the same in float16 as in the float64 reference; for integers, k + 0.5.
 double drawThreshold(const Source& s, Rng& rng) {
@@ -72,8 +80,8 @@ const std::vector<double> kOffsetValues{0.5, -1.25, 2.0, 0.75};
 }  // namespace
 
 json PythonConstructChances::toJson() const {
-  return {{"graph_break", graphBreak}, {"branch", branch}, {"output_state", outputState},
-          {"counter", counter}, {"schedule", schedule}, {"branch_weights", branchWeights}};
+  return {{"graph_break", graphBreak}, {"branch", branch},     {"output_state", outputState}, {"counter", counter},
+          {"loop", loop},               {"hook", hook},         {"schedule", schedule},        {"branch_weights", branchWeights}};
 }
 
 PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
@@ -81,7 +89,7 @@ PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
   PythonConstructChances c;
   std::map<std::string, double*> chances{{"graph_break", &c.graphBreak}, {"branch", &c.branch},
                                          {"output_state", &c.outputState}, {"counter", &c.counter},
-                                         {"schedule", &c.schedule}};
+                                         {"loop", &c.loop}, {"hook", &c.hook}, {"schedule", &c.schedule}};
   for (const auto& [key, value] : doc.items()) {
     if (key == "branch_weights") {
       if (!value.is_object()) throw std::invalid_argument("python_constructs.branch_weights: expected an object");
@@ -104,7 +112,7 @@ PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
 }
 
 bool PythonPlan::anyConstruct() const {
-  return !schedule.empty() || counter || std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return !p.empty(); });
+  return !schedule.empty() || counter || !hook.empty() || std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return !p.empty(); });
 }
 
 bool PythonPlan::graphBreak() const {
@@ -126,13 +134,18 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
     NodePython p = g.nodes[i].python;
     if (p.branch && !branchHolds(g, catalog, i, *p.branch, plan.counter, written)) p.branch.reset();
     if (!p.outputState.empty() && !outputStateHolds(g, catalog, i)) p.outputState.clear();
+    if (p.loop && !loopHolds(g, catalog, i)) p.loop = false;
     plan.flag = plan.flag || (p.branch && p.branch->kind == "flag");
     plan.classScale = plan.classScale || p.outputState == "scale";
     plan.globalOffset = plan.globalOffset || p.outputState == "offset";
     plan.nodes.push_back(std::move(p));
   }
+  plan.hook = g.hook;
   for (const ScheduleStep& s : g.schedule) {
-    bool holds = s.change == "flag" ? plan.flag : s.change == "global" ? plan.globalOffset : plan.classScale;
+    bool holds = s.change == "flag"          ? plan.flag
+                 : s.change == "global"      ? plan.globalOffset
+                 : s.change == "remove-hook" ? !plan.hook.empty()
+                                             : plan.classScale;
     if (holds) plan.schedule.push_back(s);
   }
   return plan;
@@ -189,11 +202,23 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     g.nodes[rng.pick(floating)].python.outputState = rng.chance(0.5) ? "scale" : "offset";
     ++added;
   }
+  std::vector<size_t> loops;
+  for (size_t i : floating)
+    if (loopHolds(g, catalog, i)) loops.push_back(i);
+  if (!loops.empty() && rng.chance(chances.loop)) {
+    g.nodes[rng.pick(loops)].python.loop = true;
+    ++added;
+  }
+  if (rng.chance(chances.hook)) {
+    g.hook = rng.chance(0.5) ? "forward" : "forward-pre";
+    ++added;
+  }
   PythonPlan plan = planPythonConstructs(g, catalog);
   std::vector<std::string> changes;
   if (plan.classScale) changes.insert(changes.end(), {"class-attr", "class-attr", "instance-attr"});
   if (plan.globalOffset) changes.push_back("global");
   if (plan.flag) changes.push_back("flag");
+  if (!g.hook.empty()) changes.push_back("remove-hook");
   if (!changes.empty() && rng.chance(chances.schedule)) {
     int steps = static_cast<int>(rng.uniform(1, 3));
     for (int k = 0; k < steps; ++k) {
@@ -205,6 +230,33 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     ++added;
   }
   return added;
+}
+
+bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng) {
+  std::vector<std::function<void()>> drops;
+  for (size_t k = 0; k < g.schedule.size(); ++k)
+    drops.push_back([&g, k] { g.schedule.erase(g.schedule.begin() + static_cast<std::ptrdiff_t>(k)); });
+  for (Node& n : g.nodes) {
+    NodePython& p = n.python;
+    if (p.graphBreakBefore) drops.push_back([&p] { p.graphBreakBefore = false; });
+    if (p.branch) drops.push_back([&p] { p.branch.reset(); });
+    if (!p.outputState.empty()) drops.push_back([&p] { p.outputState.clear(); });
+    if (p.counter) drops.push_back([&p] { p.counter = false; });
+    if (p.loop) drops.push_back([&p] { p.loop = false; });
+  }
+  if (!g.hook.empty()) drops.push_back([&g] { g.hook.clear(); });
+  if (!drops.empty() && rng.chance(0.5)) {
+    rng.pick(drops)();
+    return true;
+  }
+  PythonConstructChances one = chances;
+  one.graphBreak = one.branch = one.outputState = one.counter = one.loop = one.hook = one.schedule = 0;
+  double* kinds[] = {&one.graphBreak, &one.branch, &one.outputState, &one.counter, &one.loop, &one.hook, &one.schedule};
+  *kinds[rng.uniform(0, 6)] = 1;
+  if (one.schedule > 0) one.outputState = 1;  // a schedule changes state that an output reads
+  std::string before = g.toJson().dump();
+  addPythonConstructs(g, catalog, one, rng);
+  return g.toJson().dump() != before;
 }
 
 // --- Python text ------------------------------------------------------------------------------------
@@ -225,7 +277,20 @@ std::string PythonText::initState() const {
   std::string out;
   if (plan.counter) out += "        self.calls = 0\n        self.trace = []\n";
   if (plan.flag) out += "        self.flag = True\n";
+  if (plan.hook == "forward") out += "        self._hook = self.register_forward_hook(double_floating_outputs)\n";
+  if (plan.hook == "forward-pre")
+    out += "        self.seen = []\n        self._hook = self.register_forward_pre_hook(record_input_shapes)\n";
   return out;
+}
+
+std::string PythonText::hookFunction() const {
+  if (plan.hook == "forward")
+    return "def double_floating_outputs(module, args, output):  # a forward hook: it may replace the outputs\n"
+           "    return tuple(o * 2 if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in output)\n\n\n";
+  if (plan.hook == "forward-pre")
+    return "def record_input_shapes(module, args):  # a forward pre-hook that writes Python state\n"
+           "    module.seen.append(tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor)))\n\n\n";
+  return "";
 }
 
 std::string PythonText::forwardPrologue() const { return plan.counter ? "        global CALLS\n" : ""; }
@@ -264,10 +329,16 @@ std::string PythonText::nodeCode(const Graph& g, size_t i, const std::vector<std
 
 std::string PythonText::afterNode(const Graph& g, size_t i, const std::vector<std::string>& names) const {
   const NodePython& p = plan.nodes[i];
-  if (p.outputState.empty()) return "";
+  if (p.outputState.empty() && !p.loop) return "";
   const std::string& out = names[static_cast<size_t>(g.nodes[i].outputs[0])];
-  if (p.outputState == "scale") return fmt::format("        {0} = {0} * self.scale\n", out);
-  return fmt::format("        {0} = {0} + OFFSET\n", out);
+  std::string text;
+  if (p.loop)
+    text += fmt::format("        parts = []\n        for i, part in enumerate({0}.unbind(0)):  # a loop over dim 0 that fills a list\n"
+                        "            parts.append(part * (i % 3 + 1))\n        {0} = torch.stack(parts)\n",
+                        out);
+  if (p.outputState == "scale") text += fmt::format("        {0} = {0} * self.scale\n", out);
+  if (p.outputState == "offset") text += fmt::format("        {0} = {0} + OFFSET\n", out);
+  return text;
 }
 
 std::string PythonText::scheduleAndState() const {
@@ -288,9 +359,12 @@ std::string PythonText::scheduleAndState() const {
       } else if (s.change == "global") {
         doc = fmt::format("OFFSET = {} (a module global)", literal(s.value));
         body = fmt::format("    global OFFSET\n    OFFSET = {}\n", literal(s.value));
-      } else {
+      } else if (s.change == "flag") {
         doc = "model.flag = not model.flag";
         body = "    model.flag = not model.flag\n";
+      } else {
+        doc = fmt::format("the {} hook removed", plan.hook);
+        body = "    model._hook.remove()\n";
       }
       out += fmt::format("\n\ndef {}(model):\n    \"\"\"{}\"\"\"\n{}", name, doc, body);
       names.push_back(name);

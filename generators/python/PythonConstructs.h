@@ -1,9 +1,10 @@
 #pragma once
 // Python-level constructs around the op graph: what Dynamo must trace beyond tensor ops (docs/programs.md,
 // "Python-level constructs"). A graph break before a node; an `if` around a node, decided by a tensor
-// value, by module state or by the call count; Python state that forward reads and writes (an instance
-// counter, a list it appends to, a module global, a class attribute scaling an output, a global offsetting
-// one); and a schedule of calls with state changes in between.
+// value, by module state or by the call count; a loop over an output's dim 0 that fills a list; Python
+// state that forward reads and writes (an instance counter, a list it appends to, a module global, a class
+// attribute scaling an output, a global offsetting one); a forward hook or pre-hook on the model; and a
+// schedule of calls with state changes in between.
 //
 // Each construct sits on a node (Node::python) or on the program (Graph::schedule), so every transform of
 // the op graph (repair, mutation, minimization) carries it along. The emitter writes only the constructs
@@ -13,7 +14,7 @@
 //     any), so eager, compiled and the float64 reference always take the same arm: rounding never picks it;
 //   - a branch sits only around a node whose output forward returns and nothing else reads, so the other
 //     arm (the output rolled by one element) breaks no property a downstream op relies on (sortedness);
-//   - Python state touches only returned floating outputs, scaling by an exact factor or adding a constant.
+//   - Python state, loops and hooks touch only returned floating outputs, by exact factors and constants.
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@ struct PythonConstructChances {
   double branch = 0.35;      // an `if` around a node whose output only forward returns
   double outputState = 0.3;  // a returned floating output scaled by a class attribute or offset by a global
   double counter = 0.25;     // forward counts its calls in an attribute, a list and a global
+  double loop = 0.2;         // a returned floating output rebuilt by a loop over its dim 0
+  double hook = 0.15;        // a forward hook (doubles floating outputs) or pre-hook (records input shapes)
   double schedule = 0.7;     // a program that keeps state gets a schedule of 1 to 3 state changes
   std::map<std::string, double> branchWeights{{"item", 2}, {"tensor", 2}, {"any", 1}, {"flag", 1}, {"calls", 1}};
 
@@ -46,11 +49,12 @@ struct PythonPlan {
   bool globalOffset = false;           ///< module global OFFSET
   bool flag = false;                   ///< instance attribute self.flag
   bool counter = false;                ///< self.calls, self.trace and the global CALLS
+  std::string hook;                    ///< Graph::hook
 
   bool anyConstruct() const;
   bool graphBreak() const;
-  /// Forward writes Python state: an attribute, a list or a global (the counter).
-  bool mutatesState() const { return counter; }
+  /// Forward writes Python state: an attribute, a list or a global (the counter, the pre-hook's list).
+  bool mutatesState() const { return counter || hook == "forward-pre"; }
   /// The globals the program names in STATE_GLOBALS.
   std::vector<std::string> stateGlobals() const;
 };
@@ -61,6 +65,11 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog);
 /// Adds constructs to a generated program with `chances`; their places and values are drawn from `rng`.
 /// Draws only constructs that hold, so planPythonConstructs keeps every one. Returns how many were added.
 int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng);
+
+/// A mutation: drops one construct (a graph break, branch, output state, counter or schedule step) or, as
+/// often, adds constructs of one kind, drawn as generation draws them with that kind's chance at 1 and the
+/// others' at 0. False when nothing changed.
+bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng);
 
 /// The program's Python text for its constructs, for PythonEmitter. `names` are the values' Python names.
 struct PythonText {
@@ -78,7 +87,9 @@ struct PythonText {
   /// Node `i`'s one-line code `lhs = rhs  # comment`, inside its branch when it has one.
   std::string nodeCode(const Graph& g, size_t i, const std::vector<std::string>& names, const std::string& lhs,
                        const std::string& rhs, const std::string& comment) const;
-  /// forward lines after node `i`'s code: its output's scale or offset.
+  /// Module-level functions after the globals: the hook function, "" without a hook.
+  std::string hookFunction() const;
+  /// forward lines after node `i`'s code: its output's loop, then its scale or offset.
   std::string afterNode(const Graph& g, size_t i, const std::vector<std::string>& names) const;
   /// The schedule's step functions, SCHEDULE and STATE_GLOBALS after make_inputs, "" without any.
   std::string scheduleAndState() const;

@@ -271,6 +271,9 @@ bool leafForLeaf(const LoadedOutputs& a, const LoadedOutputs& b, SameTensors sam
   return true;
 }
 
+/// sameValues of two tensors of one shape.
+bool equalValues(const at::Tensor& x, const at::Tensor& y) { return x.sizes().equals(y.sizes()) && sameValues(x, y); }
+
 }  // namespace
 
 bool Comparator::settledWithoutFp64(const LoadedOutputs& eager, const LoadedOutputs& compiled) const {
@@ -282,14 +285,17 @@ bool Comparator::settledWithoutFp64(const LoadedOutputs& eager, const LoadedOutp
   });
 }
 
-bool Comparator::identical(const LoadedOutputs& a, const LoadedOutputs& b) const {
-  return leafForLeaf(a, b, [](const at::Tensor& x, const at::Tensor& y) {
-    if (!x.sizes().equals(y.sizes())) return false;
-    if (!isFloating(x)) return at::equal(x, y);
-    if (!at::equal(at::isnan(x), at::isnan(y))) return false;
-    at::Tensor keep = at::logical_not(at::isnan(x));
-    return at::equal(x.masked_select(keep), y.masked_select(keep));
-  });
+bool Comparator::identical(const LoadedOutputs& a, const LoadedOutputs& b) const { return leafForLeaf(a, b, equalValues); }
+
+std::optional<size_t> Comparator::firstDifference(const LoadedOutputs& a, const LoadedOutputs& b,
+                                                  const std::vector<bool>& skip) const {
+  for (size_t i = 0; i < a.leaves.size(); ++i) {
+    if (i < skip.size() && skip[i]) continue;
+    if (i >= b.leaves.size()) return i;
+    LoadedOutputs one{{a.leaves[i]}, a.tensors}, other{{b.leaves[i]}, b.tensors};
+    if (!leafForLeaf(one, other, equalValues)) return i;
+  }
+  return std::nullopt;
 }
 
 }  // namespace tcfuzz::oracles

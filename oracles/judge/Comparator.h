@@ -79,6 +79,9 @@ class Comparator {
 
   /// Bitwise equality with NaN equal to NaN: two eager runs of a deterministic program.
   bool identical(const LoadedOutputs& a, const LoadedOutputs& b) const;
+  /// The first leaf where `b` is not identical() to `a`, leaves whose `skip` entry is true left out (their
+  /// values are not judged); nullopt when every other leaf is.
+  std::optional<size_t> firstDifference(const LoadedOutputs& a, const LoadedOutputs& b, const std::vector<bool>& skip) const;
 
   /// True when fp64 has nothing to arbitrate: every leaf of `compiled` equals eager's bit for bit (signed
   /// zeros included) and every floating value is finite. Then compare() passes whatever fp64 says, no

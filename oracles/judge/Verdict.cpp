@@ -155,6 +155,19 @@ bool isFinding(Verdict verdict) {
   return verdict == Verdict::CrashMismatch || verdict == Verdict::StatusMismatch || isWrongResult(verdict);
 }
 
+namespace {
+
+/// The first leaf of a backend="eager" run that is not eager's bit for bit (random leaves left out).
+std::optional<size_t> firstBitDifference(const Comparator& comparator, const LoadedOutputs& eager,
+                                         const LoadedOutputs& compiled, const Comparison& cmp) {
+  std::vector<bool> random;
+  for (const LeafComparison& l : cmp.leaves) random.push_back(l.random);
+  auto i = comparator.firstDifference(eager, compiled, random);
+  return i && *i < cmp.leaves.size() ? i : std::nullopt;
+}
+
+}  // namespace
+
 VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
   const RunResult &eager = runs.eager, &compiled = runs.compiled, &fp64 = runs.fp64;
   if (!compiled.ok() && compiled.phase == "config")
@@ -215,6 +228,17 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
   } else if (auto slip = zeroSlip(cmp)) {
     report.verdict = slip->verdict;
     report.reason = slip->reason + fp64Note;
+  } else if (auto differs = runs.exactBackend ? firstBitDifference(comparator, eagerOut, compiledOut, cmp) : std::nullopt) {
+    const LeafComparison& leaf = cmp.leaves[*differs];
+    report.verdict = wrongResultOfRole(leaf.role);
+    report.comparison->passed = false;
+    report.comparison->failingRole = leaf.role;
+    report.comparison->reason = fmt::format("leaf {} is not eager's bit for bit under backend=\"eager\"", *differs);
+    report.comparison->leaves[*differs].passed = false;
+    report.reason = fmt::format("backend=\"eager\" runs eager's own kernels, so it must equal eager bit for bit, and leaf {} ({}) "
+                                "differs: a Dynamo bug, whatever the tolerance says",
+                                *differs, leaf.name.empty() ? "output" : leaf.name);
+    report.comparison->leaves[*differs].reason = report.reason;
   } else {
     report.verdict = Verdict::Agree;
     report.reason = "compiled matches eager within the fp64-arbitrated tolerance" + fp64Note;

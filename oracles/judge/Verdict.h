@@ -63,6 +63,9 @@ struct ConfigurationError : std::runtime_error {
 /// The three runs of one program. eager.repeatOutputs holds the second eager run.
 struct TripleRun {
   RunResult eager, compiled, fp64;
+  /// The compiled run used backend="eager", which runs eager's own kernels: every leaf must equal eager's
+  /// bit for bit (NaN equal to NaN), and any difference is a Dynamo bug, with no tolerance argued.
+  bool exactBackend = false;
 };
 
 /// A verdict with the reason and the figures behind it.

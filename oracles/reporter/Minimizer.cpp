@@ -314,6 +314,54 @@ void plainInputs(const PassInput& in, CandidateList& out) {
   }
 }
 
+/// The Python-level constructs on a program's nodes, plus its hook and its schedule steps.
+int64_t pythonConstructCount(const Graph& g) {
+  int64_t n = static_cast<int64_t>(g.schedule.size()) + !g.hook.empty();
+  for (const Node& node : g.nodes) {
+    const gen::NodePython& p = node.python;
+    n += p.graphBreakBefore + p.branch.has_value() + !p.outputState.empty() + p.counter + p.loop;
+  }
+  return n;
+}
+
+/// plain-python: drop every Python-level construct, then one schedule step, then one construct of one node.
+void plainPython(const PassInput& in, CandidateList& out) {
+  const Graph& g = in.c.graph;
+  int64_t count = pythonConstructCount(g);
+  if (count == 0) return;
+  Graph none = g;
+  none.schedule.clear();
+  none.hook.clear();
+  for (Node& n : none.nodes) n.python = {};
+  out.proposeGraph(none);
+  if (count == 1) return;
+  if (!g.hook.empty()) {  // the schedule's remove-hook steps no longer hold without it
+    Graph unhooked = g;
+    unhooked.hook.clear();
+    out.proposeGraph(unhooked);
+  }
+  for (size_t k = 0; k < g.schedule.size(); ++k) {
+    Graph fewer = g;
+    fewer.schedule.erase(fewer.schedule.begin() + static_cast<std::ptrdiff_t>(k));
+    out.proposeGraph(fewer);
+  }
+  using Edit = void (*)(gen::NodePython&);
+  const std::pair<bool (*)(const gen::NodePython&), Edit> kDrops[] = {
+      {[](const gen::NodePython& p) { return p.graphBreakBefore; }, [](gen::NodePython& p) { p.graphBreakBefore = false; }},
+      {[](const gen::NodePython& p) { return p.branch.has_value(); }, [](gen::NodePython& p) { p.branch.reset(); }},
+      {[](const gen::NodePython& p) { return !p.outputState.empty(); }, [](gen::NodePython& p) { p.outputState.clear(); }},
+      {[](const gen::NodePython& p) { return p.counter; }, [](gen::NodePython& p) { p.counter = false; }},
+      {[](const gen::NodePython& p) { return p.loop; }, [](gen::NodePython& p) { p.loop = false; }},
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& [has, drop] : kDrops)
+      if (has(g.nodes[i].python)) {
+        Graph one = g;
+        drop(one.nodes[i].python);
+        out.proposeGraph(one);
+      }
+}
+
 /// shrink-ranks: drop one dimension of one program input or parameter, unit dimensions first.
 void shrinkRanks(const PassInput& in, CandidateList& out) {
   const Graph& g = in.c.graph;
@@ -373,6 +421,7 @@ constexpr NamedPass kPasses[] = {
     {"remove-nodes", removeNodeChunks},
     {"bypass-nodes", bypassNodes},   {"drop-config", dropConfig},   {"reset-attrs", resetAttrs},
     {"plain-inputs", plainInputs}, {"shrink-ranks", shrinkRanks}, {"shrink-shapes", shrinkShapes},
+    {"plain-python", plainPython},
 };
 
 /// The pass called `name`; null when there is none.
@@ -385,8 +434,9 @@ const NamedPass* findPass(std::string_view name) {
 }  // namespace
 
 std::string CaseSize::str() const {
-  return fmt::format("{} nodes, {} outputs, {} config options, {} input elements{}", nodes, outputs, configOptions,
-                     elements, specialInputs ? fmt::format(", {} inputs with a layout or boundary values", specialInputs) : "");
+  return fmt::format("{} nodes, {} outputs, {} config options, {} input elements{}{}", nodes, outputs, configOptions,
+                     elements, specialInputs ? fmt::format(", {} inputs with a layout or boundary values", specialInputs) : "",
+                     pythonConstructs ? fmt::format(", {} Python-level constructs", pythonConstructs) : "");
 }
 
 CaseSize sizeOf(const MinimizeCase& c, const gen::OpCatalog& catalog) {
@@ -394,6 +444,7 @@ CaseSize sizeOf(const MinimizeCase& c, const gen::OpCatalog& catalog) {
   s.nodes = static_cast<int64_t>(c.graph.nodes.size());
   s.outputs = static_cast<int64_t>(c.graph.outputs.size());
   s.configOptions = static_cast<int64_t>(configOptions(c).size());
+  s.pythonConstructs = pythonConstructCount(c.graph);
   for (const auto* list : {&c.graph.inputs, &c.graph.params})
     for (const gen::Source& src : *list) {
       const gen::TensorType& t = c.graph.typeOf(src.value);

@@ -11,6 +11,9 @@
 //   remove-grown   in a program grown around an LLM core (nodes marked core): remove the grown nodes,
 //                  all at once, then ddmin over them alone, before remove-nodes may take core nodes
 //   drop-config    reset one non-default compile option (mode, dynamic, fullgraph, backward, an Inductor option)
+//   plain-python   drop the Python-level constructs (generators/python/PythonConstructs.h): all at once, then
+//                  the hook, then one schedule step (a state change and its call), then one node's graph
+//                  break, branch (its first arm kept), output state, call counter or loop
 //   drop-outputs   keep one output, or drop one output
 //   remove-nodes   ddmin over the nodes: remove a chunk (halves, quarters, ... single nodes); a removed
 //                  value still read elsewhere becomes a fresh program input of its type, and a kept
@@ -50,7 +53,9 @@ struct MinimizeCase {
 /// The order in which cases compare: fewer nodes first, then outputs, config options, input
 /// elements, the sum of input ranks, attributes not at their simplest value.
 struct CaseSize {
-  int64_t nodes = 0, outputs = 0, configOptions = 0, elements = 0, rankSum = 0, complexAttrs = 0;
+  int64_t nodes = 0, outputs = 0, configOptions = 0;
+  int64_t pythonConstructs = 0;  ///< Python-level constructs on nodes, the hook and the schedule steps
+  int64_t elements = 0, rankSum = 0, complexAttrs = 0;
   int64_t specialInputs = 0;  ///< program inputs with a non-contiguous layout or boundary values
   auto operator<=>(const CaseSize&) const = default;
   std::string str() const;
@@ -63,8 +68,8 @@ using CandidateTest = std::function<std::vector<bool>(const std::vector<Minimize
 /// is the order the named passes run in; each name is one of Minimizer::passNames().
 struct MinimizerPolicy {
   std::vector<std::string> passes = {"hinted-ops",   "remove-grown", "drop-outputs", "remove-nodes",
-                                     "bypass-nodes", "drop-config",  "reset-attrs",  "plain-inputs",
-                                     "shrink-ranks", "shrink-shapes"};
+                                     "bypass-nodes", "drop-config",  "plain-python", "reset-attrs",
+                                     "plain-inputs", "shrink-ranks", "shrink-shapes"};
   int batch = 2;              ///< candidates per call of the test (the pool's parallelism)
   int maxCandidates = 300;    ///< tested candidates in all; the best case so far is kept when reached
   int maxRounds = 3;          ///< passes over the whole list; stops early at a fixpoint

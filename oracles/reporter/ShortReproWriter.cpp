@@ -100,6 +100,36 @@ int checkedLeaf(const ReproCase& repro) {
   return 0;
 }
 
+/// The role tcfuzz recorded for output leaf `index` ("" when it recorded none).
+std::string leafRole(const ReproCase& repro, int index) {
+  if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
+    for (const json& leaf : *it)
+      if (leaf.is_object() && leaf.value("leaf", -1) == index && leaf.contains("role") && leaf["role"].is_string())
+        return leaf["role"].get<std::string>();
+  return "";
+}
+
+/// Helpers of a short repro whose diverging leaf is Python state or a schedule's call: the state tcfuzz
+/// compares (attributes, class attributes, the globals of STATE_GLOBALS, as reprs), and the state as
+/// built, which the worker restores before the schedule (and each run() restores before it starts).
+void addPythonStateHelpers(std::vector<std::string>& lines) {
+  lines.push_back("import copy");
+  lines.push_back("PUBLIC = lambda items, keep: {k: v for k, v in items if not k.startswith(\"_\") and keep(k, v)}");
+  lines.push_back("def python_state(model):  # what tcfuzz compares beside tensors: attributes, class attributes, globals");
+  lines.push_back("    return ([repr(v) for _, v in sorted(PUBLIC(vars(model).items(), lambda k, v: k != \"training\").items())]");
+  lines.push_back("            + [repr(v) for _, v in sorted(PUBLIC(vars(Model).items(), lambda k, v: not callable(v)).items())]");
+  lines.push_back("            + [repr(globals()[k]) for k in globals().get(\"STATE_GLOBALS\", ())])");
+  lines.push_back("AS_BUILT = copy.deepcopy((PUBLIC(vars(Model).items(), lambda k, v: not callable(v)),");
+  lines.push_back("                          {k: globals()[k] for k in globals().get(\"STATE_GLOBALS\", ())}))");
+  lines.push_back("def state_as_built(model, attrs):  # class attributes, globals and the model's attributes as built");
+  lines.push_back("    for k, v in copy.deepcopy(AS_BUILT[0]).items():");
+  lines.push_back("        setattr(Model, k, v)");
+  lines.push_back("    globals().update(copy.deepcopy(AS_BUILT[1]))");
+  lines.push_back("    for k in list(PUBLIC(vars(model).items(), lambda k, v: k != \"training\")):");
+  lines.push_back("        delattr(model, k)");
+  lines.push_back("    vars(model).update(copy.deepcopy(attrs))");
+}
+
 /// The dtype tcfuzz recorded for output leaf `index` ("float32" when it recorded none).
 std::string leafDtype(const ReproCase& repro, int index) {
   if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
@@ -162,15 +192,20 @@ std::string_view wrongResultMessage(const ReproCase& repro) {
 
 /// The lines after run() for a mutation or second-call divergence: every leaf run() returns (the
 /// state after forward, or the later calls' outputs) judged by same() against the float64 run.
-void addLeafByLeafCheck(std::vector<std::string>& lines, const ComparatorOptions& tolerances, std::string_view message) {
+/// backend="eager" runs eager's own kernels: its leaves must equal eager's bit for bit (NaN equal to NaN).
+constexpr const char* kBitForBit = "e.isnan().equal(c.isnan()) and e.nan_to_num(0.0).equal(c.nan_to_num(0.0))";
+
+void addLeafByLeafCheck(std::vector<std::string>& lines, const ComparatorOptions& tolerances, std::string_view message,
+                        bool exact) {
   json table = tolerances.toleranceTable();
   lines.push_back("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
   lines.push_back(fmt::format("TOL = {{torch.float16: {}, torch.bfloat16: {}}}", table["float16"].get<double>(),
                               table["bfloat16"].get<double>()));
   lines.push_back("assert len(eager) == len(compiled), \"eager and compiled give different numbers of leaves\"");
   lines.push_back("for i, (e, c, r) in enumerate(zip(eager, compiled, fp64)):");
-  lines.push_back(fmt::format("    ok = (torch._dynamo.utils.same(e, c, fp64_ref=r, tol=TOL.get(e.dtype, {}), equal_nan=True)",
-                              table["float32"].get<double>()));
+  lines.push_back(exact ? fmt::format("    ok = ({}  # backend=\"eager\": bit for bit", kBitForBit)
+                        : fmt::format("    ok = (torch._dynamo.utils.same(e, c, fp64_ref=r, tol=TOL.get(e.dtype, {}), equal_nan=True)",
+                                      table["float32"].get<double>()));
   lines.push_back("          if isinstance(e, torch.Tensor) and e.is_floating_point()");
   lines.push_back("          else torch.equal(e, c) if isinstance(e, torch.Tensor) else e == c)");
   lines.push_back(fmt::format("    assert ok, f\"leaf {{i}}: {}\"", message));
@@ -193,6 +228,9 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool mutation = verdict == "mutation-divergence", later = verdict == "second-call-divergence";
   bool aliasing = verdict == "aliasing-divergence";
   std::optional<LaterCallInputs> laterCall = later ? laterCallOfDivergingLeaf(repro) : std::nullopt;
+  std::string failingRole = (mutation || later) ? leafRole(repro, checkedLeaf(repro)) : "";
+  bool scheduled = later && failingRole == "schedule";                      // a call of the program's schedule
+  bool pythonState = scheduled || (mutation && failingRole == "python-state");  // Python state is compared
   bool arbitrated = numeric || mutation || later;  // judged against a float64 run
   if (!arbitrated && !aliasing && verdict != "crash-mismatch" && verdict != "status-mismatch")
     throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
@@ -219,6 +257,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
       add(fmt::format("torch._inductor.config.{} = {}", key, pythonLiteral(value)));
   if (repro.threads > 0) add(fmt::format("torch.set_num_threads({})", repro.threads));
   add(fmt::format("SEED = {}", repro.seed));
+  if (pythonState) addPythonStateHelpers(lines);
   if (casts) {
     add("class Fp64Casts(torch.overrides.TorchFunctionMode):  # explicit casts stay float64 in the reference");
     add("    def __torch_function__(self, func, types, args=(), kwargs=None):");
@@ -232,7 +271,11 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool pythonRandom = programPyImportsRandom(repro.programPy);
   if (pythonRandom) add("    random.seed(SEED)");  // the program draws from Python's generator too
   add("    model, inputs = Model().eval(), make_inputs(SEED)");
-  if (later && !laterCall) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
+  if (pythonState) {
+    add("    attrs = copy.deepcopy(PUBLIC(vars(model).items(), lambda k, v: k != \"training\"))");
+    add("    state_as_built(model, attrs)  # an earlier run() changed class attributes and globals");
+  }
+  if (later && !laterCall && !scheduled) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
   if (arbitrated) {
     add("    if fp64:  # the float64 reference");
     add("        model, inputs = model.double(), [x.double() if x.is_floating_point() else x for x in inputs]");
@@ -272,7 +315,18 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add(noGrad);
     add("        " + call);
     add("    return ([x for x in inputs if isinstance(x, torch.Tensor)] + [t for _, t in sorted(model.named_buffers())]");
-    add("            + [p for _, p in sorted(model.named_parameters())])");
+    add(std::string("            + [p for _, p in sorted(model.named_parameters())]") + (pythonState ? " + python_state(model))" : ")"));
+  } else if (scheduled) {  // the program's schedule: from the state as built, each change, then a call
+    add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
+    add(noGrad);
+    add("        fn = " + fn);
+    add("        fn(*copies(inputs))  # call 1");
+    add("        state_as_built(model, attrs)");
+    add("        out = []");
+    add("        for change in SCHEDULE:");
+    add("            change(model)");
+    add("            out += torch.utils._pytree.tree_leaves(fn(*copies(inputs))) + python_state(model)");
+    add("        return out");
   } else if (laterCall) {  // call 4 (inputs of another size) or the moved call, after a call on the first inputs
     std::string remade = laterCall->moved ? "x.new_zeros(x.numel() and 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride())))"
                                             ".as_strided(x.size(), x.stride()).copy_(x)"
@@ -311,7 +365,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   }
   if (casts) lines.insert(lines.begin() + 1, "import contextlib");
   if (mutation || later) {
-    addLeafByLeafCheck(lines, tolerances, wrongResultMessage(repro));
+    addLeafByLeafCheck(lines, tolerances, wrongResultMessage(repro), repro.compile.backend == "eager");
   } else if (aliasing) {
     add("eager, compiled = run(), run(compiled=True)");
     add(fmt::format("assert eager == compiled, f\"{}: eager {{eager}}, compiled {{compiled}}\"", kAliasMessage));
@@ -321,7 +375,10 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     json table = tolerances.toleranceTable();
     double tol = table.contains(dtype) ? table[dtype].get<double>() : table["float32"].get<double>();
     add("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
-    if (dtype.find("float") != std::string::npos || dtype.find("complex") != std::string::npos)
+    if (repro.compile.backend == "eager" && dtype.find("float") != std::string::npos)  // the exact rung of the ladder
+      add(fmt::format("e, c = eager[{0}], compiled[{0}]\nassert {1}, \"leaf {0}: {2} (backend=eager must be bit for bit)\"",
+                      leaf, kBitForBit, kNumericMessage));
+    else if (dtype.find("float") != std::string::npos || dtype.find("complex") != std::string::npos)
       add(fmt::format("assert torch._dynamo.utils.same(eager[{0}], compiled[{0}], fp64_ref=fp64[{0}], tol={1}, "
                       "equal_nan=True), "
                       "\"leaf {0}: {2}\"",

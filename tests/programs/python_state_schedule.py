@@ -1,13 +1,18 @@
 # A program that keeps Python state (a test program, written as tcfuzz's generator writes them): a class
-# attribute scales output 0, a module global offsets output 1, a flag picks how output 2 reduces, and
-# forward counts its calls in an attribute, a list and a global. The schedule changes the class attribute,
-# the global and the flag between calls.
+# attribute scales output 0, a module global offsets output 1, a flag picks how output 2 reduces, a loop
+# over dim 0 rebuilds output 0, forward counts its calls in an attribute, a list and a global, and a
+# forward pre-hook records the input shapes. The schedule changes the class attribute, the global and the
+# flag between calls, then removes the hook.
 import torch
 import torch.nn as nn
 
 
 OFFSET = 0.0
 CALLS = 0
+
+
+def record_input_shapes(module, args):  # a forward pre-hook that writes Python state
+    module.seen.append(tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor)))
 
 
 class Model(nn.Module):
@@ -18,6 +23,8 @@ class Model(nn.Module):
         self.calls = 0
         self.trace = []
         self.flag = True
+        self.seen = []
+        self._hook = self.register_forward_pre_hook(record_input_shapes)
 
     def forward(self, x0, x1):
         global CALLS
@@ -25,6 +32,10 @@ class Model(nn.Module):
         self.calls += 1
         self.trace.append(self.calls)
         v2 = torch.tanh(x0)  # [4, 3] float32
+        parts = []
+        for i, part in enumerate(v2.unbind(0)):  # a loop over dim 0 that fills a list
+            parts.append(part * (i % 3 + 1))
+        v2 = torch.stack(parts)
         v2 = v2 * self.scale
         v3 = torch.sin(x1)  # [5] float32
         v3 = v3 + OFFSET
@@ -58,5 +69,10 @@ def change_3(model):
     model.flag = not model.flag
 
 
-SCHEDULE = [change_1, change_2, change_3]
+def change_4(model):
+    """the forward-pre hook removed"""
+    model._hook.remove()
+
+
+SCHEDULE = [change_1, change_2, change_3, change_4]
 STATE_GLOBALS = ("OFFSET", "CALLS")

@@ -332,9 +332,11 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
                              100 * f["programs_with_a_low_precision_round_trip"].get<double>(),
                              100 * f["programs_with_int64_values_past_int32"].get<double>());
     std::cout << fmt::format("python: programs with a Python-level construct {:.0f}%, a graph break {:.0f}%, a branch {:.0f}%, "
-                             "a write into Python state {:.0f}%, a call schedule with state changes {:.0f}%\n",
+                             "a loop {:.0f}%, a hook {:.0f}%, a write into Python state {:.0f}%, a call schedule with state "
+                             "changes {:.0f}%\n",
                              100 * f["programs_with_a_python_construct"].get<double>(),
                              100 * f["programs_with_a_graph_break"].get<double>(), 100 * f["programs_with_a_branch"].get<double>(),
+                             100 * f["programs_with_a_loop"].get<double>(), 100 * f["programs_with_a_hook"].get<double>(),
                              100 * f["programs_writing_python_state"].get<double>(),
                              100 * f["programs_with_a_call_schedule"].get<double>());
     if (o.validate) {
