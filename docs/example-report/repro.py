@@ -300,6 +300,87 @@ def write_tensor_file(path, tensors):
         f.write(text)
         for chunk in chunks:
             f.write(chunk)
+
+
+class PythonState:
+    """The Python state a program keeps beside its tensors (docs/programs.md, "Python state"): the model's
+    public instance attributes, its class's public data attributes, and the module globals the program
+    names in STATE_GLOBALS. restore() puts back the state as built, the module's hooks included (every call starts from it, as from the
+    buffers and parameters as built; a schedule's calls then change it step by step). leaves() reads it as
+    the oracle compares it: tensors and Python floats as values (floats may come from tensors, so they are
+    judged like tensors), the rest of each value as its repr, compared exactly."""
+
+    def __init__(self, model, namespace):
+        import copy
+
+        self.model, self.namespace, self.cls = model, namespace, type(model)
+        self.global_names = [name for name in namespace.get("STATE_GLOBALS", ()) if name in namespace]
+        self.built = [(where, key, copy.deepcopy(value)) for where, key, value in self._read()]
+        # The module's hooks as built: a schedule step may remove one (RemovableHandle.remove()).
+        self.hooks = [(d, dict(d)) for d in (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None))
+                      if isinstance(d, dict)]
+
+    def _read(self):
+        """[(where, key, value)]: where is "self", the class's name or "global"."""
+        model, cls = self.model, self.cls
+        found = [("self", k, v) for k, v in sorted(vars(model).items()) if not k.startswith("_") and k != "training"]
+        found += [(cls.__name__, k, v) for k, v in sorted(vars(cls).items())
+                  if not k.startswith("_") and not callable(v) and not isinstance(v, (property, staticmethod, classmethod))]
+        return found + [("global", k, self.namespace[k]) for k in self.global_names]
+
+    def restore(self):
+        import copy
+
+        for k in [k for k in vars(self.model) if not k.startswith("_") and k != "training"]:
+            if not any(where == "self" and key == k for where, key, _ in self.built):
+                delattr(self.model, k)  # an attribute a call or a schedule step added
+        for where, key, value in self.built:
+            if where == "self":
+                object.__setattr__(self.model, key, copy.deepcopy(value))
+            elif where == "global":
+                self.namespace[key] = copy.deepcopy(value)
+            else:
+                setattr(self.cls, key, copy.deepcopy(value))
+        for hooks, built in self.hooks:  # in place: the module keeps the same dict
+            hooks.clear()
+            hooks.update(built)
+
+    def leaves(self):
+        """[(name, leaf)] of the state now: "self.calls" with its repr, "Model.scale" with its float,
+        "self.trace" with "[1, <value 0>]" then "self.trace value 0" with the tensor or float it holds."""
+        out = []
+        for where, key, value in self._read():
+            name = f"global {key}" if where == "global" else f"{where}.{key}"
+            if isinstance(value, (torch.Tensor, float)):
+                out.append((name, value.detach().clone() if isinstance(value, torch.Tensor) else value))
+                continue
+            flat, spec = pytree.tree_flatten(value)
+            values = [x for x in flat if isinstance(x, (torch.Tensor, float))]
+            marks = iter(range(len(values)))
+            shown = [f"<value {next(marks)}>" if isinstance(x, (torch.Tensor, float)) else x for x in flat]
+            out.append((name, repr(pytree.tree_unflatten(shown, spec)).replace("'<value ", "<value ").replace(">'", ">")))
+            out += [(f"{name} value {i}", x.detach().clone() if isinstance(x, torch.Tensor) else x)
+                    for i, x in enumerate(values)]
+        return out
+
+
+def schedule_leaves(namespace, model, restore, call, python_state):
+    """The leaves of the program's SCHEDULE (docs/programs.md), as [(leaf, name)]: from the state as built
+    (restore()), each step (a function of the model; its docstring says what it changes) changes the
+    model's, its class's or the module's state, then call() runs forward on fresh copies of the inputs,
+    and its outputs and the Python state after it are read. [] when the program declares no schedule."""
+    steps = list(namespace.get("SCHEDULE", ()))
+    if not steps:
+        return []
+    restore()
+    leaves = []
+    for k, step in enumerate(steps, 1):
+        what = (step.__doc__ or step.__name__).strip().splitlines()[0]
+        step(model)
+        label = f"schedule {k} ({what})"
+        leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call())]
+        leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
+    return leaves
 # <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/repro_shared.py)
 
 
@@ -404,6 +485,8 @@ def run(mode):
     call 1 left it, call 2's outputs (the same inputs again) and call 3's (the inputs of seed + 1), under
     dynamic=True call 4's (inputs of another size: which one, then its outputs), and when an input has a
     storage offset the moved call's (those inputs at offset 0); each call starts from the state as built.
+    A program that keeps Python state (PythonState) also has that state after call 1, and one with a SCHEDULE
+    the outputs and Python state after each of its steps (schedule_leaves).
     Returns the leaves, their names and their roles."""
     model, inputs = build(mode)
     fn = model
@@ -418,11 +501,13 @@ def run(mode):
     state = model_state(model)
     with torch.no_grad():
         built = {name: t.detach().clone() for name, t in state}
+    python_state = PythonState(model, globals())
 
     def restore():
         with torch.no_grad():
             for name, t in state:
                 t.copy_(built[name])
+        python_state.restore()
 
     def call(args):
         seed_everything(CASE["seed"])
@@ -461,6 +546,10 @@ def run(mode):
     leaves += [t.detach().clone() for _, t in after]
     names += [name for name, _ in after]
     roles += ["state"] * len(after)
+    kept = [(f"{name} {when}", leaf) for name, leaf in python_state.leaves()]
+    leaves += [leaf for _, leaf in kept]
+    names += [name for name, _ in kept]
+    roles += ["python-state"] * len(kept)
     for role, seed in (("second-call", None), ("fresh-inputs", CASE["seed"] + 1)):
         restore()
         if seed is None:
@@ -488,6 +577,13 @@ def run(mode):
             leaves.append(leaf)
             names.append(name)
             roles.append(role)
+    def scheduled_call():
+        return later_call(fresh_copies(inputs))
+
+    for leaf, name in schedule_leaves(globals(), model, restore, scheduled_call, python_state):
+        leaves.append(leaf)
+        names.append(name)
+        roles.append("schedule")
     leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
     return leaves, names, roles
 
@@ -540,6 +636,11 @@ def compare_leaf(eager, compiled, fp64):
         return "fail", f"{eager} != {compiled}" if isinstance(eager, str) else f"{eager!r} != {compiled!r}"
     if eager.dtype != compiled.dtype or eager.shape != compiled.shape:
         return "fail", f"eager {eager.dtype}{list(eager.shape)} vs compiled {compiled.dtype}{list(compiled.shape)}"
+    if CASE["compile"].get("backend") == "eager":  # eager's own kernels: bit for bit (oracles/judge/Verdict.cpp)
+        nan_e, nan_c = (eager.isnan(), compiled.isnan()) if eager.is_floating_point() else (None, None)
+        same = (torch.equal(nan_e, nan_c) and torch.equal(eager[~nan_e], compiled[~nan_c]) if nan_e is not None
+                else torch.equal(eager, compiled))
+        return ("pass" if same else "fail"), "backend=eager must equal eager bit for bit"
     if not isinstance(fp64, torch.Tensor) or fp64.shape != eager.shape:
         fp64 = None
     if not eager.is_floating_point():
@@ -599,6 +700,7 @@ def compare(eager, compiled, fp64):
     leaves = CASE["diverging_leaves"] or [
         i for i, t in enumerate(eager)
         if roles[i] == "alias" or isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+        or roles[i] in ("python-state", "schedule") and not isinstance(t, torch.Tensor)
     ]
     outcomes, first_role = [], None
     for i in leaves:
@@ -625,9 +727,10 @@ def compare(eager, compiled, fp64):
 
 
 # The verdict of a wrong result by the role of its first failing leaf (oracles::wrongResultOfRole).
-WRONG_RESULT_OF_ROLE = {"state": "mutation-divergence", "second-call": "second-call-divergence",
-                        "fresh-inputs": "second-call-divergence", "resized": "second-call-divergence",
-                        "moved": "second-call-divergence",
+WRONG_RESULT_OF_ROLE = {"state": "mutation-divergence", "python-state": "mutation-divergence",
+                        "second-call": "second-call-divergence", "fresh-inputs": "second-call-divergence",
+                        "resized": "second-call-divergence", "moved": "second-call-divergence",
+                        "schedule": "second-call-divergence",
                         "alias": "aliasing-divergence"}
 
 
