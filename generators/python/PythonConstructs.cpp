@@ -80,8 +80,8 @@ const std::vector<double> kOffsetValues{0.5, -1.25, 2.0, 0.75};
 }  // namespace
 
 json PythonConstructChances::toJson() const {
-  return {{"graph_break", graphBreak}, {"branch", branch},     {"output_state", outputState}, {"counter", counter},
-          {"loop", loop},               {"hook", hook},         {"schedule", schedule},        {"branch_weights", branchWeights}};
+  return {{"graph_break", graphBreak}, {"branch", branch}, {"output_state", outputState}, {"counter", counter},
+          {"loop", loop}, {"hook", hook}, {"schedule", schedule}, {"branch_weights", branchWeights}};
 }
 
 PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
@@ -112,7 +112,8 @@ PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
 }
 
 bool PythonPlan::anyConstruct() const {
-  return !schedule.empty() || counter || !hook.empty() || std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return !p.empty(); });
+  return !schedule.empty() || counter || !hook.empty() ||
+         std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return !p.empty(); });
 }
 
 bool PythonPlan::graphBreak() const {
@@ -154,7 +155,9 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
 int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng) {
   if (g.nodes.empty()) return 0;
   int added = 0;
-  auto anyNode = [&]() -> Node& { return g.nodes[static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(g.nodes.size()) - 1))]; };
+  auto anyNode = [&]() -> Node& {
+    return g.nodes[static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(g.nodes.size()) - 1))];
+  };
   if (rng.chance(chances.graphBreak)) {
     anyNode().python.graphBreakBefore = true;
     ++added;

@@ -257,8 +257,8 @@ class PythonState:
         self.global_names = [name for name in namespace.get("STATE_GLOBALS", ()) if name in namespace]
         self.built = [(where, key, copy.deepcopy(value)) for where, key, value in self._read()]
         # The module's hooks as built: a schedule step may remove one (RemovableHandle.remove()).
-        self.hooks = [(d, dict(d)) for d in (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None))
-                      if isinstance(d, dict)]
+        hook_dicts = (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None))
+        self.hooks = [(d, dict(d)) for d in hook_dicts if isinstance(d, dict)]
 
     def _read(self):
         """[(where, key, value)]: where is "self", the class's name or "global"."""
@@ -297,11 +297,21 @@ class PythonState:
             flat, spec = pytree.tree_flatten(value)
             values = [x for x in flat if isinstance(x, (torch.Tensor, float))]
             marks = iter(range(len(values)))
-            shown = [f"<value {next(marks)}>" if isinstance(x, (torch.Tensor, float)) else x for x in flat]
-            out.append((name, repr(pytree.tree_unflatten(shown, spec)).replace("'<value ", "<value ").replace(">'", ">")))
+            shown = [ValueMark(next(marks)) if isinstance(x, (torch.Tensor, float)) else x for x in flat]
+            out.append((name, repr(pytree.tree_unflatten(shown, spec))))
             out += [(f"{name} value {i}", x.detach().clone() if isinstance(x, torch.Tensor) else x)
                     for i, x in enumerate(values)]
         return out
+
+
+class ValueMark:
+    """Where a container held a tensor or a float: its repr is "<value i>", and value i is a leaf of its own."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def __repr__(self):
+        return f"<value {self.index}>"
 
 
 def schedule_leaves(namespace, model, restore, call, python_state):
