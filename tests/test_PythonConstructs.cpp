@@ -92,7 +92,7 @@ TEST_F(PythonConstructsTest, TheEmitterWritesEachConstruct) {
            "        self.calls = 0\n        self.trace = []\n",
            "        global CALLS\n",
            "        if x0.flatten()[0].item() > 0.25:\n            v1 = torch.tanh(x0)  # [4] float32\n"
-           "        else:  # the other arm: the output rolled by one\n            v1 = (torch.tanh(x0)).roll(1)\n"
+           "        else:  # the other arm: the output rolled by one\n            v1 = (torch.tanh(x0)).roll(1)  # [4] float32\n"
            "        v1 = v1 * self.scale\n",
            "        CALLS += 1\n        self.calls += 1\n        self.trace.append(self.calls)\n"
            "        torch._dynamo.graph_break()\n        v2 = torch.exp(x0)",

@@ -326,8 +326,8 @@ std::string PythonText::nodeCode(const Graph& g, size_t i, const std::vector<std
     else test = boolean ? x + ".any()" : fmt::format("({}{}).any()", x, than);
   }
   return fmt::format("        if {}:\n            {} = {}{}\n        else:  # the other arm: the output rolled by one\n"
-                     "            {} = ({}).roll(1)\n",
-                     test, lhs, rhs, comment, lhs, rhs);
+                     "            {} = ({}).roll(1){}\n",
+                     test, lhs, rhs, comment, lhs, rhs, comment);
 }
 
 std::string PythonText::afterNode(const Graph& g, size_t i, const std::vector<std::string>& names) const {

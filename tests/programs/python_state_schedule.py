@@ -42,7 +42,7 @@ class Model(nn.Module):
         if self.flag:
             v4 = torch.sum(x0, [1])  # [4] float32
         else:  # the other arm: the output rolled by one
-            v4 = (torch.sum(x0, [1])).roll(1)
+            v4 = (torch.sum(x0, [1])).roll(1)  # [4] float32
         return v2, v3, v4
 
 
