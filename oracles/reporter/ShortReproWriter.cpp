@@ -100,13 +100,13 @@ int checkedLeaf(const ReproCase& repro) {
   return 0;
 }
 
-/// The role tcfuzz recorded for output leaf `index` ("" when it recorded none).
-std::string leafRole(const ReproCase& repro, int index) {
+/// A string field tcfuzz recorded for output leaf `index` ("dtype", "role"), or `fallback` when it recorded none.
+std::string leafField(const ReproCase& repro, int index, const char* field, const std::string& fallback) {
   if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
     for (const json& leaf : *it)
-      if (leaf.is_object() && leaf.value("leaf", -1) == index && leaf.contains("role") && leaf["role"].is_string())
-        return leaf["role"].get<std::string>();
-  return "";
+      if (leaf.is_object() && leaf.value("leaf", -1) == index && leaf.contains(field) && leaf[field].is_string())
+        return leaf[field].get<std::string>();
+  return fallback;
 }
 
 /// Helpers of a short repro whose diverging leaf is Python state or a schedule's call: the state tcfuzz
@@ -128,15 +128,6 @@ void addPythonStateHelpers(std::vector<std::string>& lines) {
   lines.push_back("    for k in list(PUBLIC(vars(model).items(), lambda k, v: k != \"training\")):");
   lines.push_back("        delattr(model, k)");
   lines.push_back("    vars(model).update(copy.deepcopy(attrs))");
-}
-
-/// The dtype tcfuzz recorded for output leaf `index` ("float32" when it recorded none).
-std::string leafDtype(const ReproCase& repro, int index) {
-  if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
-    for (const json& leaf : *it)
-      if (leaf.is_object() && leaf.value("leaf", -1) == index && leaf.contains("dtype") && leaf["dtype"].is_string())
-        return leaf["dtype"].get<std::string>();
-  return "float32";
 }
 
 /// The inputs of call 4 or of the moved call, read back from the name of their output leaf ("resized (dim 0
@@ -228,7 +219,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool mutation = verdict == "mutation-divergence", later = verdict == "second-call-divergence";
   bool aliasing = verdict == "aliasing-divergence";
   std::optional<LaterCallInputs> laterCall = later ? laterCallOfDivergingLeaf(repro) : std::nullopt;
-  std::string failingRole = (mutation || later) ? leafRole(repro, checkedLeaf(repro)) : "";
+  std::string failingRole = (mutation || later) ? leafField(repro, checkedLeaf(repro), "role", "") : "";
   bool scheduled = later && failingRole == "schedule";                      // a call of the program's schedule
   bool pythonState = scheduled || (mutation && failingRole == "python-state");  // Python state is compared
   bool arbitrated = numeric || mutation || later;  // judged against a float64 run
@@ -371,7 +362,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add(fmt::format("assert eager == compiled, f\"{}: eager {{eager}}, compiled {{compiled}}\"", kAliasMessage));
   } else if (numeric) {
     int leaf = checkedLeaf(repro);
-    std::string dtype = leafDtype(repro, leaf);
+    std::string dtype = leafField(repro, leaf, "dtype", "float32");
     json table = tolerances.toleranceTable();
     double tol = table.contains(dtype) ? table[dtype].get<double>() : table["float32"].get<double>();
     add("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
