@@ -179,7 +179,7 @@ TEST_F(WarmWorker, AProgramThatMonkeypatchesTorchRetiresTheChild) {
 }
 
 TEST(PersistentWorker, ResultsEqualThoseOfAFreshChildOverGeneratedPrograms) {
-  // 200 generated programs in eager and fp64, every fifth also compiled with aot_eager and every
+  // 120 generated programs in eager and fp64, every fifth also compiled with aot_eager and every
   // fiftieth with Inductor: a warm persistent child and a fresh child per job must agree on the
   // status of every job and on every output bit.
   TempDir dir("tcfuzz-persistent");
@@ -190,7 +190,7 @@ TEST(PersistentWorker, ResultsEqualThoseOfAFreshChildOverGeneratedPrograms) {
   WorkerPool fresh(persistentSpec(dir.path() / "fresh", 1), 1);
   oracles::Comparator comparator;
   int compared = 0, outputsCompared = 0, persistentJobs = 0;
-  constexpr int kPrograms = 200;
+  constexpr int kPrograms = 120;
   for (int i = 0; i < kPrograms; ++i) {
     std::filesystem::path file = dir.path() / ("p" + std::to_string(i) + ".py");
     std::ofstream(file) << emitter.emit(generator.generate(static_cast<uint64_t>(i)));
