@@ -83,9 +83,9 @@ class Reader {
   std::string pointer_;
 };
 
-const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "calls"};
+const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "training", "calls"};
 const std::set<std::string> kOutputStates{"scale", "offset"};
-const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "remove-hook"};
+const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook"};
 const std::set<std::string> kHooks{"forward", "forward-pre"};
 
 json pythonToJson(const NodePython& p) {
@@ -112,7 +112,7 @@ NodePython pythonFromJson(const Reader& r) {
     b.onlyKeys({"kind", "operand", "threshold"});
     BranchTest t;
     t.kind = b.at("kind").str();
-    if (!kBranchKinds.contains(t.kind)) b.at("kind").fail(fmt::format("unknown branch test '{}' (item, tensor, any, flag or calls)", t.kind));
+    if (!kBranchKinds.contains(t.kind)) b.at("kind").fail(fmt::format("unknown branch test '{}' (item, tensor, any, flag, training or calls)", t.kind));
     t.operand = static_cast<int>(b.at("operand").integer(0, 64));
     t.threshold = b.at("threshold").number();
     p.branch = t;
@@ -397,7 +397,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       s.onlyKeys({"change", "value"});
       ScheduleStep step{s.at("change").str(), s.at("value").number()};
       if (!kScheduleChanges.contains(step.change))
-        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag or remove-hook)", step.change));
+        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode or remove-hook)", step.change));
       g.schedule.push_back(step);
     }
   }

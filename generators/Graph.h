@@ -86,8 +86,10 @@ struct Source {
 /// How an `if` around a node is decided (PythonConstructs.h). kind "item": `x.flatten()[0].item() > t`
 /// (a graph break: a Python scalar from a tensor); "tensor": `x.flatten()[0] > t` (a tensor's truth value);
 /// "any": `(x > t).any()`; "flag": the instance attribute `self.flag`, which a schedule step may flip;
-/// "calls": `self.calls % 2 == 1`, the call counter. `operand` is the node input x the first three read (a
-/// program input nothing writes, so rounding never picks the arm); `threshold` is t.
+/// "training": the module's `self.training` (False as built: the model runs in eval()), which a
+/// schedule step may flip with model.train(); "calls": `self.calls % 2 == 1`, the call counter. `operand`
+/// is the node input x the first three read (a program input nothing writes, so rounding never picks the
+/// arm); `threshold` is t.
 struct BranchTest {
   std::string kind = "item";
   int operand = 0;
@@ -113,8 +115,9 @@ struct NodePython {
 
 /// One step of a program's call schedule (PythonConstructs.h): a state change, then a call. `change`:
 /// "class-attr" (Model.scale = value), "instance-attr" (model.scale = value, shadowing the class
-/// attribute), "global" (OFFSET = value), "flag" (model.flag = not model.flag) or "remove-hook" (the
-/// module's hook removed); value is used by the first three only.
+/// attribute), "global" (OFFSET = value), "flag" (model.flag = not model.flag), "train-mode"
+/// (model.train(not model.training)) or "remove-hook" (the module's hook removed); value is used by the
+/// first three only.
 struct ScheduleStep {
   std::string change = "class-attr";
   double value = 0;

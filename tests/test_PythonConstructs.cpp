@@ -155,6 +155,42 @@ TEST_F(PythonConstructsTest, ConstructsThatNoLongerHoldAreLeftOutNeverWrittenWro
   EXPECT_NE(PythonEmitter(catalog).emit(c).find("        if self.calls % 2 == 1:\n"), std::string::npos);
 }
 
+TEST_F(PythonConstructsTest, ATrainingBranchIsWrittenAndOnlyItLetsAScheduleStepCallTrain) {
+  // The model runs in eval() as built, so `if self.training:` takes the else arm until a schedule step
+  // calls model.train(not model.training); without such a branch, that step has nothing to change.
+  Graph g = smallProgram();
+  g.schedule = {{"train-mode", 0}, {"train-mode", 0}};
+  EXPECT_TRUE(planPythonConstructs(g, catalog).schedule.empty());
+  g.nodes[2].python.branch = BranchTest{"training", 0, 0};
+  PythonPlan plan = planPythonConstructs(g, catalog);
+  ASSERT_TRUE(plan.nodes[2].branch);
+  EXPECT_TRUE(plan.training);
+  EXPECT_EQ(plan.schedule.size(), 2u);
+  EXPECT_FALSE(plan.mutatesState());  // forward reads the flag only
+  std::string py = PythonEmitter(catalog).emit(g);
+  for (const char* expected :
+       {"        if self.training:\n",
+        "def change_1(model):\n    \"\"\"model.train(not model.training): eval() to train() and back\"\"\"\n"
+        "    model.train(not model.training)\n",
+        "SCHEDULE = [change_1, change_2]\n"})
+    EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
+  EXPECT_EQ(Graph::fromJson(g.toJson()).schedule, g.schedule);
+  // The generator draws the kind and the step when the policy asks for nothing else.
+  GenPolicy policy;
+  policy.pythonConstructs.branch = 1.0;
+  policy.pythonConstructs.schedule = 1.0;
+  policy.pythonConstructs.branchWeights = {{"training", 1}};
+  Generator generator(catalog, policy, 7);
+  int trainingBranches = 0, trainSteps = 0;
+  for (uint64_t i = 0; i < 30; ++i) {
+    Graph p = generator.generate(i);
+    for (const Node& n : p.nodes) trainingBranches += n.python.branch && n.python.branch->kind == "training";
+    for (const ScheduleStep& s : p.schedule) trainSteps += s.change == "train-mode";
+  }
+  EXPECT_GT(trainingBranches, 10);
+  EXPECT_GT(trainSteps, 0);
+}
+
 TEST_F(PythonConstructsTest, TheJsonFormKeepsEveryConstructAndRejectsUnknownOnes) {
   Graph g = smallProgram();
   g.nodes[0].python = {true, BranchTest{"tensor", 0, -0.5}, "offset", true, true};

@@ -45,7 +45,7 @@ bool operandDecides(const Graph& g, const Node& n, int operand, const std::vecto
 bool branchHolds(const Graph& g, const OpCatalog& catalog, size_t i, const BranchTest& b, bool counter,
                  const std::vector<int>& written) {
   if (!returnsOnly(g, catalog, i)) return false;
-  if (b.kind == "flag") return true;
+  if (b.kind == "flag" || b.kind == "training") return true;
   if (b.kind == "calls") return counter;
   return operandDecides(g, g.nodes[i], b.operand, written);
 }
@@ -137,6 +137,7 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
     if (!p.outputState.empty() && !outputStateHolds(g, catalog, i)) p.outputState.clear();
     if (p.loop && !loopHolds(g, catalog, i)) p.loop = false;
     plan.flag = plan.flag || (p.branch && p.branch->kind == "flag");
+    plan.training = plan.training || (p.branch && p.branch->kind == "training");
     plan.classScale = plan.classScale || p.outputState == "scale";
     plan.globalOffset = plan.globalOffset || p.outputState == "offset";
     plan.nodes.push_back(std::move(p));
@@ -144,6 +145,7 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
   plan.hook = g.hook;
   for (const ScheduleStep& s : g.schedule) {
     bool holds = s.change == "flag"          ? plan.flag
+                 : s.change == "train-mode"  ? plan.training
                  : s.change == "global"      ? plan.globalOffset
                  : s.change == "remove-hook" ? !plan.hook.empty()
                                              : plan.classScale;
@@ -180,7 +182,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     std::vector<std::string> kinds;
     std::vector<double> weights;
     for (const auto& [kind, w] : chances.branchWeights) {
-      bool holds = kind == "flag" || (kind == "calls" ? counter : !operands.empty());
+      bool holds = kind == "flag" || kind == "training" || (kind == "calls" ? counter : !operands.empty());
       if (holds && w > 0) {
         kinds.push_back(kind);
         weights.push_back(w);
@@ -189,7 +191,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     if (!kinds.empty()) {
       BranchTest b;
       b.kind = kinds[rng.weighted(weights)];
-      if (b.kind != "flag" && b.kind != "calls") {
+      if (b.kind != "flag" && b.kind != "training" && b.kind != "calls") {
         b.operand = rng.pick(operands);
         for (const Source& s : g.inputs)
           if (s.value == n.inputs[static_cast<size_t>(b.operand)]) b.threshold = drawThreshold(s, rng);
@@ -221,13 +223,14 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
   if (plan.classScale) changes.insert(changes.end(), {"class-attr", "class-attr", "instance-attr"});
   if (plan.globalOffset) changes.push_back("global");
   if (plan.flag) changes.push_back("flag");
+  if (plan.training) changes.push_back("train-mode");
   if (!g.hook.empty()) changes.push_back("remove-hook");
   if (!changes.empty() && rng.chance(chances.schedule)) {
     int steps = static_cast<int>(rng.uniform(1, 3));
     for (int k = 0; k < steps; ++k) {
       ScheduleStep s{rng.pick(changes), 0};
       if (s.change == "global") s.value = rng.pick(kOffsetValues);
-      else if (s.change != "flag") s.value = rng.pick(kScaleValues);
+      else if (s.change != "flag" && s.change != "train-mode") s.value = rng.pick(kScaleValues);
       g.schedule.push_back(s);
     }
     ++added;
@@ -314,6 +317,8 @@ std::string PythonText::nodeCode(const Graph& g, size_t i, const std::vector<std
   std::string test;
   if (b.kind == "flag") {
     test = "self.flag";
+  } else if (b.kind == "training") {
+    test = "self.training";
   } else if (b.kind == "calls") {
     test = "self.calls % 2 == 1";
   } else {
@@ -365,6 +370,9 @@ std::string PythonText::scheduleAndState() const {
       } else if (s.change == "flag") {
         doc = "model.flag = not model.flag";
         body = "    model.flag = not model.flag\n";
+      } else if (s.change == "train-mode") {
+        doc = "model.train(not model.training): eval() to train() and back";
+        body = "    model.train(not model.training)\n";
       } else {
         doc = fmt::format("the {} hook removed", plan.hook);
         body = "    model._hook.remove()\n";

@@ -34,7 +34,7 @@ struct PythonConstructChances {
   double loop = 0.2;         // a returned floating output rebuilt by a loop over its dim 0
   double hook = 0.15;        // a forward hook (doubles floating outputs) or pre-hook (records input shapes)
   double schedule = 0.7;     // a program that keeps state gets a schedule of 1 to 3 state changes
-  std::map<std::string, double> branchWeights{{"item", 2}, {"tensor", 2}, {"any", 1}, {"flag", 1}, {"calls", 1}};
+  std::map<std::string, double> branchWeights{{"item", 2}, {"tensor", 2}, {"any", 1}, {"flag", 1}, {"training", 1}, {"calls", 1}};
 
   nlohmann::json toJson() const;
   /// Reads the policy's python_constructs object; unknown keys and bad values raise std::invalid_argument.
@@ -48,6 +48,7 @@ struct PythonPlan {
   bool classScale = false;             ///< class attribute `scale` (read through self.scale)
   bool globalOffset = false;           ///< module global OFFSET
   bool flag = false;                   ///< instance attribute self.flag
+  bool training = false;               ///< a branch reads self.training (nn.Module's train/eval flag)
   bool counter = false;                ///< self.calls, self.trace and the global CALLS
   std::string hook;                    ///< Graph::hook
 

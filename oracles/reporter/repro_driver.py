@@ -245,7 +245,7 @@ def write_tensor_file(path, tensors):
 class PythonState:
     """The Python state a program keeps beside its tensors (docs/programs.md, "Python state"): the model's
     public instance attributes, its class's public data attributes, and the module globals the program
-    names in STATE_GLOBALS. restore() puts back the state as built, the module's hooks included (every call starts from it, as from the
+    names in STATE_GLOBALS. restore() puts back the state as built, hooks and train/eval flags included (every call starts from it, as from the
     buffers and parameters as built; a schedule's calls then change it step by step). leaves() reads it as
     the oracle compares it: tensors and Python floats as values (floats may come from tensors, so they are
     judged like tensors), the rest of each value as its repr, compared exactly."""
@@ -259,6 +259,8 @@ class PythonState:
         # The module's hooks as built: a schedule step may remove one (RemovableHandle.remove()).
         hook_dicts = (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None))
         self.hooks = [(d, dict(d)) for d in hook_dicts if isinstance(d, dict)]
+        # Each submodule's train/eval flag as built: a schedule step may call model.train().
+        self.modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
 
     def _read(self):
         """[(where, key, value)]: where is "self", the class's name or "global"."""
@@ -284,6 +286,8 @@ class PythonState:
         for hooks, built in self.hooks:  # in place: the module keeps the same dict
             hooks.clear()
             hooks.update(built)
+        for module, training in self.modes:
+            module.training = training
 
     def leaves(self):
         """[(name, leaf)] of the state now: "self.calls" with its repr, "Model.scale" with its float,
