@@ -42,12 +42,15 @@ bool operandDecides(const Graph& g, const Node& n, int operand, const std::vecto
   return false;
 }
 
+/// What a branch test reads: an operand of the node (item, tensor, any), the call counter (calls), or a
+/// flag of the module that only a schedule step changes (flag, training).
+bool readsOperand(const std::string& kind) { return kind != "flag" && kind != "training" && kind != "calls"; }
+
 bool branchHolds(const Graph& g, const OpCatalog& catalog, size_t i, const BranchTest& b, bool counter,
                  const std::vector<int>& written) {
   if (!returnsOnly(g, catalog, i)) return false;
-  if (b.kind == "flag" || b.kind == "training") return true;
-  if (b.kind == "calls") return counter;
-  return operandDecides(g, g.nodes[i], b.operand, written);
+  if (readsOperand(b.kind)) return operandDecides(g, g.nodes[i], b.operand, written);
+  return b.kind != "calls" || counter;
 }
 
 bool outputStateHolds(const Graph& g, const OpCatalog& catalog, size_t i) {
@@ -182,7 +185,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     std::vector<std::string> kinds;
     std::vector<double> weights;
     for (const auto& [kind, w] : chances.branchWeights) {
-      bool holds = kind == "flag" || kind == "training" || (kind == "calls" ? counter : !operands.empty());
+      bool holds = readsOperand(kind) ? !operands.empty() : kind != "calls" || counter;
       if (holds && w > 0) {
         kinds.push_back(kind);
         weights.push_back(w);
@@ -191,7 +194,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     if (!kinds.empty()) {
       BranchTest b;
       b.kind = kinds[rng.weighted(weights)];
-      if (b.kind != "flag" && b.kind != "training" && b.kind != "calls") {
+      if (readsOperand(b.kind)) {
         b.operand = rng.pick(operands);
         for (const Source& s : g.inputs)
           if (s.value == n.inputs[static_cast<size_t>(b.operand)]) b.threshold = drawThreshold(s, rng);
