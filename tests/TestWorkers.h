@@ -42,7 +42,7 @@ class TempDir {
 inline WorkerSpec testWorkerSpec(const std::filesystem::path& workDir) {
   WorkerSpec spec;
   spec.python = TCFUZZ_DEFAULT_PYTHON;
-  spec.harness = std::filesystem::path(TCFUZZ_SOURCE_DIR) / "fuzzer/worker/zygote.py";
+  spec.harness = std::filesystem::path(TCFUZZ_SOURCE_DIR) / "fuzzer/worker/python/zygote.py";
   spec.workDir = workDir;
   spec.headerCacheDir = sharedHeaderCacheDir();
   spec.sandbox = probeBubblewrap().empty() ? SandboxKind::Bubblewrap : SandboxKind::None;

@@ -1,4 +1,4 @@
-// The persistent worker child (fuzzer/worker/persistent.py): one warm process serves many program jobs,
+// The persistent worker child (fuzzer/worker/python/persistent.py): one warm process serves many program jobs,
 // gives the same results as a fresh child, retires on its budget, on a crash and on a state leak; and
 // ProgramTester confirms what it finds in a fresh process with a cold cache.
 #include <gtest/gtest.h>

@@ -1,6 +1,5 @@
-// Report folders and the campaign index: report.md's sections (pt2 issue template), meta.json,
-// the files a folder holds after a write and a rewrite, and the ordering and escaping of the index.
-// BugReports are built by hand with the shapes ProgramTester's toJson produces; no workers.
+// Report folders: report.md's sections (pt2 issue template), meta.json, and the files a folder holds
+// after a write and a rewrite. The bugs are ReportFixtures.h's hand-built ones; no workers.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,215 +9,16 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
-#include "oracles/reporter/IndexWriter.h"
-#include "oracles/reporter/MarkdownText.h"
 #include "oracles/reporter/ReportWriter.h"
 #include "oracles/judge/Comparator.h"
 #include "oracles/reporter/ShortReproWriter.h"
+#include "tests/ReportFixtures.h"
 
 using namespace tcfuzz::oracles;
+using namespace tcfuzz::test_support::reports;
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-namespace {
-
-constexpr double kMay1Noon = 1714564800;  // 2024-05-01T12:00:00Z
-
-const char* kReproPy = R"(# repro.py: tcfuzz finding (minimized)
-import torch
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.sigmoid(x).cumsum(0)
-
-def make_inputs(seed):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(3, 4, generator=g),)
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-)";
-
-json okRun() {
-  return {{"status", "ok"},
-          {"phase", "done"},
-          {"summary", "ok"},
-          {"job_dir", "/tmp/tcfuzz/jobs/000001-eager"},
-          {"times", {{"fork_s", 0.01}, {"setup_s", 0.2}, {"compile_s", 0.0}, {"run_s", 0.01}}}};
-}
-
-BugReport crashBug() {
-  BugReport bug;
-  Signature& s = bug.signature;
-  s.symptom = "crash-mismatch";
-  s.kind = "exception";
-  s.failingMode = "compiled";
-  s.phase = "compile";
-  s.exceptionType = "InductorError(CppCompileError)";
-  s.normalizedMessage = "C++ compile error Command: g++ <path> -shared -fPIC -O3 -o <path>";
-  s.frames = {"torch/_inductor/cpp_builder.py:build", "torch/_inductor/codecache.py:load_async",
-              "torch/_inductor/graph.py:compile_to_module"};
-  bug.id = s.id();
-  bug.title = "[inductor] CppCompileError for cumsum(sigmoid(x)) with cpp_wrapper=True";
-  bug.severity = "crash";
-  bug.component = "inductor";
-  bug.hits = 17;
-  bug.firstSeen = kMay1Noon;
-  bug.lastSeen = kMay1Noon + 3600;
-  bug.rawSignatureIds = {bug.id, "00ff00ff00ff00ff"};
-  bug.findingIds = {3, 9, 41};
-  bug.mergedBy = "frames";
-  bug.originalConfig = {{"inductor_config", {{"cpp_wrapper", true}, {"freezing", true}}}};
-  bug.originalNodes = 23;
-  bug.originalProgramPy = "# original program\nclass Model(torch.nn.Module):\n    pass  # 23 nodes\n";
-  bug.minimized = true;
-  bug.minimizeCandidates = 57;
-  ReproCase& r = bug.repro;
-  r.programPy = kReproPy;
-  r.programIr = {{"inputs", {{{"shape", {3, 4}}, {"dtype", "float32"}}}},
-                 {"nodes", {{{"op", "sigmoid"}}, {{"op", "cumsum"}, {"attrs", {{"dim", 0}}}}}}};
-  r.nodes = 2;
-  r.compile.dynamic = true;
-  r.compile.inductorConfig = {{"cpp_wrapper", true}};
-  r.backward = true;
-  r.seed = 1234;
-  r.verdict = "crash-mismatch";
-  const std::string message =
-      "CppCompileError: C++ compile error\n\nCommand:\ng++ /tmp/torchinductor_u/ab/cab12.cpp -shared -fPIC -O3 "
-      "-o /tmp/torchinductor_u/ab/cab12.so\n\nOutput:\n/tmp/torchinductor_u/ab/cab12.cpp:41:17: error: 'tmp3' "
-      "was not declared in this scope\n   41 |     auto tmp4 = tmp3 | tmp2;\n";
-  r.observed = {{"program", "/tmp/tcfuzz/min/program.py"},
-                {"verdict", "crash-mismatch"},
-                {"reason", "compiled raised InductorError during compile; eager ran"},
-                {"eager", okRun()},
-                {"fp64", okRun()},
-                {"compiled",
-                 {{"status", "exception"},
-                  {"phase", "compile"},
-                  {"summary", "exception InductorError: CppCompileError: C++ compile error (phase compile)"},
-                  {"exception",
-                   {{"type", "InductorError"},
-                    {"qualified_type", "torch._inductor.exc.InductorError"},
-                    {"message", message}}}}},
-                {"wall_s", 4.2},
-                {"compare_s", 0.01}};
-  bug.ablation = {
-      {"backend=eager", {{"backend", "eager"}}, "agree", false, "compiled ran"},
-      {"backend=aot_eager", {{"backend", "aot_eager"}}, "agree", false, "compiled ran"},
-      {"backend=aot_eager_decomp_partition", {{"backend", "aot_eager_decomp_partition"}}, "agree", false,
-       "compiled ran"},
-      {"backend=inductor", r.compile.toJson(), "crash-mismatch", true,
-       "compiled raised InductorError: error: 'tmp3' | tmp2 not declared"},
-      {"without cpp_wrapper", {{"dynamic", true}}, "agree", false, "compiled ran"},
-  };
-  bug.bisect.ran = true;
-  bug.bisect.backend = "inductor";
-  bug.bisect.subsystem = "lowerings";
-  bug.bisect.bisectNumber = 3;
-  bug.bisect.debugInfo = "aten.cumsum.default";
-  bug.reproVerified = true;
-  bug.reproOutput = "eager: ok\ncompiled: InductorError: CppCompileError: C++ compile error\ntcfuzz-verdict: "
-                    "crash-mismatch\n";
-  bug.torch.version = "2.11.0+cpu";
-  bug.torch.git = "0123456789abcdef0123456789abcdef01234567";
-  bug.torch.python = "3.11.7";
-  bug.torch.devices = {"AMD EPYC"};
-  bug.collectEnv = "PyTorch version: 2.11.0+cpu\nIs debug build: False\nOS: Debian GNU/Linux 12 (bookworm) (x86_64)\n"
-                   "GCC version: (Debian 12.2.0-14) 12.2.0\n";
-  bug.campaign = "/data/campaigns/nightly-0501";
-  return bug;
-}
-
-json leaf(int index, const std::string& name, double maxAbs, double rmseEager, double rmseCompiled, bool passed) {
-  return {{"leaf", index},
-          {"role", index == 0 ? "output" : "grad"},
-          {"name", name},
-          {"dtype", "float32"},
-          {"compiled_dtype", "float32"},
-          {"shape", {8, 16}},
-          {"compiled_shape", {8, 16}},
-          {"dtype_match", true},
-          {"shape_match", true},
-          {"nan_inf_match", true},
-          {"fp64_stable", true},
-          {"fp64_used", true},
-          {"max_abs_diff", maxAbs},
-          {"rmse_eager_fp64", rmseEager},
-          {"rmse_compiled_fp64", rmseCompiled},
-          {"tolerance", 1e-4},
-          {"multiplier", 2.0},
-          {"passed", passed},
-          {"note", passed ? "allclose" : "rmse(compiled) > 2 * rmse(eager) + tol/10"}};
-}
-
-BugReport numericBug() {
-  BugReport bug;
-  bug.signature.symptom = "numeric-divergence";
-  bug.signature.kind = "numeric";
-  bug.signature.ops = {"addmm", "log_softmax", "var_mean"};
-  bug.id = bug.signature.id();
-  bug.title = "[inductor] var_mean after addmm is less accurate than eager under max-autotune";
-  bug.severity = "wrong-result";
-  bug.component = "inductor";
-  bug.hits = 4;
-  bug.firstSeen = kMay1Noon;
-  bug.lastSeen = kMay1Noon;
-  bug.rawSignatureIds = {bug.id};
-  bug.mergedBy = "exact";
-  bug.originalNodes = 11;
-  bug.minimized = true;
-  bug.repro.nodes = 3;
-  bug.repro.verdict = "numeric-divergence";
-  bug.repro.compile.mode = "max-autotune";
-  bug.repro.compile.fullgraph = true;
-  bug.repro.divergingLeaves = {1};
-  bug.repro.observed = {{"verdict", "numeric-divergence"},
-                        {"reason", "leaf 1: compiled further from fp64 than eager"},
-                        {"eager", okRun()},
-                        {"compiled", okRun()},
-                        {"fp64", okRun()},
-                        {"outputs",
-                         {leaf(0, "output 0", 1e-7, 2e-8, 3e-8, true),
-                          leaf(1, "grad(param linear.weight)", 3.5e-3, 1.2e-7, 4.9e-5, false)}}};
-  bug.ablation = {{"backend=aot_eager_decomp_partition", {{"backend", "aot_eager_decomp_partition"}}, "agree", false,
-                   "rmse ratio 1.0"},
-                  {"backend=inductor", bug.repro.compile.toJson(), "numeric-divergence", true, "rmse ratio 408.3"}};
-  bug.bisect.note = "not available in this torch";
-  return bug;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::set<std::string> filesIn(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
-  return names;
-}
-
-/// A fresh directory per test under the GoogleTest temp dir.
-fs::path freshDir(const std::string& name) {
-  fs::path dir = fs::path(testing::TempDir()) / fmt::format("tcfuzz-report-{}-{}", name, ::getpid());
-  fs::remove_all(dir);
-  return dir;
-}
-
-/// The line of `text` that contains `needle` ("" when none).
-std::string lineWith(const std::string& text, const std::string& needle) {
-  size_t at = text.find(needle);
-  if (at == std::string::npos) return "";
-  size_t begin = text.rfind('\n', at);
-  begin = begin == std::string::npos ? 0 : begin + 1;
-  return text.substr(begin, text.find('\n', at) - begin);
-}
-
-}  // namespace
 
 TEST(ReportWriter, CrashReportHasTemplateSectionsInOrder) {
   BugReport bug = crashBug();
@@ -308,8 +108,8 @@ TEST(ReportWriter, TracebacksKeepOnlyTheFramesInsideTorch) {
   BugReport bug = crashBug();
   bug.repro.observed["compiled"]["exception"]["traceback"] =
       "Traceback (most recent call last):\n"
-      "  File \"/work/fuzzer/worker/child.py\", line 186, in call\n    out = fn(*args)\n"
-      "  File \"/work/fuzzer/worker/child.py\", line 223, in run\n    self.call()\n"
+      "  File \"/work/fuzzer/worker/python/child.py\", line 186, in call\n    out = fn(*args)\n"
+      "  File \"/work/fuzzer/worker/python/child.py\", line 223, in run\n    self.call()\n"
       "  File \"/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py\", line 563, in __call__\n"
       "    return fn(*args)\n           ^^^^^^^^^\n"
       "  File \"/venv/lib/python3.11/site-packages/torch/_inductor/cpp_builder.py\", line 99, in build\n"
@@ -652,114 +452,4 @@ TEST(ReportWriter, FolderWriteFailureNamesThePath) {
     EXPECT_NE(std::string(e.what()).find((root / "file").string()), std::string::npos) << e.what();
   }
   fs::remove_all(root);
-}
-
-TEST(ReportWriter, SeverityRanks) {
-  EXPECT_EQ(severityRank("crash"), 0);
-  EXPECT_EQ(severityRank("hang"), 1);
-  EXPECT_EQ(severityRank("wrong-result"), 2);
-  EXPECT_EQ(severityRank("accepts-invalid"), 3);
-  EXPECT_EQ(severityRank("low"), 4);
-  EXPECT_EQ(severityRank("other"), 5);
-  EXPECT_EQ(severityRank(""), 5);
-}
-
-TEST(ReportWriter, IndexOrdersBySeverityThenHitsAndEscapesHtml) {
-  BugReport crashFew = crashBug(), crashMany = crashBug(), wrong = numericBug(), hang = crashBug();
-  crashFew.id = "c0000000000000f1";
-  crashFew.hits = 2;
-  crashMany.id = "c0000000000000f2";
-  crashMany.hits = 9;
-  crashMany.title = "<script>alert(1)</script> in relu | sigmoid";
-  hang.id = "b0000000000000a1";
-  hang.severity = "hang";
-  hang.hits = 1;
-  hang.seenOnTorch = {"2.11.0+cu130", "2.15.0+cu132"};  // found on two releases, triaged on 2.11.0+cpu
-  wrong.hits = 50;
-  fs::path root = freshDir("index");
-  writeIndex({wrong, crashFew, hang, crashMany}, {{"run_time", "3600"}, {"execs_done", "12000"}}, root, tcfuzz::SecretRedactor{});
-  EXPECT_EQ(filesIn(root), (std::set<std::string>{"index.md", "index.html"}));
-
-  std::string md = slurp(root / "index.md");
-  EXPECT_EQ(md.rfind("# tcfuzz findings\n\n4 unique bugs from 62 raw findings.\n\n| rank | id | title |", 0), 0u) << md;
-  size_t a = md.find("[c0000000000000f2](crashes/c0000000000000f2/report.md)");
-  size_t b = md.find("[c0000000000000f1](crashes/c0000000000000f1/report.md)");
-  size_t c = md.find("[b0000000000000a1](crashes/b0000000000000a1/report.md)");
-  size_t d = md.find("[" + wrong.id + "](crashes/" + wrong.id + "/report.md)");
-  ASSERT_NE(d, std::string::npos);
-  EXPECT_LT(a, b);
-  EXPECT_LT(b, c);
-  EXPECT_LT(c, d);
-  EXPECT_NE(md.find("4 unique bugs from 62 raw findings"), std::string::npos);
-  EXPECT_NE(md.find("&lt;script>alert(1)&lt;/script> in relu \\| sigmoid"), std::string::npos);
-  EXPECT_TRUE(lineWith(md, "c0000000000000f2").rfind("| 1 |", 0) == 0);
-  std::string shortRepro = renderShortRepro(crashMany.repro, crashMany.title, ComparatorOptions{});
-  EXPECT_NE(lineWith(md, "c0000000000000f2")
-                .find(fmt::format("| 2024-05-01T12:00:00Z | 2024-05-01T13:00:00Z | 2.11.0+cpu | 2 (from 23) | {} | yes |",
-                                  std::count(shortRepro.begin(), shortRepro.end(), '\n'))),
-            std::string::npos)
-      << md;
-  EXPECT_NE(lineWith(md, "c0000000000000f2").find(" | new | crash | "), std::string::npos) << md;
-  EXPECT_NE(lineWith(md, "b0000000000000a1").find(" | 2.11.0+cu130, 2.15.0+cu132 | "), std::string::npos) << md;
-  EXPECT_NE(renderReportMarkdown(hang, "").find("Its findings were made on torch 2.11.0+cu130, 2.15.0+cu132.\n"),
-            std::string::npos);
-  EXPECT_EQ(renderReportMarkdown(crashMany, "").find("Its findings were made on"), std::string::npos);
-
-  std::string html = slurp(root / "index.html");
-  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; in relu | sigmoid"), std::string::npos);
-  EXPECT_NE(html.find("<dt>programs judged</dt><dd>12000</dd>"), std::string::npos);
-  EXPECT_NE(html.find("4 unique bugs from 62 raw findings"), std::string::npos);
-  EXPECT_LT(html.find("</table>"), html.find("<h2>Campaign</h2>"));
-  EXPECT_LT(html.find("crashes/c0000000000000f2/report.md"), html.find("crashes/c0000000000000f1/report.md"));
-  EXPECT_LT(html.find("crashes/b0000000000000a1/report.md"), html.find("crashes/" + wrong.id + "/report.md"));
-  EXPECT_EQ(html.find("http"), std::string::npos) << "nothing is fetched from anywhere";
-  fs::remove_all(root);
-}
-
-// The bugs come first; the campaign gets a handful of lines under them, and fuzzer_stats keeps every figure.
-TEST(ReportWriter, IndexPutsTheBugsFirstAndSumsUpTheCampaignUnderThem) {
-  BugReport crash = crashBug();
-  fs::path root = freshDir("index-summary");
-  fs::create_directories(root / "plots");
-  std::ofstream(root / "fuzzer_stats") << "run_time : 3725\n";
-  std::ofstream(root / "plots" / "campaign.svg") << "<svg/>";
-  writeIndex({crash}, {{"start_time", "1714564800"}, {"run_time", "3725"}, {"torch_version", "2.11.0+cu130"},
-                       {"programs_done", "4711"}, {"findings", "3"}, {"unique_signatures", "2"}, {"arm_x", "pulls=9"}},
-             root, tcfuzz::SecretRedactor{});
-  std::string md = slurp(root / "index.md"), row = lineWith(md, "](crashes/");
-  EXPECT_EQ(md, "# tcfuzz findings\n\n1 unique bug from 17 raw findings.\n\n| rank | id | title | upstream | severity | "
-                "component | hits | first seen | last seen | torch | nodes (original) | short repro lines | verified |\n"
-                "|---:|---|---|---|---|---|---:|---|---|---|---|---:|---|\n" + row + "\n\n## Campaign\n\n"
-                "- duration: 1h 02m 05s\n- programs judged: 4711\n- findings: 3 (2 unique signatures)\n"
-                "- torch: 2.11.0+cu130\n\nEvery figure of the campaign: [fuzzer_stats](fuzzer_stats).\n\n"
-                "![the campaign over run time](plots/campaign.svg)\n");
-  std::string html = slurp(root / "index.html");
-  EXPECT_LT(html.find("crashes/" + crash.id + "/report.md"), html.find("<h2>Campaign</h2>"));
-  EXPECT_NE(html.find("<dt>duration</dt><dd>1h 02m 05s</dd>"), std::string::npos) << html;
-  EXPECT_NE(html.find("<a href=\"fuzzer_stats\">fuzzer_stats</a>"), std::string::npos) << html;
-  EXPECT_EQ(html.find("arm_x"), std::string::npos) << html;
-  // A merged night's keys, no fuzzer_stats file, no figure, no bug: no table, no link.
-  fs::remove_all(root);
-  writeIndex({}, {{"shards", "2 (2 usable)"}, {"torch", "2.15.0+cu132"}, {"execs_done", "80"}}, root, tcfuzz::SecretRedactor{});
-  EXPECT_EQ(slurp(root / "index.md"), "# tcfuzz findings\n\n0 unique bugs from 0 raw findings.\n\n## Campaign\n\n"
-                                      "- programs judged: 80\n- torch: 2.15.0+cu132\n- shards: 2 (2 usable)\n");
-  fs::remove_all(root);
-}
-
-TEST(MarkdownText, QuotesCannotBreakOutOfTheirCodeSpanCellOrBlock) {
-  EXPECT_EQ(markdown::code("a `b` c"), "``a `b` c``");
-  EXPECT_EQ(markdown::code("`x`"), "`` `x` ``");
-  EXPECT_EQ(markdown::code(""), "``");
-  EXPECT_EQ(markdown::cell("a | b <i>"), "a \\| b &lt;i>");
-  EXPECT_EQ(markdown::cell("a|b", true), "`a\\|b`");
-  EXPECT_EQ(markdown::codeBlock("x ``` y", "python"), "````python\nx ``` y\n````\n");
-  EXPECT_EQ(markdown::oneLine("  one\n two\tthree  ", 100), "one two three");
-  EXPECT_EQ(markdown::oneLine("abcdef", 3), "abc...");
-  EXPECT_EQ(markdown::headBounded("abcdef", 4), "abcd\n[... cut by tcfuzz: 4 of 6 bytes shown]");
-  EXPECT_EQ(markdown::tailBounded("1\n2\n3\n", 100, 2), "[... cut by tcfuzz: last 3 of 5 bytes shown]\n2\n3");
-  EXPECT_EQ(markdown::htmlEscape("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
-  EXPECT_EQ(markdown::isoTime(kMay1Noon), "2024-05-01T12:00:00Z");
-  EXPECT_EQ(markdown::isoOrUnknown(0), "unknown");
 }

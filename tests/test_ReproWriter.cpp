@@ -375,7 +375,7 @@ std::string joinLines(const std::vector<std::string>& lines) {
 }  // namespace
 
 TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver) {
-  SharedBlock child = sharedBlock("fuzzer/worker/repro_shared.py");
+  SharedBlock child = sharedBlock("fuzzer/worker/python/repro_shared.py");
   SharedBlock driver = sharedBlock("oracles/reporter/repro_driver.py");
   ASSERT_EQ(child.beginMarkers, 1);
   ASSERT_EQ(child.endMarkers, 1);
@@ -384,8 +384,8 @@ TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver)
   // Each copy names its twin.
   EXPECT_EQ(child.begin, std::string(kSharedBlockBegin) + " (twin: oracles/reporter/repro_driver.py)");
   EXPECT_EQ(child.end, std::string(kSharedBlockEnd) + " (twin: oracles/reporter/repro_driver.py)");
-  EXPECT_EQ(driver.begin, std::string(kSharedBlockBegin) + " (twin: fuzzer/worker/repro_shared.py)");
-  EXPECT_EQ(driver.end, std::string(kSharedBlockEnd) + " (twin: fuzzer/worker/repro_shared.py)");
+  EXPECT_EQ(driver.begin, std::string(kSharedBlockBegin) + " (twin: fuzzer/worker/python/repro_shared.py)");
+  EXPECT_EQ(driver.end, std::string(kSharedBlockEnd) + " (twin: fuzzer/worker/python/repro_shared.py)");
   EXPECT_EQ(joinLines(child.lines), joinLines(driver.lines));
   // The block is the code both sides run, not an empty pair of markers.
   std::string text = joinLines(child.lines);
@@ -469,7 +469,7 @@ TEST_F(ReproEndToEnd, ExplicitCastsGiveTheWorkersEagerAndFp64OutputsInReproPy) {
   std::vector<at::Tensor> reproEager = oracles::loadTensorFile(folder / "saved" / "eager.safetensors");
   std::vector<at::Tensor> reproFp64 = oracles::loadTensorFile(folder / "saved" / "fp64.safetensors");
 
-  // repro.py rebuilds every leaf the worker saves, in the worker's order (fuzzer/worker/forward_checks.py):
+  // repro.py rebuilds every leaf the worker saves, in the worker's order (fuzzer/worker/python/forward_checks.py):
   // call 1's two outputs, the input and parameters as left, then calls 2 and 3.
   ASSERT_GT(eager.size(), 2u);
   ASSERT_EQ(fp64.size(), eager.size());

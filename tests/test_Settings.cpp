@@ -111,7 +111,7 @@ TEST(Settings, WorkerSpecFollowsTheFlagsAndNeverPassesACredential) {
   EXPECT_EQ(spec.sandbox, SandboxKind::None);
   EXPECT_EQ(spec.passEnv, std::vector<std::string>{"OMP_NUM_THREADS"});
   EXPECT_EQ(spec.python, fs::path(TCFUZZ_DEFAULT_PYTHON));
-  EXPECT_EQ(spec.harness, fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "zygote.py");
+  EXPECT_EQ(spec.harness, fs::path(TCFUZZ_SOURCE_DIR) / "fuzzer" / "worker" / "python" / "zygote.py");
   EXPECT_EQ(spec.workDir, dir.path());
   EXPECT_EQ(spec.device, "cpu");
   EXPECT_TRUE(spec.gpus.empty());

@@ -37,7 +37,7 @@ def make_inputs(seed):
 
 # --------------------------------------------------------------------------------------------------
 # The driver: runs the program above in eager, float64 eager and torch.compile the way tcfuzz's
-# worker did (fuzzer/worker/child.py), then compares eager and compiled with
+# worker did (fuzzer/worker/python/child.py), then compares eager and compiled with
 # torch._dynamo.utils.same against the float64 reference.
 # (Template: oracles/reporter/repro_driver.py in tcfuzz; CASE is filled in when repro.py is written.)
 # --------------------------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ CASE = json.loads(r'''
 ''')
 
 
-# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/repro_shared.py)
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
 # repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
 # stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
 def seed_everything(seed):
@@ -395,7 +395,7 @@ def schedule_leaves(namespace, model, restore, call, python_state):
         leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call())]
         leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
     return leaves
-# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/repro_shared.py)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
 
 
 def apply_compile_config(cfg):

@@ -65,7 +65,7 @@ WorkerSpec workerSpecFrom(const Options& o, const fs::path& workDir, const Secre
     spec.passEnv.push_back(name);
   }
   spec.python = o.python;
-  spec.harness = sourceTree() / "fuzzer" / "worker" / "zygote.py";
+  spec.harness = sourceTree() / "fuzzer" / "worker" / "python" / "zygote.py";
   DeviceSelection devices = deviceSelectionFrom(o.device);
   spec.device = devices.jobDevice();
   spec.gpus = devices.gpus;

@@ -1,5 +1,5 @@
 #pragma once
-// The JSON-lines protocol between tcfuzz and the worker zygote (fuzzer/worker/zygote.py).
+// The JSON-lines protocol between tcfuzz and the worker zygote (fuzzer/worker/python/zygote.py).
 #include <cstdint>
 #include <map>
 #include <set>

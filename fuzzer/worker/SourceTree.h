@@ -1,5 +1,5 @@
 #pragma once
-// Where tcfuzz's own files live at run time: the worker harness (fuzzer/worker/*.py), the plot
+// Where tcfuzz's own files live at run time: the worker harness (fuzzer/worker/python/*.py), the plot
 // script, corpus/. A build knows the source tree it was built from; a build carried to another
 // machine (scripts/carry, a GPU box with its own torch) is told where the tree is now.
 #include <cstdlib>

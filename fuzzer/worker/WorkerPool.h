@@ -1,5 +1,5 @@
 #pragma once
-// Worker zygotes (fuzzer/worker/zygote.py) as Boost.Process children, and a pool of them.
+// Worker zygotes (fuzzer/worker/python/zygote.py) as Boost.Process children, and a pool of them.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,7 +24,7 @@ namespace tcfuzz {
 /// How to start a zygote.
 struct WorkerSpec {
   std::filesystem::path python;        ///< the interpreter whose torch is under test
-  std::filesystem::path harness;       ///< the zygote's entry script, fuzzer/worker/zygote.py
+  std::filesystem::path harness;       ///< the zygote's entry script, fuzzer/worker/python/zygote.py
   std::string device = "cpu";          ///< what jobs name: "cpu" or "cuda" (see gpus)
   /// GPUs the zygotes are pinned to, CUDA_VISIBLE_DEVICES entries (DeviceSelection::gpus): zygote i sees
   /// only gpus[i % size] as its cuda:0. Empty: unpinned.

@@ -1,5 +1,5 @@
 #pragma once
-// The torch a worker's interpreter runs, as its zygote reports it (fuzzer/worker/zygote.py, hello).
+// The torch a worker's interpreter runs, as its zygote reports it (fuzzer/worker/python/zygote.py, hello).
 // One tcfuzz build drives any torch from kMinimumTorch on: this, not the LibTorch tcfuzz links, is
 // the version every finding, report and regress row names.
 #include <optional>

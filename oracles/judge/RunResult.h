@@ -1,6 +1,6 @@
 #pragma once
 // What one worker job produced: status, exception, timings, saved outputs and compile facts.
-// Decoded from the worker child's JSON result (fuzzer/worker/child.py); this is the oracle's input.
+// Decoded from the worker child's JSON result (fuzzer/worker/python/child.py); this is the oracle's input.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -15,7 +15,7 @@ namespace tcfuzz::oracles {
 
 /// How a job ended. Oom covers both an allocation refused by the memory limit and the RSS watchdog.
 /// Refused: the program tried to reach past its job (a secret, a file outside it, the network, a process);
-/// the worker's program guard stopped it (fuzzer/worker/program_guard.py). Never a torch result.
+/// the worker's program guard stopped it (fuzzer/worker/python/program_guard.py). Never a torch result.
 enum class RunStatus { Ok, Exception, Signal, Timeout, OutOfMemory, Refused };
 
 std::string_view toString(RunStatus status);
@@ -31,7 +31,7 @@ struct ExceptionInfo {
 };
 
 /// The values an index output points into (argmax, max.dim, sort, topk...), saved by the eager job
-/// (fuzzer/worker/forward_checks.py, IndexSources) so that indices of tied values can count as agreeing.
+/// (fuzzer/worker/python/forward_checks.py, IndexSources) so that indices of tied values can count as agreeing.
 struct TieSource {
   int index = -1;              ///< position of the source values in the saved tensor list
   std::optional<int64_t> dim;  ///< the dim indexed; absent: a flat index into the flattened source
@@ -53,7 +53,7 @@ struct OutputLeaf {
   /// outputs), "moved" (inputs with a storage offset at offset 0: an Other leaf, then the outputs),
   /// "python-state" (the Python state the program keeps, after call 1: attributes, class attributes, declared
   /// globals), "schedule" (a program's SCHEDULE: after each state change, the call's outputs and Python
-  /// state); see fuzzer/worker/forward_checks.py.
+  /// state); see fuzzer/worker/python/forward_checks.py.
   std::string role = "output";
   std::string name;              ///< e.g. "grad(input 0)", "buffer bn.running_mean after forward"; empty for outputs
   bool random = false;           ///< its value depends on a random op (eager's taint): values are not judged
@@ -74,7 +74,7 @@ struct CompileFacts {
   std::map<std::string, double> inductorCounters;
   std::map<std::string, double> inductorMetrics;     ///< torch._inductor.metrics (generated_kernel_count, ...)
   std::map<std::string, double> aotAutogradCounters;  ///< counters["aot_autograd"] (total, ok, ...)
-  // What Inductor did, by name -> count (fuzzer/worker/compile_stats.py's hooks; empty on a torch or a
+  // What Inductor did, by name -> count (fuzzer/worker/python/compile_stats.py's hooks; empty on a torch or a
   // result file without them; at most 200 names each).
   std::map<std::string, int> postGradOps;    ///< post-grad FX graph nodes: "aten.mm.default:float32"
   std::map<std::string, int> lowerings;      ///< ops Inductor lowered itself: "aten.relu.default"
@@ -95,7 +95,7 @@ struct PhaseTimes {
   double backward = 0;   ///< the part of `run` spent computing gradients (backward jobs)
   double extraCalls = 0; ///< the part of `run` spent in the oracle's calls 2 and 3 (second call, fresh inputs)
   /// `compile` split into exclusive phases (compiled jobs): dynamo, aot_autograd, lowering, scheduling,
-  /// cxx_compile, codegen_load (see fuzzer/worker/compile_stats.py); empty when torch reports none.
+  /// cxx_compile, codegen_load (see fuzzer/worker/python/compile_stats.py); empty when torch reports none.
   std::map<std::string, double> compilePhases;
 };
 

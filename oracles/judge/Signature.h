@@ -28,7 +28,7 @@
 // (Dynamo strips the traceback of user-code exceptions), from the next block outwards.
 //
 // Frames (torchFrames). Only frames inside a `torch/` package directory count, named
-// "torch/<path>:<function>"; the worker (fuzzer/worker/*.py), the program file, plugins,
+// "torch/<path>:<function>"; the worker (fuzzer/worker/python/*.py), the program file, plugins,
 // the standard library (functools, contextlib) and Inductor's generated code in the
 // torchinductor cache are therefore never frames. Innermost first; consecutive repeats collapse
 // (a re-raise with with_traceback shows the same function twice). Skipped as wrappers:
