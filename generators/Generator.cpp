@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "generators/Idioms.h"
-#include "generators/InputLayout.h"
-#include "generators/InputWrites.h"
+#include "generators/features/Idioms.h"
+#include "generators/features/InputLayout.h"
+#include "generators/features/InputWrites.h"
 
 namespace tcfuzz::gen {
 

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "generators/Graph.h"
-#include "generators/GraphRepair.h"
-#include "generators/InputWrites.h"
-#include "generators/IntConstraints.h"
+#include "generators/ir/Graph.h"
+#include "generators/repair/GraphRepair.h"
+#include "generators/features/InputWrites.h"
+#include "generators/repair/IntConstraints.h"
 #include "generators/OpCatalog.h"
 #include "generators/python/PythonConstructs.h"
 

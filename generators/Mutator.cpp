@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "generators/InputLayout.h"
-#include "generators/InputWrites.h"
+#include "generators/features/InputLayout.h"
+#include "generators/features/InputWrites.h"
 
 namespace tcfuzz::gen {
 

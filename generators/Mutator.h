@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "generators/Generator.h"
-#include "generators/Graph.h"
-#include "generators/IntConstraints.h"
+#include "generators/ir/Graph.h"
+#include "generators/repair/IntConstraints.h"
 #include "generators/OpCatalog.h"
 
 namespace tcfuzz::gen {

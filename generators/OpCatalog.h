@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "generators/Graph.h"
-#include "generators/IntConstraints.h"
-#include "generators/Rng.h"
-#include "generators/Strides.h"
+#include "generators/ir/Graph.h"
+#include "generators/repair/IntConstraints.h"
+#include "generators/ir/Rng.h"
+#include "generators/ir/Strides.h"
 
 namespace tcfuzz::gen {
 

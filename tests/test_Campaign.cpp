@@ -19,10 +19,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/campaign/output/CampaignOutput.h"
 #include "fuzzer/campaign/FeatureSet.h"
-#include "fuzzer/campaign/FindingStore.h"
-#include "fuzzer/campaign/GpuStats.h"
+#include "fuzzer/campaign/output/FindingStore.h"
+#include "fuzzer/campaign/output/GpuStats.h"
 #include "fuzzer/cli/Settings.h"
 #include "tests/TestWorkers.h"
 

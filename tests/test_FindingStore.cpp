@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "tests/TestWorkers.h"
 
 namespace tcfuzz {

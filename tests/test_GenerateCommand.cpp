@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "generators/Graph.h"
+#include "generators/ir/Graph.h"
 #include "TestWorkers.h"
 
 namespace tcfuzz {

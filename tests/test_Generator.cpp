@@ -6,12 +6,12 @@
 #include <algorithm>
 
 #include "generators/Generator.h"
-#include "generators/Idioms.h"
-#include "generators/InputLayout.h"
-#include "generators/InputWrites.h"
-#include "generators/GraphRepair.h"
-#include "generators/LlmProgram.h"
-#include "generators/PythonEmitter.h"
+#include "generators/features/Idioms.h"
+#include "generators/features/InputLayout.h"
+#include "generators/features/InputWrites.h"
+#include "generators/repair/GraphRepair.h"
+#include "generators/llm/LlmProgram.h"
+#include "generators/python/PythonEmitter.h"
 
 namespace tcfuzz::gen {
 namespace {

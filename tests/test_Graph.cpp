@@ -1,7 +1,7 @@
 // The IR: JSON round trip, strict parsing with located errors, stable content hash, compaction.
 #include <gtest/gtest.h>
 
-#include "generators/Graph.h"
+#include "generators/ir/Graph.h"
 
 namespace tcfuzz::gen {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "generators/Generator.h"
-#include "generators/GraphRepair.h"
+#include "generators/repair/GraphRepair.h"
 
 namespace tcfuzz::gen {
 namespace {

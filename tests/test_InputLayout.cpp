@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include "generators/Generator.h"
-#include "generators/GraphRepair.h"
-#include "generators/InputLayout.h"
+#include "generators/repair/GraphRepair.h"
+#include "generators/features/InputLayout.h"
 #include "generators/Mutator.h"
-#include "generators/ProgramFigures.h"
-#include "generators/PythonEmitter.h"
+#include "generators/ir/ProgramFigures.h"
+#include "generators/python/PythonEmitter.h"
 
 namespace tcfuzz::gen {
 namespace {

@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "generators/GraphRepair.h"
-#include "generators/InputLayout.h"
-#include "generators/LlmProgram.h"
+#include "generators/repair/GraphRepair.h"
+#include "generators/features/InputLayout.h"
+#include "generators/llm/LlmProgram.h"
 #include "generators/OpCatalog.h"
 
 using namespace tcfuzz::gen;

@@ -18,16 +18,16 @@
 #include <boost/process.hpp>
 #include <gtest/gtest.h>
 
-#include "fuzzer/campaign/StatusView.h"
+#include "fuzzer/campaign/output/StatusView.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/llm/LlmServer.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/worker/WorkerPool.h"
-#include "generators/IntConstraints.h"
-#include "generators/LlmProgram.h"
+#include "generators/repair/IntConstraints.h"
+#include "generators/llm/LlmProgram.h"
 #include "generators/OpCatalog.h"
-#include "generators/PythonEmitter.h"
-#include "generators/PythonLift.h"
+#include "generators/python/PythonEmitter.h"
+#include "generators/llm/PythonLift.h"
 #include "TestWorkers.h"
 
 using namespace tcfuzz;
@@ -331,13 +331,13 @@ class FixtureServer {
 };
 
 /// A --llm-prompts document with only the named strategies of the built-in table
-/// (generators/prompts/strategies.json: its examples, targets and prompt texts as they are).
+/// (generators/llm/prompts/strategies.json: its examples, targets and prompt texts as they are).
 fs::path strategiesFile(const fs::path& dir, const std::set<std::string>& names) {
-  Json doc = Json::parse(readText(sourcePath("generators/prompts/strategies.json")));
+  Json doc = Json::parse(readText(sourcePath("generators/llm/prompts/strategies.json")));
   Json kept = Json::array();
   for (const Json& s : doc["strategies"])
     if (names.count(s["name"].get<std::string>())) kept.push_back(s);
-  EXPECT_EQ(kept.size(), names.size()) << "a strategy under test is missing from generators/prompts/strategies.json";
+  EXPECT_EQ(kept.size(), names.size()) << "a strategy under test is missing from generators/llm/prompts/strategies.json";
   doc["strategies"] = kept;
   fs::path file = dir / "strategies.json";
   std::ofstream(file) << doc.dump(1);

@@ -10,9 +10,9 @@
 
 #include "oracles/judge/CompileConfig.h"
 #include "generators/Generator.h"
-#include "generators/InputLayout.h"
-#include "generators/GraphRepair.h"
-#include "generators/PythonEmitter.h"
+#include "generators/features/InputLayout.h"
+#include "generators/repair/GraphRepair.h"
+#include "generators/python/PythonEmitter.h"
 #include "oracles/reporter/Minimizer.h"
 
 using namespace tcfuzz;

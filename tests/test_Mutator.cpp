@@ -6,7 +6,7 @@
 #include <iterator>
 #include <set>
 
-#include "generators/GraphRepair.h"
+#include "generators/repair/GraphRepair.h"
 #include "generators/Mutator.h"
 
 namespace tcfuzz::gen {

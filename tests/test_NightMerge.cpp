@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "fuzzer/triage/NightMerge.h"
 #include "fuzzer/triage/NightSummary.h"
 #include "fuzzer/triage/TriagedCase.h"

@@ -26,7 +26,7 @@
 #include "fuzzer/cli/commands/Commands.h"
 #include "generators/NodeSampler.h"
 #include "generators/OpCatalog.h"
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 #include "tests/AtenCall.h"
 
 using namespace tcfuzz::gen;

@@ -11,7 +11,7 @@
 #include "fuzzer/worker/ProgramTester.h"
 #include "generators/Generator.h"
 #include "generators/OpCatalog.h"
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 #include "oracles/judge/OutputLoader.h"
 
 using namespace tcfuzz;

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "tests/TestWorkers.h"
 
 namespace tcfuzz {
@@ -162,7 +162,7 @@ TEST_F(Plot, WithoutMatplotlibTheScriptSaysToRunSetup) {
   fs::path out = dir.path() / "campaign";
   writePlotData(out / "plot_data", 3, 5);
   boost::process::ipstream said;
-  boost::process::child c(bare.string(), "-I", test_support::sourcePath("fuzzer/campaign/plot_campaign.py").string(),
+  boost::process::child c(bare.string(), "-I", test_support::sourcePath("fuzzer/campaign/output/plot_campaign.py").string(),
                           out.string(), (out / "plots").string(), boost::process::std_out > boost::process::null,
                           boost::process::std_err > said);
   std::string all, line;

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generators/OpCatalog.h"
-#include "generators/PromptStrategy.h"
+#include "generators/llm/PromptStrategy.h"
 
 using namespace tcfuzz::gen;
 using nlohmann::json;

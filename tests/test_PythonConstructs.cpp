@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "generators/Generator.h"
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 #include "generators/python/PythonConstructs.h"
 
 namespace tcfuzz::gen {

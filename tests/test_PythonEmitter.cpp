@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "generators/Generator.h"
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 
 namespace tcfuzz::gen {
 namespace {

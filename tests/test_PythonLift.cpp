@@ -11,7 +11,7 @@
 
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
-#include "generators/PythonLift.h"
+#include "generators/llm/PythonLift.h"
 
 using namespace tcfuzz;
 using nlohmann::json;

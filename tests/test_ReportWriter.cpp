@@ -12,7 +12,7 @@
 
 #include "oracles/reporter/ReportWriter.h"
 #include "oracles/judge/Comparator.h"
-#include "oracles/reporter/ShortReproWriter.h"
+#include "oracles/reporter/repro/ShortReproWriter.h"
 #include "tests/ReportFixtures.h"
 
 using namespace tcfuzz::oracles;

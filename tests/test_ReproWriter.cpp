@@ -18,7 +18,7 @@
 #include "fuzzer/worker/ProgramTester.h"
 #include "oracles/judge/Comparator.h"
 #include "oracles/judge/OutputLoader.h"
-#include "oracles/reporter/ReproWriter.h"
+#include "oracles/reporter/repro/ReproWriter.h"
 
 using namespace tcfuzz;
 using oracles::renderRepro;
@@ -376,14 +376,14 @@ std::string joinLines(const std::vector<std::string>& lines) {
 
 TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver) {
   SharedBlock child = sharedBlock("fuzzer/worker/python/repro_shared.py");
-  SharedBlock driver = sharedBlock("oracles/reporter/repro_driver.py");
+  SharedBlock driver = sharedBlock("oracles/reporter/repro/repro_driver.py");
   ASSERT_EQ(child.beginMarkers, 1);
   ASSERT_EQ(child.endMarkers, 1);
   ASSERT_EQ(driver.beginMarkers, 1);
   ASSERT_EQ(driver.endMarkers, 1);
   // Each copy names its twin.
-  EXPECT_EQ(child.begin, std::string(kSharedBlockBegin) + " (twin: oracles/reporter/repro_driver.py)");
-  EXPECT_EQ(child.end, std::string(kSharedBlockEnd) + " (twin: oracles/reporter/repro_driver.py)");
+  EXPECT_EQ(child.begin, std::string(kSharedBlockBegin) + " (twin: oracles/reporter/repro/repro_driver.py)");
+  EXPECT_EQ(child.end, std::string(kSharedBlockEnd) + " (twin: oracles/reporter/repro/repro_driver.py)");
   EXPECT_EQ(driver.begin, std::string(kSharedBlockBegin) + " (twin: fuzzer/worker/python/repro_shared.py)");
   EXPECT_EQ(driver.end, std::string(kSharedBlockEnd) + " (twin: fuzzer/worker/python/repro_shared.py)");
   EXPECT_EQ(joinLines(child.lines), joinLines(driver.lines));

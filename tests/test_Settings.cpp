@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "fuzzer/cli/Settings.h"
 #include "tests/TestWorkers.h"
 

@@ -13,7 +13,7 @@
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "oracles/judge/Comparator.h"
-#include "oracles/reporter/ShortReproWriter.h"
+#include "oracles/reporter/repro/ShortReproWriter.h"
 
 using namespace tcfuzz;
 using oracles::renderShortRepro;

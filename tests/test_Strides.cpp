@@ -1,5 +1,5 @@
-// Strides (generators/Strides, the view ops' stride rules in generators/ops/ViewStrides.cpp, and
-// valueGeometries in generators/InputLayout): every rule is held against ATen. Each view op runs
+// Strides (generators/ir/Strides, the view ops' stride rules in generators/ops/ViewStrides.cpp, and
+// valueGeometries in generators/features/InputLayout): every rule is held against ATen. Each view op runs
 // through the dispatcher on CPU tensors of 50 sampled nodes, input 0 laid out contiguous, permuted,
 // stepped with a storage offset or expanded; the strides and storage offset ATen reports must be the
 // rule's, the output must alias input 0, and where the rule says the op cannot view, `view` must
@@ -12,10 +12,10 @@
 
 #include <numeric>
 
-#include "generators/InputLayout.h"
+#include "generators/features/InputLayout.h"
 #include "generators/NodeSampler.h"
 #include "generators/OpCatalog.h"
-#include "generators/Strides.h"
+#include "generators/ir/Strides.h"
 #include "tests/AtenCall.h"
 
 using namespace tcfuzz::gen;

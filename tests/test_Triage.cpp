@@ -19,7 +19,7 @@
 #include "fuzzer/triage/StructuredTrace.h"
 #include "fuzzer/triage/Triage.h"
 #include "generators/Generator.h"
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 #include "oracles/reporter/Minimizer.h"
 #include "oracles/reporter/Deduper.h"
 #include "tests/TestWorkers.h"

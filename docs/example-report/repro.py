@@ -39,7 +39,7 @@ def make_inputs(seed):
 # The driver: runs the program above in eager, float64 eager and torch.compile the way tcfuzz's
 # worker did (fuzzer/worker/python/child.py), then compares eager and compiled with
 # torch._dynamo.utils.same against the float64 reference.
-# (Template: oracles/reporter/repro_driver.py in tcfuzz; CASE is filled in when repro.py is written.)
+# (Template: oracles/reporter/repro/repro_driver.py in tcfuzz; CASE is filled in when repro.py is written.)
 # --------------------------------------------------------------------------------------------------
 import faulthandler
 import json

@@ -17,20 +17,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/campaign/output/CampaignOutput.h"
 #include "fuzzer/campaign/CompileMatrix.h"
 #include "fuzzer/campaign/CostAwareScheduler.h"
 #include "fuzzer/campaign/FeatureSet.h"
-#include "fuzzer/campaign/FindingStore.h"
-#include "fuzzer/campaign/GpuStats.h"
+#include "fuzzer/campaign/output/FindingStore.h"
+#include "fuzzer/campaign/output/GpuStats.h"
 #include "fuzzer/campaign/OriginLedger.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/worker/ProgramTester.h"
-#include "fuzzer/campaign/StatusView.h"
+#include "fuzzer/campaign/output/StatusView.h"
 #include "generators/Generator.h"
 #include "generators/Mutator.h"
 #include "generators/OpCatalog.h"
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 
 namespace tcfuzz {
 

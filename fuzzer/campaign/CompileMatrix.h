@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/judge/CompileConfig.h"
-#include "generators/Rng.h"
+#include "generators/ir/Rng.h"
 
 namespace tcfuzz {
 

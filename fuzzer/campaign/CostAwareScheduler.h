@@ -12,7 +12,7 @@
 
 #include "fuzzer/campaign/CompileMatrix.h"
 #include "generators/Generator.h"
-#include "generators/Rng.h"
+#include "generators/ir/Rng.h"
 
 namespace tcfuzz {
 

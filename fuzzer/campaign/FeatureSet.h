@@ -9,7 +9,7 @@
 
 #include "fuzzer/campaign/CompileMatrix.h"
 #include "fuzzer/worker/ProgramTester.h"
-#include "generators/Graph.h"
+#include "generators/ir/Graph.h"
 
 namespace tcfuzz {
 

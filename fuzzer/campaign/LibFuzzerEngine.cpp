@@ -13,8 +13,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "generators/GraphRepair.h"
-#include "generators/PythonEmitter.h"
+#include "generators/repair/GraphRepair.h"
+#include "generators/python/PythonEmitter.h"
 
 // libFuzzer's driver, from Debian's clang runtime (libclang_rt.fuzzer_no_main): runs the loop over
 // `callback` with libFuzzer's flags in argv. It ends the process itself (exit(0)) when its loop ends.

@@ -17,7 +17,7 @@
 #include "fuzzer/worker/WorkerPool.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
-#include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/campaign/output/CampaignOutput.h"
 #include "generators/OpCatalog.h"
 #include "oracles/judge/OutputLoader.h"
 #include "oracles/infra/SecretRedactor.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/campaign/CompileMatrix.h"
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "fuzzer/cli/Options.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/triage/Triage.h"

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include "oracles/infra/AtomicFile.h"
-#include "generators/LlmProgram.h"
-#include "generators/PythonLift.h"
-#include "generators/Rng.h"
+#include "generators/llm/LlmProgram.h"
+#include "generators/llm/PythonLift.h"
+#include "generators/ir/Rng.h"
 
 namespace tcfuzz {
 

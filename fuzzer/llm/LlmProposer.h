@@ -30,11 +30,11 @@
 #include "fuzzer/llm/ReplyLog.h"
 #include "fuzzer/llm/ReplyText.h"
 #include "fuzzer/worker/ProgramTester.h"
-#include "generators/Graph.h"
-#include "generators/IntConstraints.h"
+#include "generators/ir/Graph.h"
+#include "generators/repair/IntConstraints.h"
 #include "generators/OpCatalog.h"
-#include "generators/PromptStrategy.h"
-#include "generators/PythonEmitter.h"
+#include "generators/llm/PromptStrategy.h"
+#include "generators/python/PythonEmitter.h"
 #include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "generators/PromptStrategy.h"
+#include "generators/llm/PromptStrategy.h"
 
 namespace tcfuzz {
 

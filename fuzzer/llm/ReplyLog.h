@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "generators/PromptStrategy.h"
+#include "generators/llm/PromptStrategy.h"
 #include "oracles/infra/SecretRedactor.h"
 
 namespace tcfuzz {

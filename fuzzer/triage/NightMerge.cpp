@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "fuzzer/campaign/CampaignOutput.h"
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/CampaignOutput.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "oracles/infra/AtomicFile.h"
 #include "oracles/infra/TorchInfo.h"
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "oracles/infra/AtomicFile.h"
 
 namespace tcfuzz {

@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "generators/Graph.h"
+#include "generators/ir/Graph.h"
 #include "oracles/reporter/Minimizer.h"
 #include "oracles/judge/Signature.h"
 

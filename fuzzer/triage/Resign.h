@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 
 namespace tcfuzz {
 

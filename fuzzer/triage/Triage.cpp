@@ -10,12 +10,12 @@
 
 #include <fmt/format.h>
 
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 #include "oracles/infra/AtomicFile.h"
 #include "oracles/reporter/Deduper.h"
 #include "oracles/reporter/IndexWriter.h"
 #include "oracles/reporter/ReportWriter.h"
-#include "oracles/reporter/ReproWriter.h"
+#include "oracles/reporter/repro/ReproWriter.h"
 
 namespace tcfuzz {
 

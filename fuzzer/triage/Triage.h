@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "fuzzer/triage/CaseTester.h"
 #include "fuzzer/triage/TriageSteps.h"
 #include "fuzzer/triage/TriagedCase.h"

@@ -10,8 +10,8 @@
 
 #include "fuzzer/triage/StructuredTrace.h"
 #include "oracles/reporter/Ablation.h"
-#include "oracles/reporter/ReproWriter.h"
-#include "oracles/reporter/ShortReproWriter.h"
+#include "oracles/reporter/repro/ReproWriter.h"
+#include "oracles/reporter/repro/ShortReproWriter.h"
 #include "oracles/judge/Comparator.h"
 
 namespace tcfuzz {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "generators/DType.h"
+#include "generators/ir/DType.h"
 #include "oracles/judge/OutputLoader.h"
 
 namespace tcfuzz {

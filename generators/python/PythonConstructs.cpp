@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 
 namespace tcfuzz::gen {
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "generators/Graph.h"
+#include "generators/ir/Graph.h"
 #include "generators/OpCatalog.h"
-#include "generators/Rng.h"
+#include "generators/ir/Rng.h"
 
 namespace tcfuzz::gen {
 

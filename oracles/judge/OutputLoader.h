@@ -6,7 +6,7 @@
 // (offsets into data), plus "__metadata__": {"format": "tcfuzz-tensors", "version": "1"}. Data is
 // C-contiguous and little-endian. dtypes: BOOL U8 I8 I16 I32 I64 U16 U32 U64 F16 BF16 F32 F64
 // F8_E4M3 F8_E5M2 (complex values travel as real pairs). The writer in Python is write_tensor_file
-// in fuzzer/worker/python/child.py (and its twin in oracles/reporter/repro_driver.py).
+// in fuzzer/worker/python/child.py (and its twin in oracles/reporter/repro/repro_driver.py).
 #include <filesystem>
 #include <stdexcept>
 #include <vector>

@@ -10,7 +10,7 @@
 #include "oracles/infra/AtomicFile.h"
 #include "oracles/judge/Comparator.h"
 #include "oracles/reporter/MarkdownText.h"
-#include "oracles/reporter/ShortReproWriter.h"
+#include "oracles/reporter/repro/ShortReproWriter.h"
 
 namespace tcfuzz::oracles {
 

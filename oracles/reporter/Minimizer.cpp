@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "generators/GraphRepair.h"
-#include "generators/IntConstraints.h"
-#include "generators/Rng.h"
+#include "generators/repair/GraphRepair.h"
+#include "generators/repair/IntConstraints.h"
+#include "generators/ir/Rng.h"
 
 namespace tcfuzz::oracles {
 

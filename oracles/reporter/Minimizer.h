@@ -25,7 +25,7 @@
 //                  input's layout or boundary values alone
 //   shrink-ranks   drop a dimension of one program input or parameter
 //   shrink-shapes  halve every dimension of all inputs, of one input, or one dimension of one input
-// Every candidate goes through shape repair (generators/GraphRepair) and dead-node elimination,
+// Every candidate goes through shape repair (generators/repair/GraphRepair) and dead-node elimination,
 // and is dropped unless the whole graph is valid.
 #include <cstdint>
 #include <functional>
@@ -36,7 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "generators/Graph.h"
+#include "generators/ir/Graph.h"
 #include "generators/OpCatalog.h"
 #include "oracles/judge/CompileConfig.h"
 

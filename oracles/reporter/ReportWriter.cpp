@@ -15,8 +15,8 @@
 #include "oracles/reporter/IndexWriter.h"
 #include "oracles/reporter/KnownUpstream.h"
 #include "oracles/reporter/MarkdownText.h"
-#include "oracles/reporter/ReproWriter.h"
-#include "oracles/reporter/ShortReproWriter.h"
+#include "oracles/reporter/repro/ReproWriter.h"
+#include "oracles/reporter/repro/ShortReproWriter.h"
 
 namespace tcfuzz::oracles {
 

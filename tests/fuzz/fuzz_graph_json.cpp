@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "generators/Graph.h"
+#include "generators/ir/Graph.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

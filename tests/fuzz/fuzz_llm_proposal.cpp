@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "generators/LlmProgram.h"
+#include "generators/llm/LlmProgram.h"
 
 using namespace tcfuzz::gen;
 

@@ -4,13 +4,13 @@
 #   cmake -DCOMPILER=... -DLAYER_ROOT=... -DWORK_DIR=... -P check_layers.cmake
 # Each layer is "library|a light header of that layer" (standard and nlohmann includes only).
 set(LAYERS
-  "tcfuzz_generators|generators/Rng.h"
+  "tcfuzz_generators|generators/ir/Rng.h"
   "tcfuzz_infra|oracles/infra/AtomicFile.h"
   "tcfuzz_judge|oracles/judge/RunResult.h"
   "tcfuzz_reporter|oracles/reporter/MarkdownText.h"
   "tcfuzz_worker|fuzzer/worker/Sandbox.h"
   "tcfuzz_llm|fuzzer/llm/LlmClient.h"
-  "tcfuzz_campaign|fuzzer/campaign/StatusView.h"
+  "tcfuzz_campaign|fuzzer/campaign/output/StatusView.h"
   "tcfuzz_triage|fuzzer/triage/Triage.h"
   "tcfuzz_cli|fuzzer/cli/Options.h")
 

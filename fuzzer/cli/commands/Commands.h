@@ -74,7 +74,7 @@ struct PlotOutcome {
 };
 
 /// Draws `campaignDir`'s plot_data (a merged night: each shard's, one line per shard) as dest/campaign.png and
-/// dest/campaign.svg with fuzzer/campaign/plot_campaign.py under the set-up venv's Python (headless,
+/// dest/campaign.svg with fuzzer/campaign/output/plot_campaign.py under the set-up venv's Python (headless,
 /// byte-identical for the same input), killed after `timeoutSeconds`. Reads plot_data and shards.json only.
 PlotOutcome drawCampaignPlots(const std::filesystem::path& campaignDir, const std::filesystem::path& dest,
                               double timeoutSeconds);

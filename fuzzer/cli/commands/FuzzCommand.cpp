@@ -18,10 +18,10 @@
 #include <torch/headeronly/version.h>
 
 #include "fuzzer/campaign/Campaign.h"
-#include "fuzzer/campaign/CampaignOutput.h"
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/CampaignOutput.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "fuzzer/campaign/LibFuzzerEngine.h"
-#include "fuzzer/campaign/StatusView.h"
+#include "fuzzer/campaign/output/StatusView.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/campaign/StopSignals.h"
 #include "fuzzer/triage/Triage.h"

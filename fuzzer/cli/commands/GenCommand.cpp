@@ -15,8 +15,8 @@
 #include "fuzzer/cli/Settings.h"
 #include "generators/Generator.h"
 #include "generators/Mutator.h"
-#include "generators/ProgramFigures.h"
-#include "generators/PythonEmitter.h"
+#include "generators/ir/ProgramFigures.h"
+#include "generators/python/PythonEmitter.h"
 #include "oracles/judge/OutputLoader.h"
 
 namespace tcfuzz {

@@ -7,11 +7,11 @@
 #include "fuzzer/cli/Interrupt.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "fuzzer/triage/Triage.h"
-#include "generators/PythonEmitter.h"
+#include "generators/python/PythonEmitter.h"
 #include "oracles/reporter/ReportWriter.h"
-#include "oracles/reporter/ReproWriter.h"
+#include "oracles/reporter/repro/ReproWriter.h"
 
 namespace tcfuzz {
 

@@ -26,7 +26,7 @@ std::string slurp(const fs::path& file) {
 
 PlotOutcome drawCampaignPlots(const fs::path& campaignDir, const fs::path& dest, double timeoutSeconds) {
   const fs::path python = TCFUZZ_DEFAULT_PYTHON;
-  const fs::path script = sourceTree() / "fuzzer" / "campaign" / "plot_campaign.py";
+  const fs::path script = sourceTree() / "fuzzer" / "campaign" / "output" / "plot_campaign.py";
   if (!fs::exists(python)) return {3, fmt::format("tcfuzz plot: {} does not exist: run scripts/setup\n", python.string()), ""};
   if (!fs::exists(script)) return {3, fmt::format("tcfuzz plot: the drawing script {} is missing\n", script.string()), ""};
   ScratchDir scratch("", false);

@@ -6,7 +6,7 @@
 #include "fuzzer/cli/Driver.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
-#include "fuzzer/campaign/FindingStore.h"
+#include "fuzzer/campaign/output/FindingStore.h"
 #include "fuzzer/triage/Triage.h"
 
 namespace tcfuzz {

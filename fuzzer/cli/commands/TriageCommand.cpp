@@ -7,7 +7,7 @@
 #include "fuzzer/cli/Interrupt.h"
 #include "fuzzer/cli/Settings.h"
 #include "fuzzer/cli/commands/Commands.h"
-#include "fuzzer/campaign/CampaignOutput.h"
+#include "fuzzer/campaign/output/CampaignOutput.h"
 #include "fuzzer/triage/Resign.h"
 #include "fuzzer/triage/Triage.h"
 

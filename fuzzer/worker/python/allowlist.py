@@ -2,7 +2,7 @@
 
 check_program_ast reads an untrusted program (an LLM's) without running any of it and says why it must
 not run, or None; lift_builtins is the second line behind it: the only builtins a lifted program gets.
-Used by the lift job (lift.py) in a forked worker child (child.py); see generators/PythonLift.h.
+Used by the lift job (lift.py) in a forked worker child (child.py); see generators/llm/PythonLift.h.
 Nothing here runs a torch op, and nothing is imported beyond LIFT_IMPORTABLE.
 """
 

@@ -2,7 +2,7 @@
 forward leaves behind (inputs, buffers, parameters), and the calls after the first.
 
 The leaves of one run, in the order every mode saves them (child.py) and repro.py rebuilds them
-(oracles/reporter/repro_driver.py):
+(oracles/reporter/repro/repro_driver.py):
   role "output"        call 1's flattened outputs
   role "grad"          call 1's gradients (backward jobs)
   role "alias"         one per output of call 1: what its storage is shared with (TextLeaf: "input 0",

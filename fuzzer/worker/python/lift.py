@@ -2,7 +2,7 @@
 
 The program (an LLM's) is checked against the AST allowlist (allowlist.py), run once in eager under
 LiftRecorder, and its torch calls are mapped onto catalog ops through the lift table that tcfuzz builds
-from the op catalog (generators/PythonLift.h). Runs in a forked worker child (child.py).
+from the op catalog (generators/llm/PythonLift.h). Runs in a forked worker child (child.py).
 """
 
 import re

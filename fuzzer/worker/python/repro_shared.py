@@ -1,5 +1,5 @@
 """The worker child's half of the shared block: seeding, fp64 widening, layout-keeping input copies,
-the resized call's inputs and the tensor file. repro.py must stand alone, so oracles/reporter/repro_driver.py keeps
+the resized call's inputs and the tensor file. repro.py must stand alone, so oracles/reporter/repro/repro_driver.py keeps
 a textually identical copy of the block below (tests/test_ReproWriter.cpp compares them).
 
 Imported by child.py before the zygote forks: nothing here runs a torch op at import time.
@@ -12,7 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 
 
-# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: oracles/reporter/repro_driver.py)
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: oracles/reporter/repro/repro_driver.py)
 # repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
 # stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
 def seed_everything(seed):
@@ -328,4 +328,4 @@ def schedule_leaves(namespace, model, restore, call, python_state):
         leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call())]
         leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
     return leaves
-# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/reporter/repro_driver.py)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/reporter/repro/repro_driver.py)

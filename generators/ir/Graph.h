@@ -1,0 +1,228 @@
+#pragma once
+// The program IR: a graph of typed values, the nodes that compute them, and the program's
+// inputs and parameters with the distributions their values are drawn from.
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generators/ir/DType.h"
+
+namespace tcfuzz::gen {
+
+inline constexpr int kGraphFormatVersion = 1;
+
+/// Shape, dtype and device of a tensor value.
+struct TensorType {
+  std::vector<int64_t> shape;
+  DType dtype = DType::Float32;
+  std::string device = "cpu";
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t numel() const;
+  bool operator==(const TensorType&) const = default;
+  /// "[2, 3] float32".
+  std::string str() const;
+};
+
+/// A closed range that contains every element of a value ([-inf, inf] when unknown).
+struct Interval {
+  double lo = -1.0 / 0.0, hi = 1.0 / 0.0;
+  double magnitude() const;
+  bool within(const Interval& other) const { return lo >= other.lo && hi <= other.hi; }
+  bool operator==(const Interval&) const = default;
+};
+
+/// How a program input or parameter is filled: uniform(low, high), randint(low, high) with high
+/// exclusive, randperm(low, high) (distinct values: the first numel of low + randperm(high - low)),
+/// or bernoulli(p) for bool.
+struct Distribution {
+  std::string kind = "uniform";
+  double low = -1, high = 1, p = 0.5;
+  /// The range every drawn element lies in.
+  Interval range() const;
+  bool operator==(const Distribution&) const = default;
+};
+
+/// How a program input sits in memory (InputLayout.h): the same logical shape and values as drawn, with
+/// other strides or a storage offset. kind "contiguous" (the default); "transposed": dims[0] and dims[1]
+/// swapped in storage; "strided": dim dims[0] is every `step`-th element of a longer one, from index
+/// `offset`; "expanded": dim dims[0] broadcast from size 1 (stride 0); "channels_last": rank 4 or 5.
+struct Layout {
+  std::string kind = "contiguous";
+  std::vector<int> dims;
+  int64_t step = 1, offset = 0;
+  bool contiguous() const { return kind == "contiguous"; }
+  bool operator==(const Layout&) const = default;
+};
+
+/// Boundary values in a program input (InputLayout.h): a share of its elements replaced by values of the
+/// named kinds ("signed_zero", "denormal", "tiny", "extremes", "nonfinite"), after "ties" rounds the
+/// draw to quarters. Empty `kinds`: plain draws.
+struct BoundaryValues {
+  std::vector<std::string> kinds;
+  double share = 0;
+  bool empty() const { return kinds.empty(); }
+  bool operator==(const BoundaryValues&) const = default;
+};
+
+/// One SSA value: a program input, a parameter, or a node output.
+struct Value {
+  int id = 0;
+  TensorType type;
+};
+
+/// A program input (an argument of forward) or a parameter (held by the model).
+struct Source {
+  int value = 0;
+  std::string name;
+  Distribution dist;
+  Layout layout;             // program inputs only; parameters are always contiguous
+  BoundaryValues boundary;   // program inputs only
+};
+
+/// How an `if` around a node is decided (PythonConstructs.h). kind "item": `x.flatten()[0].item() > t`
+/// (a graph break: a Python scalar from a tensor); "tensor": `x.flatten()[0] > t` (a tensor's truth value);
+/// "any": `(x > t).any()`; "flag": the instance attribute `self.flag`, which a schedule step may flip;
+/// "training": the module's `self.training` (False as built: the model runs in eval()), which a
+/// schedule step may flip with model.train(); "calls": `self.calls % 2 == 1`, the call counter. `operand`
+/// is the node input x the first three read (a program input nothing writes, so rounding never picks the
+/// arm); `threshold` is t.
+struct BranchTest {
+  std::string kind = "item";
+  int operand = 0;
+  double threshold = 0;
+  bool operator==(const BranchTest&) const = default;
+};
+
+/// The Python-level constructs on one node (PythonConstructs.h), all off by default. `graphBreakBefore`:
+/// torch._dynamo.graph_break() before its code. `branch`: its code is the `if` arm, and the `else` arm
+/// rolls its output by one element. `outputState`: "scale" multiplies its output by the class attribute
+/// `scale`, "offset" adds the module global OFFSET. `counter`: before its code, forward counts the call in
+/// an instance attribute, an instance list and a module global. `loop`: after its code, a loop over its
+/// output's dim 0 scales each slice by a small integer into a list, and the output is that list stacked.
+struct NodePython {
+  bool graphBreakBefore = false;
+  std::optional<BranchTest> branch;
+  std::string outputState;
+  bool counter = false;
+  bool loop = false;
+  bool empty() const { return !graphBreakBefore && !branch && outputState.empty() && !counter && !loop; }
+  bool operator==(const NodePython&) const = default;
+};
+
+/// One step of a program's call schedule (PythonConstructs.h): a state change, then a call. `change`:
+/// "class-attr" (Model.scale = value), "instance-attr" (model.scale = value, shadowing the class
+/// attribute), "global" (OFFSET = value), "flag" (model.flag = not model.flag), "train-mode"
+/// (model.train(not model.training)) or "remove-hook" (the module's hook removed); value is used by the
+/// first three only.
+struct ScheduleStep {
+  std::string change = "class-attr";
+  double value = 0;
+  bool operator==(const ScheduleStep&) const = default;
+};
+
+/// One op application: reads `inputs`, defines `outputs`, configured by `attrs` (a JSON object).
+/// `core` marks the nodes an LLM proposed, in a program the generator grew around them: the
+/// minimizer removes them last. It is not part of the content hash.
+/// `writesInput`: an in-place op writes into its input 0 itself, never a clone, where input 0 is a
+/// program input nothing else reads (writesIntoProgramInput): forward mutates its argument, which the
+/// oracle compares after each call. The node's output is that input, written.
+struct Node {
+  std::string op;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  nlohmann::json attrs = nlohmann::json::object();
+  bool core = false;
+  bool writesInput = false;
+  NodePython python;
+};
+
+/// Where a program came from, with what it takes to make it again (PythonEmitter prints the replay line):
+///   "grammar"   Generator(policy, seed).generate(index, {minNodes, maxNodes});
+///   "mutation"  Mutator(policy).mutate(queue entry `parent`, queue entry `donor`, index, `mutator`);
+///   "llm"       a reply (`replyId` in work/llm/replies.jsonl) of `model` to `strategy` (aimed at `target`),
+///               repaired, then grown by Generator(policy, seed).grow(core, index, {minNodes, maxNodes}).
+/// `stored`: where the campaign keeps this program's IR (relative to its output directory), or "".
+/// `minimized`: the minimizer reduced the program so made; its IR is kept beside it (program.json).
+/// Node ranges of 0 mean the policy's own.
+struct Origin {
+  std::string generator = "grammar";
+  uint64_t seed = 0;
+  uint64_t index = 0;
+  int minNodes = 0, maxNodes = 0;
+  std::string parent, donor, mutator;
+  std::string strategy, target, model;
+  int64_t replyId = -1;
+  std::string stored;
+  bool minimized = false;
+  /// "grammar", "mutation", "llm" or "libfuzzer" (older files spelt "mutation:<mutator>" and "llm:<strategy>").
+  std::string kind() const { return generator.substr(0, generator.find(':')); }
+  bool operator==(const Origin&) const = default;
+};
+
+/// Raised for a malformed IR document; the message names the file and the JSON pointer of the fault.
+class GraphFormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A whole program. Values are listed in definition order; nodes in execution order.
+class Graph {
+ public:
+  std::vector<Value> values;
+  std::vector<Source> inputs;
+  std::vector<Source> params;
+  std::vector<Node> nodes;
+  std::vector<int> outputs;
+  /// The calls after the first, each after a state change (PythonConstructs.h); empty: one call.
+  std::vector<ScheduleStep> schedule;
+  /// A hook on the model (PythonConstructs.h): "" none, "forward" (doubles the floating outputs) or
+  /// "forward-pre" (records the input shapes in the attribute `seen`).
+  std::string hook;
+  Origin origin;
+
+  /// Adds a value of this type and returns its id.
+  int addValue(TensorType type);
+  const TensorType& typeOf(int value) const;
+  TensorType& typeOf(int value);
+  /// The input or parameter that defines `value`, or nullptr for a node output.
+  const Source* sourceOf(int value) const;
+  Source* sourceOf(int value);
+  /// Index of the node defining `value`, or -1.
+  int producerOf(int value) const;
+  /// Number of nodes reading `value` (several reads by one node count each).
+  int useCount(int value) const;
+
+  /// The versioned JSON form.
+  nlohmann::json toJson() const;
+  /// Strict parse: every field checked; errors name `source` and the JSON pointer of the fault.
+  static Graph fromJson(const nlohmann::json& doc, const std::string& source = "<json>");
+  /// Reads and parses a file (GraphFormatError for unreadable or malformed files).
+  static Graph load(const std::string& path);
+  /// SHA-256 (hex) of the canonical JSON without `origin` and core marks: equal programs hash equal
+  /// whatever made them.
+  std::string contentHash() const;
+};
+
+/// Whether `n` writes into a program input itself: it asks to (writesInput), it reads that input as input 0,
+/// nothing else reads the input and no output returns it. The op must be in place (the emitter's check).
+bool writesIntoProgramInput(const Graph& g, const Node& n);
+/// The positions in `inputs` of the program inputs some node writes into (writesIntoProgramInput), in order.
+std::vector<int> writtenInputPositions(const Graph& g);
+
+/// A copy without the inputs and parameters nothing reads or returns, values renumbered densely.
+Graph compactGraph(const Graph& g);
+/// A copy with values renumbered in the order repair gives them: program inputs, parameters, then node
+/// outputs in node order. A graph in this order passes through GraphRepairer::repair (gen --from) with
+/// its content hash unchanged.
+Graph sourcesFirst(const Graph& g);
+/// A copy without the nodes whose outputs reach no program output (then compacted): the code a
+/// compiler would drop, which tests nothing.
+Graph eliminateDeadNodes(const Graph& g);
+/// The number of nodes whose outputs reach no program output.
+int deadNodeCount(const Graph& g);
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,409 @@
+#include "oracles/reporter/repro/ShortReproWriter.h"
+
+#include <algorithm>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "oracles/judge/Comparator.h"
+
+namespace tcfuzz::oracles {
+namespace {
+
+using nlohmann::json;
+
+// What short_repro.py prints or raises, and what verification looks for.
+constexpr const char* kNumericMessage = "compiled is further from the float64 reference than eager";
+constexpr const char* kMutationMessage =
+    "compiled forward leaves this input, buffer or parameter further from the float64 reference than eager";
+constexpr const char* kMutationAfterBackwardMessage =
+    "compiled forward and backward leave this input, buffer or parameter further from the float64 reference than "
+    "eager (read after backward)";
+constexpr const char* kLaterCallMessage = "a later compiled call is further from the float64 reference than eager";
+constexpr const char* kAliasMessage = "compiled outputs share storage with other tensors than eager's";
+constexpr const char* kReferencePassed = "tcfuzz: the reference run passed";
+
+/// A JSON value as Python source: True/False/None, numbers and strings as JSON writes them.
+std::string pythonLiteral(const json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  return v.dump();
+}
+
+/// The program without its comment-only lines and blank lines; `import torch.nn.functional as F` goes
+/// when nothing uses `F.`.
+std::vector<std::string> compactProgram(const std::string& programPy) {
+  static const std::regex kUsesF(R"((^|[^\w.])F\.)");
+  bool usesF = false;
+  std::vector<std::string> code;
+  std::istringstream in(programPy);
+  for (std::string line; std::getline(in, line);) {
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (!line.starts_with("import ") && std::regex_search(line, kUsesF)) usesF = true;
+    code.push_back(line);
+  }
+  std::vector<std::string> out;
+  for (const std::string& line : code)
+    if (usesF || line != "import torch.nn.functional as F") out.push_back(line);
+  return out;
+}
+
+/// The program's source from `def forward` up to `def make_inputs` ("" without a forward).
+std::string forwardSource(const std::string& programPy) {
+  auto forward = programPy.find("def forward");
+  if (forward == std::string::npos) return "";
+  auto inputs = programPy.find("def make_inputs", forward);
+  return programPy.substr(forward, inputs == std::string::npos ? std::string::npos : inputs - forward);
+}
+
+/// Whether the program draws random numbers in forward (dropout, rand*, bernoulli, ...): the run then
+/// seeds right before the call, and Inductor must draw what eager draws (fallback_random).
+bool drawsRandomNumbers(const std::string& programPy) {
+  static const std::regex kRandom(R"(dropout|\brand|bernoulli|multinomial|\bnormal\(|normal_|uniform_|exponential_|poisson)");
+  return std::regex_search(forwardSource(programPy), kRandom);
+}
+
+/// Whether the program uses Python's own random module (`import random` at module level).
+bool programPyImportsRandom(const std::string& programPy) {
+  static const std::regex kImport(R"((^|\n)import random\s*(\n|$))");
+  return std::regex_search(programPy, kImport);
+}
+
+/// Whether forward casts explicitly (.float(), .to(dtype), dtype=...): the float64 reference then
+/// keeps those casts in float64, as the worker's fp64 run does.
+bool castsExplicitly(const std::string& programPy) {
+  static const std::regex kCast(R"(\.(float|half|bfloat16|to|type)\(|dtype=)");
+  return std::regex_search(forwardSource(programPy), kCast);
+}
+
+/// The torch.compile call on `model` as the case configures it.
+std::string compileCall(const CompileConfig& c) {
+  std::string call = fmt::format("torch.compile(model, backend=\"{}\"", c.backend);
+  if (!c.defaultMode()) call += fmt::format(", mode=\"{}\"", c.mode);
+  if (c.dynamic) call += fmt::format(", dynamic={}", *c.dynamic ? "True" : "False");
+  if (c.fullgraph) call += ", fullgraph=True";
+  return call + ")";
+}
+
+/// The flattened output leaf the check looks at (outputs, then gradients): the first diverging one.
+int checkedLeaf(const ReproCase& repro) {
+  if (!repro.divergingLeaves.empty()) return repro.divergingLeaves.front();
+  if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
+    for (const json& leaf : *it)
+      if (leaf.is_object() && leaf.value("passed", true) == false && leaf.contains("leaf") &&
+          leaf["leaf"].is_number_integer())
+        return leaf["leaf"].get<int>();
+  return 0;
+}
+
+/// A string field tcfuzz recorded for output leaf `index` ("dtype", "role"), or `fallback` when it recorded none.
+std::string leafField(const ReproCase& repro, int index, const char* field, const std::string& fallback) {
+  if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
+    for (const json& leaf : *it)
+      if (leaf.is_object() && leaf.value("leaf", -1) == index && leaf.contains(field) && leaf[field].is_string())
+        return leaf[field].get<std::string>();
+  return fallback;
+}
+
+/// Helpers of a short repro whose diverging leaf is Python state or a schedule's call: the state tcfuzz
+/// compares (attributes, class attributes, the globals of STATE_GLOBALS, as reprs), and the state as
+/// built, which the worker restores before the schedule (and each run() restores before it starts).
+void addPythonStateHelpers(std::vector<std::string>& lines) {
+  lines.push_back("import copy");
+  lines.push_back("PUBLIC = lambda items, keep: {k: v for k, v in items if not k.startswith(\"_\") and keep(k, v)}");
+  lines.push_back("def python_state(model):  # what tcfuzz compares beside tensors: attributes, class attributes, globals");
+  lines.push_back("    return ([repr(v) for _, v in sorted(PUBLIC(vars(model).items(), lambda k, v: k != \"training\").items())]");
+  lines.push_back("            + [repr(v) for _, v in sorted(PUBLIC(vars(Model).items(), lambda k, v: not callable(v)).items())]");
+  lines.push_back("            + [repr(globals()[k]) for k in globals().get(\"STATE_GLOBALS\", ())])");
+  lines.push_back("AS_BUILT = copy.deepcopy((PUBLIC(vars(Model).items(), lambda k, v: not callable(v)),");
+  lines.push_back("                          {k: globals()[k] for k in globals().get(\"STATE_GLOBALS\", ())}))");
+  lines.push_back("def state_as_built(model, attrs):  # class attributes, globals and the model's attributes as built");
+  lines.push_back("    for k, v in copy.deepcopy(AS_BUILT[0]).items():");
+  lines.push_back("        setattr(Model, k, v)");
+  lines.push_back("    globals().update(copy.deepcopy(AS_BUILT[1]))");
+  lines.push_back("    for k in list(PUBLIC(vars(model).items(), lambda k, v: k != \"training\")):");
+  lines.push_back("        delattr(model, k)");
+  lines.push_back("    vars(model).update(copy.deepcopy(attrs))");
+}
+
+/// The inputs of call 4 or of the moved call, read back from the name of their output leaf ("resized (dim 0
+/// of inputs 0, 2: 8 -> 7): output 0", "moved (input 0 at storage offset 0, not 8): output 0").
+struct LaterCallInputs {
+  bool moved = false;       ///< the moved call: the inputs at storage offset 0, sizes and strides kept
+  int dim = 0;              ///< 0, or -1 for the last dim
+  std::string inputs;       ///< the input positions, as a Python tuple body: "0, 2,"
+  int64_t from = 0, to = 0;
+};
+
+/// The inputs of the later call behind the first diverging leaf, when that leaf is an output of call 4 or of the
+/// moved call; else nullopt.
+std::optional<LaterCallInputs> laterCallOfDivergingLeaf(const ReproCase& repro) {
+  static const std::regex kResized(R"(^resized \((dim 0|the last dim) of inputs? ([0-9, ]+): ([0-9]+) -> ([0-9]+)\): output [0-9]+$)");
+  static const std::regex kMoved(R"(^moved \(inputs? ([0-9, ]+) at storage offset 0, not [0-9, ]+\): output [0-9]+$)");
+  int index = checkedLeaf(repro);
+  if (const auto it = repro.observed.find("outputs"); it != repro.observed.end() && it->is_array())
+    for (const json& leaf : *it) {
+      std::smatch m;
+      std::string name = leaf.is_object() ? leaf.value("name", "") : "";
+      if (leaf.value("leaf", -1) != index) continue;
+      if (std::regex_match(name, m, kMoved)) return LaterCallInputs{true, 0, m[1].str() + ",", 0, 0};
+      if (std::regex_match(name, m, kResized))
+        return LaterCallInputs{false, m[1] == "dim 0" ? 0 : -1, m[2].str() + ",", std::stoll(m[3].str()), std::stoll(m[4].str())};
+    }
+  return std::nullopt;
+}
+
+/// The exception names a signature's type holds: "BackendCompilerFailed(RuntimeError)" gives the
+/// wrapper and its cause, each without a module; "" gives none.
+std::vector<std::string> exceptionNames(const std::string& type) {
+  std::vector<std::string> names;
+  auto bare = [](std::string name) {
+    auto dot = name.rfind('.');
+    return dot == std::string::npos ? name : name.substr(dot + 1);
+  };
+  auto open = type.find('(');
+  if (!type.empty()) names.push_back(bare(type.substr(0, open)));
+  if (open != std::string::npos && type.back() == ')') names.push_back(bare(type.substr(open + 1, type.size() - open - 2)));
+  return names;
+}
+
+/// The assertion message short_repro.py fails with for a wrong-result verdict ("" for any other).
+std::string_view wrongResultMessage(const ReproCase& repro) {
+  const std::string& verdict = repro.verdict;
+  if (verdict == "numeric-divergence") return kNumericMessage;
+  if (verdict == "mutation-divergence") return repro.backward ? kMutationAfterBackwardMessage : kMutationMessage;
+  if (verdict == "second-call-divergence") return kLaterCallMessage;
+  if (verdict == "aliasing-divergence") return kAliasMessage;
+  return "";
+}
+
+/// The lines after run() for a mutation or second-call divergence: every leaf run() returns (the
+/// state after forward, or the later calls' outputs) judged by same() against the float64 run.
+/// backend="eager" runs eager's own kernels: its leaves must equal eager's bit for bit (NaN equal to NaN).
+constexpr const char* kBitForBit = "e.isnan().equal(c.isnan()) and e.nan_to_num(0.0).equal(c.nan_to_num(0.0))";
+
+void addLeafByLeafCheck(std::vector<std::string>& lines, const ComparatorOptions& tolerances, std::string_view message,
+                        bool exact) {
+  json table = tolerances.toleranceTable();
+  lines.push_back("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
+  lines.push_back(fmt::format("TOL = {{torch.float16: {}, torch.bfloat16: {}}}", table["float16"].get<double>(),
+                              table["bfloat16"].get<double>()));
+  lines.push_back("assert len(eager) == len(compiled), \"eager and compiled give different numbers of leaves\"");
+  lines.push_back("for i, (e, c, r) in enumerate(zip(eager, compiled, fp64)):");
+  lines.push_back(exact ? fmt::format("    ok = ({}  # backend=\"eager\": bit for bit", kBitForBit)
+                        : fmt::format("    ok = (torch._dynamo.utils.same(e, c, fp64_ref=r, tol=TOL.get(e.dtype, {}), equal_nan=True)",
+                                      table["float32"].get<double>()));
+  lines.push_back("          if isinstance(e, torch.Tensor) and e.is_floating_point()");
+  lines.push_back("          else torch.equal(e, c) if isinstance(e, torch.Tensor) else e == c)");
+  lines.push_back(fmt::format("    assert ok, f\"leaf {{i}}: {}\"", message));
+}
+
+}  // namespace
+
+std::vector<std::string> shortReproCompanions(const ReproCase& repro) {
+  std::vector<std::string> names;
+  for (const std::string& plugin : repro.plugins) {
+    auto slash = plugin.rfind('/');
+    names.push_back(slash == std::string::npos ? plugin : plugin.substr(slash + 1));
+  }
+  return names;
+}
+
+std::string renderShortRepro(const ReproCase& repro, const std::string& title, const ComparatorOptions& tolerances) {
+  const std::string& verdict = repro.verdict;
+  bool numeric = verdict == "numeric-divergence";
+  bool mutation = verdict == "mutation-divergence", later = verdict == "second-call-divergence";
+  bool aliasing = verdict == "aliasing-divergence";
+  std::optional<LaterCallInputs> laterCall = later ? laterCallOfDivergingLeaf(repro) : std::nullopt;
+  std::string failingRole = (mutation || later) ? leafField(repro, checkedLeaf(repro), "role", "") : "";
+  bool scheduled = later && failingRole == "schedule";                      // a call of the program's schedule
+  bool pythonState = scheduled || (mutation && failingRole == "python-state");  // Python state is compared
+  bool arbitrated = numeric || mutation || later;  // judged against a float64 run
+  if (!arbitrated && !aliasing && verdict != "crash-mismatch" && verdict != "status-mismatch")
+    throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
+  // A mutation finding of a backward job reads the state after backward, as the worker does: the
+  // compiled backward may be what writes into an input. Later calls and aliasing look at forwards only.
+  bool backward = repro.backward && !later && !aliasing;
+  bool random = drawsRandomNumbers(repro.programPy);
+  bool casts = arbitrated && castsExplicitly(repro.programPy);
+  std::string oneLineTitle = title;
+  for (char& c : oneLineTitle)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+
+  std::vector<std::string> lines;
+  auto add = [&](std::string line) { lines.push_back(std::move(line)); };
+  add("# tcfuzz short repro (fails while the bug reproduces; full driver: repro.py): " + oneLineTitle);
+  for (const std::string& line : compactProgram(repro.programPy)) add(line);
+  add("");
+  if (!repro.plugins.empty()) add("import pathlib, runpy");
+  for (const std::string& name : shortReproCompanions(repro))  // a trusted plugin: registers the backend used
+    add(fmt::format("runpy.run_path(str(pathlib.Path(__file__).with_name(\"{}\")))", name));
+  if (random) add("torch._inductor.config.fallback_random = True");
+  if (repro.compile.inductorConfig.is_object())
+    for (const auto& [key, value] : repro.compile.inductorConfig.items())
+      add(fmt::format("torch._inductor.config.{} = {}", key, pythonLiteral(value)));
+  if (repro.threads > 0) add(fmt::format("torch.set_num_threads({})", repro.threads));
+  add(fmt::format("SEED = {}", repro.seed));
+  if (pythonState) addPythonStateHelpers(lines);
+  if (casts) {
+    add("class Fp64Casts(torch.overrides.TorchFunctionMode):  # explicit casts stay float64 in the reference");
+    add("    def __torch_function__(self, func, types, args=(), kwargs=None):");
+    add("        wide = lambda d: torch.float64 if isinstance(d, torch.dtype) and d.is_floating_point else d");
+    add("        if func in (torch.Tensor.half, torch.Tensor.float, torch.Tensor.bfloat16): return args[0].double()");
+    add("        args = [wide(a) for a in args] if func in (torch.Tensor.to, torch.Tensor.type) else args");
+    add("        return func(*args, **{k: wide(v) if k == \"dtype\" else v for k, v in (kwargs or {}).items()})");
+  }
+  add(arbitrated ? "def run(compiled=False, fp64=False):" : "def run(compiled=False):");
+  add("    torch.manual_seed(SEED)");
+  bool pythonRandom = programPyImportsRandom(repro.programPy);
+  if (pythonRandom) add("    random.seed(SEED)");  // the program draws from Python's generator too
+  add("    model, inputs = Model().eval(), make_inputs(SEED)");
+  if (pythonState) {
+    add("    attrs = copy.deepcopy(PUBLIC(vars(model).items(), lambda k, v: k != \"training\"))");
+    add("    state_as_built(model, attrs)  # an earlier run() changed class attributes and globals");
+  }
+  if (later && !laterCall && !scheduled) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
+  if (arbitrated) {
+    add("    if fp64:  # the float64 reference");
+    add("        model, inputs = model.double(), [x.double() if x.is_floating_point() else x for x in inputs]");
+    add("        torch.set_default_dtype(torch.float64)");
+  }
+  if (!repro.device.empty() && repro.device != "cpu")
+    add(fmt::format("    model, inputs = model.to(\"{0}\"), [x.to(\"{0}\") for x in inputs]", repro.device));
+  if (random) add(pythonRandom ? "    torch.manual_seed(SEED); random.seed(SEED)" : "    torch.manual_seed(SEED)");
+  std::string fn = fmt::format("({} if compiled else model)", compileCall(repro.compile));
+  std::string call = fn + "(*inputs)";
+  std::string leaves = numeric || backward ? "torch.utils._pytree.tree_leaves(" + call + ")" : call;
+  std::string castsScope = "(Fp64Casts() if fp64 else contextlib.nullcontext())";
+  std::string noGrad = std::string("    with torch.no_grad()") + (casts ? ", " + castsScope : "") + ":";
+  if (backward) {  // the worker's gradients: seeded float32 grad_outputs, one per differentiable output leaf
+    if (repro.programPy.find("WRITTEN_INPUTS") != std::string::npos)  // forward writes into these: no grad leaves
+      add("    inputs = [x if i in WRITTEN_INPUTS else x.requires_grad_() if x.is_floating_point() or x.is_complex() else x "
+          "for i, x in enumerate(inputs)]");
+    else
+      add("    inputs = [x.requires_grad_() if x.is_floating_point() or x.is_complex() else x for x in inputs]");
+    add("    wrt = [x for x in inputs if x.requires_grad] + [p for _, p in sorted(model.named_parameters())]");
+    if (casts) {
+      add("    with " + castsScope + ":");
+      add("        out = " + leaves);
+    } else {
+      add("    out = " + leaves);
+    }
+    add("    diff = [(t, torch.randn(t.shape, generator=torch.Generator().manual_seed(SEED + k), dtype=torch.float32).to(t.dtype))");
+    add("            for k, t in enumerate(out) if getattr(t, \"requires_grad\", False)]");
+    add("    grads = list(torch.autograd.grad([t for t, _ in diff], wrt, [g for _, g in diff], allow_unused=True)) if diff else []");
+    if (mutation) {  // the state forward and backward leave: the inputs, then buffers and parameters
+      add("    return ([x.detach() for x in inputs if isinstance(x, torch.Tensor)]  # read after backward");
+      add("            + [t.detach() for _, t in sorted(model.named_buffers())] + [p.detach() for _, p in sorted(model.named_parameters())])");
+    } else {
+      add("    return out + grads");
+    }
+  } else if (mutation) {  // the state the forward leaves: the inputs, then buffers and parameters
+    add(noGrad);
+    add("        " + call);
+    add("    return ([x for x in inputs if isinstance(x, torch.Tensor)] + [t for _, t in sorted(model.named_buffers())]");
+    add(std::string("            + [p for _, p in sorted(model.named_parameters())]") + (pythonState ? " + python_state(model))" : ")"));
+  } else if (scheduled) {  // the program's schedule: from the state as built, each change, then a call
+    add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
+    add(noGrad);
+    add("        fn = " + fn);
+    add("        fn(*copies(inputs))  # call 1");
+    add("        state_as_built(model, attrs)");
+    add("        out = []");
+    add("        for change in SCHEDULE:");
+    add("            change(model)");
+    add("            out += torch.utils._pytree.tree_leaves(fn(*copies(inputs))) + python_state(model)");
+    add("        return out");
+  } else if (laterCall) {  // call 4 (inputs of another size) or the moved call, after a call on the first inputs
+    std::string remade = laterCall->moved ? "x.new_zeros(x.numel() and 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride())))"
+                                            ".as_strided(x.size(), x.stride()).copy_(x)"
+                          : laterCall->to < laterCall->from
+                              ? fmt::format("x.narrow({0}, 1, {1})", laterCall->dim, laterCall->to)
+                              : fmt::format("torch.cat([x, x.narrow({0}, 0, {1})], {0})", laterCall->dim, laterCall->to - laterCall->from);
+    add(fmt::format("    resized = [{} if i in ({}) else x for i, x in enumerate(inputs)]  # {}", remade, laterCall->inputs,
+                    laterCall->moved ? "at storage offset 0" : fmt::format("size {} -> {}", laterCall->from, laterCall->to)));
+    add(noGrad);
+    add("        fn = " + fn);
+    add(laterCall->moved ? "        fn(*inputs)  # as make_inputs made them: at their storage offset"
+                      : "        fn(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])");
+    add("        return torch.utils._pytree.tree_leaves(fn(*resized))");
+  } else if (later) {  // call 2 (the same inputs again) and call 3 (the inputs of seed + 1)
+    add("    if fp64:");
+    add("        fresh = [x.double() if x.is_floating_point() else x for x in fresh]");
+    add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
+    add(noGrad);
+    add("        fn = " + fn);
+    add("        fn(*copies(inputs))");
+    add("        again = torch.utils._pytree.tree_leaves(fn(*copies(inputs)))");
+    add("        return again + torch.utils._pytree.tree_leaves(fn(*fresh))");
+  } else if (aliasing) {  // per output: the input, buffer, parameter or earlier output it shares storage with
+    add(noGrad);
+    add("        out = torch.utils._pytree.tree_leaves(" + call + ")");
+    add("    key = lambda t: t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes() else None");
+    add("    shared = []");
+    add("    for i, t in enumerate(out):");
+    add("        named = ([(f\"input {j}\", x) for j, x in enumerate(inputs)] + list(model.state_dict(keep_vars=True).items())");
+    add("                 + [(f\"output {j}\", o) for j, o in enumerate(out[:i])])");
+    add("        shared.append(next((n for n, s in named if key(t) is not None and key(s) == key(t)), \"nothing\"))");
+    add("    return shared");
+  } else {
+    add(noGrad);
+    add("        return " + leaves);
+  }
+  if (casts) lines.insert(lines.begin() + 1, "import contextlib");
+  if (mutation || later) {
+    addLeafByLeafCheck(lines, tolerances, wrongResultMessage(repro), repro.compile.backend == "eager");
+  } else if (aliasing) {
+    add("eager, compiled = run(), run(compiled=True)");
+    add(fmt::format("assert eager == compiled, f\"{}: eager {{eager}}, compiled {{compiled}}\"", kAliasMessage));
+  } else if (numeric) {
+    int leaf = checkedLeaf(repro);
+    std::string dtype = leafField(repro, leaf, "dtype", "float32");
+    json table = tolerances.toleranceTable();
+    double tol = table.contains(dtype) ? table[dtype].get<double>() : table["float32"].get<double>();
+    add("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
+    if (repro.compile.backend == "eager" && dtype.find("float") != std::string::npos)  // the exact rung of the ladder
+      add(fmt::format("e, c = eager[{0}], compiled[{0}]\nassert {1}, \"leaf {0}: {2} (backend=eager must be bit for bit)\"",
+                      leaf, kBitForBit, kNumericMessage));
+    else if (dtype.find("float") != std::string::npos || dtype.find("complex") != std::string::npos)
+      add(fmt::format("assert torch._dynamo.utils.same(eager[{0}], compiled[{0}], fp64_ref=fp64[{0}], tol={1}, "
+                      "equal_nan=True), "
+                      "\"leaf {0}: {2}\"",
+                      leaf, tol, kNumericMessage));
+    else
+      add(fmt::format("assert torch.equal(eager[{0}], compiled[{0}]), \"leaf {0}: {1}\"", leaf, kNumericMessage));
+  } else if (verdict == "crash-mismatch") {
+    add("run()");
+    add(fmt::format("print(\"{} (eager); now the compiled run:\", flush=True)", kReferencePassed));
+    add("run(compiled=True)");
+  } else {
+    add("run(compiled=True)");
+    add(fmt::format("print(\"{} (compiled, no error); now eager, which raises:\", flush=True)", kReferencePassed));
+    add("run()");
+  }
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+bool shortReproReproduces(const ReproCase& repro, const Signature& signature, const RunResult& run) {
+  if (isWrongResultSymptom(repro.verdict)) {
+    std::string_view message = wrongResultMessage(repro);
+    return !message.empty() && run.status == RunStatus::Ok && run.exitCode.value_or(0) != 0 &&
+           run.stderrTail.find("AssertionError") != std::string::npos && run.stderrTail.find(message) != std::string::npos;
+  }
+  if (run.stdoutTail.find(kReferencePassed) == std::string::npos) return false;  // it failed before the bug
+  if (signature.kind.rfind("signal", 0) == 0) return run.status == RunStatus::Signal;
+  if (signature.kind == "timeout") return run.status == RunStatus::Timeout;
+  if (run.status != RunStatus::Ok || run.exitCode.value_or(0) == 0) return false;
+  std::vector<std::string> names = exceptionNames(signature.exceptionType);
+  return names.empty() || std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+           return !name.empty() && run.stderrTail.find(name) != std::string::npos;
+         });
+}
+
+}  // namespace tcfuzz::oracles

@@ -1,0 +1,715 @@
+# --------------------------------------------------------------------------------------------------
+# The driver: runs the program above in eager, float64 eager and torch.compile the way tcfuzz's
+# worker did (fuzzer/worker/python/child.py), then compares eager and compiled with
+# torch._dynamo.utils.same against the float64 reference.
+# (Template: oracles/reporter/repro/repro_driver.py in tcfuzz; CASE is filled in when repro.py is written.)
+# --------------------------------------------------------------------------------------------------
+import faulthandler
+import json
+import os
+import random
+import sys
+import traceback
+
+import torch
+import torch._dynamo.utils
+import torch._inductor.config
+import torch.utils._pytree as pytree
+
+CASE = json.loads(r'''TCFUZZ_CASE_JSON''')
+
+
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
+# repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
+# stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
+def seed_everything(seed):
+    """Seeds Python's, torch's and (when installed) numpy's global generators with `seed`."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+
+
+def widen_dtype(dtype):
+    """float64 for a floating dtype, complex128 for a complex one; anything else unchanged."""
+    if isinstance(dtype, torch.dtype) and dtype.is_complex:
+        return torch.complex128
+    if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+        return torch.float64
+    return dtype
+
+
+def restrided(t, like, view):
+    """t's storage with like's sizes, strides and storage offset: a view of t when `view`, else a tensor that
+    is no view (Dynamo guards on whether an input is a view: a call must not recompile for that alone)."""
+    if view:
+        return t.as_strided(like.size(), like.stride(), like.storage_offset())
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), like.storage_offset(), like.size(),
+                                                               like.stride())
+
+
+def layout_copy(t, dtype=None):
+    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset, and a view
+    exactly when t is one: its whole storage is copied, so a slice, a transposed or expanded view or an
+    input with a storage offset reaches the model as make_inputs made it (clone() and to() would make it
+    dense, at offset 0). A tensor that requires grad keeps clone() (its copy must stay in its graph); so do
+    non-strided tensors."""
+    dtype = dtype or t.dtype
+    if t.requires_grad or t.layout != torch.strided:
+        return t.to(dtype) if dtype != t.dtype else t.clone()
+    storage, width = t.untyped_storage(), t.element_size()
+    if storage.nbytes() % width:  # a dtype view of another dtype's storage
+        return t.to(dtype) if dtype != t.dtype else t.clone()
+    with torch.no_grad():
+        whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (storage.nbytes() // width,), (1,))
+        return restrided(whole.to(dtype, copy=True), t, t._is_view())
+
+
+def fresh_copies(inputs):
+    """Copies of every tensor in `inputs` with their layout kept (layout_copy): each call gets its own, so a
+    program that mutates its inputs is compared as it is; a grad leaf's copy stays in its graph."""
+    return pytree.tree_map(lambda t: layout_copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
+
+
+def detached_copies(inputs):
+    """fresh_copies of `inputs`, grad leaves detached first: the inputs of a later call, which runs no backward."""
+    return fresh_copies([t.detach() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs])
+
+
+def resized_inputs(inputs):
+    """Call 4's candidate inputs under dynamic shapes: [(what, inputs)], to be tried in order.
+    A candidate resizes one dim (dim 0, then the last dim) of every top-level tensor input whose size there
+    is the most common one of 2 or more (the larger on a tie). A size n >= 3 becomes n - 1 by dropping the
+    first slice, so the storage offset moves too; n == 2 becomes 3 by repeating the first slice (Dynamo
+    specializes sizes 0 and 1). Shrunk tensors keep their strides; every tensor is a fresh copy."""
+    candidates, seen = [], set()
+    for where in ("dim 0", "the last dim"):
+        dims = {i: 0 if where == "dim 0" else t.dim() - 1 for i, t in enumerate(inputs)
+                if isinstance(t, torch.Tensor) and t.dim() > 0}
+        counts = {}
+        for i, d in dims.items():
+            if inputs[i].shape[d] >= 2:
+                counts[inputs[i].shape[d]] = counts.get(inputs[i].shape[d], 0) + 1
+        if not counts:
+            continue
+        n = max(counts, key=lambda size: (counts[size], size))
+        chosen = tuple((i, d) for i, d in dims.items() if inputs[i].shape[d] == n)
+        if chosen in seen:
+            continue
+        seen.add(chosen)
+        new = n - 1 if n >= 3 else 3
+        args = detached_copies(inputs)
+        with torch.no_grad():
+            for i, d in chosen:
+                if new < n:  # a view exactly when the input is one, as in calls 1 to 3
+                    args[i] = restrided(args[i], args[i].narrow(d, 1, new), inputs[i]._is_view())
+                else:
+                    args[i] = torch.cat([args[i], args[i].narrow(d, 0, new - n)], d)
+        names = ", ".join(str(i) for i, _ in chosen)
+        candidates.append((f"{where} of input{'s' if len(chosen) > 1 else ''} {names}: {n} -> {new}", args))
+    return candidates
+
+
+def first_accepted(candidates, probe, rejected):
+    """(what, args) for the first of candidates ([(what, args)], resized_inputs' or moved_inputs') on which
+    probe (eager mode's own forward, given fresh copies) raises nothing; else (rejected, None)."""
+    for what, args in candidates:
+        try:
+            probe(fresh_copies(args))
+        except Exception:  # noqa: BLE001  (eager rejects these inputs: the next candidate)
+            continue
+        return what, args
+    return rejected, None
+
+
+def moved_inputs(inputs):
+    """The inputs of the moved call (forward_checks.py): (what, inputs) with every top-level tensor input
+    that has a storage offset copied to offset 0 with the same sizes and strides (a view exactly when it
+    is one; what its strides skip is zero), or None when no input has an offset. An overlapping input (an expanded one) keeps its offset."""
+    args, moved = detached_copies(inputs), []
+    for i, t in enumerate(inputs):
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.storage_offset() == 0:
+            continue
+        if t.numel() and any(s == 0 and n > 1 for n, s in zip(t.shape, t.stride())):
+            continue
+        extent = 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) if t.numel() else 0
+        with torch.no_grad():  # a zeroed storage: the gaps a strided layout skips must not be garbage
+            at_zero = torch.zeros(extent, dtype=t.dtype, device=t.device).as_strided(t.size(), t.stride(), 0)
+            at_zero.copy_(t)
+        args[i] = restrided(at_zero, at_zero, t._is_view())
+        moved.append((i, t.storage_offset()))
+    if not moved:
+        return None
+    names = ", ".join(str(i) for i, _ in moved)
+    offsets = ", ".join(str(offset) for _, offset in moved)
+    return f"input{'s' if len(moved) > 1 else ''} {names} at storage offset 0, not {offsets}", args
+
+
+def later_call_leaves(role, inputs, probe, restore, call):
+    """The leaves of call 4 ("resized", dynamic=True jobs only) or of the moved call ("moved"), as
+    [(leaf, name)]: first a note saying what its inputs are ("dim 0 of input 0: 8 -> 7") or why the call
+    is skipped, then call(args)'s flat outputs after restore(). [] when the moved call does not apply (no
+    input has a storage offset). probe(args) is eager's own forward: inputs it rejects are never judged."""
+    if role == "resized":
+        candidates = resized_inputs(inputs)
+        what, args = (first_accepted(candidates, probe, "skipped: eager rejects every other size") if candidates
+                      else ("skipped: no input dim of size 2 or more", None))
+    else:
+        found = moved_inputs(inputs)
+        if found is None:
+            return []
+        what, args = first_accepted([found], probe, "skipped: eager rejects its inputs at storage offset 0")
+    leaves = [(what, f"{role}: inputs")]
+    if args is not None:
+        restore()
+        leaves += [(leaf, f"{role} ({what}): output {i}") for i, leaf in enumerate(call(args))]
+    return leaves
+
+
+def widen_tensor(t):
+    """A floating or complex tensor converted to its widened dtype, its layout kept (layout_copy);
+    anything else unchanged."""
+    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+        return layout_copy(t, widen_dtype(t.dtype))
+    return t
+
+
+def widen_model_and_inputs(model, inputs):
+    """The float64 reference's model and inputs: the model in float64, floating inputs widened (a list)."""
+    return model.to(torch.float64), pytree.tree_map(widen_tensor, list(inputs))
+
+
+class Fp64Casts(torch.overrides.TorchFunctionMode):
+    """Turns explicit floating casts inside forward into float64 ones, as cast_to_fp64 does."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.Tensor.half, torch.Tensor.float, torch.Tensor.bfloat16):
+            return args[0].double(**kwargs)
+        if "dtype" in kwargs:
+            kwargs["dtype"] = widen_dtype(kwargs["dtype"])
+        if func in (torch.Tensor.to, torch.Tensor.type):
+            args = tuple(widen_dtype(a) for a in args)
+        return func(*args, **kwargs)
+
+
+def call_in_fp64(fn, args):
+    """fn(*args) as the float64 reference runs it: under Fp64Casts, with float64 the default dtype."""
+    with Fp64Casts():
+        default_dtype = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            return fn(*args)
+        finally:
+            torch.set_default_dtype(default_dtype)
+# The tensor file: how outputs cross from any worker torch to the LibTorch tcfuzz links (read by
+# oracles/judge/OutputLoader.cpp). The safetensors layout: an 8-byte little-endian header length N, N bytes
+# of JSON {"__metadata__": {...}, "0": {"dtype", "shape", "data_offsets"}, "1": ...}, then the raw
+# C-contiguous little-endian bytes. No torch.save and no numpy, so every torch from 2.4 on writes it.
+TENSOR_FILE_DTYPES = {name: code for name, code in [
+    ("bool", "BOOL"), ("uint8", "U8"), ("int8", "I8"), ("int16", "I16"), ("int32", "I32"), ("int64", "I64"),
+    ("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64"), ("float16", "F16"), ("bfloat16", "BF16"),
+    ("float32", "F32"), ("float64", "F64"), ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
+] if hasattr(torch, name)}
+
+
+def write_tensor_file(path, tensors):
+    """Writes `tensors` (any device, layout-free dtypes only) to `path` as a tensor file, indexed 0..n-1."""
+    import ctypes
+    import struct
+
+    header, chunks, offset = {"__metadata__": {"format": "tcfuzz-tensors", "version": "1"}}, [], 0
+    for i, t in enumerate(tensors):
+        t = t.detach().to("cpu").contiguous()
+        dtype = str(t.dtype).replace("torch.", "")
+        if dtype not in TENSOR_FILE_DTYPES:
+            raise TypeError(f"the tensor file has no dtype {dtype}")
+        size = t.numel() * t.element_size()
+        chunks.append(ctypes.string_at(t.data_ptr(), size) if size else b"")
+        header[str(i)] = {"dtype": TENSOR_FILE_DTYPES[dtype], "shape": list(t.shape),
+                          "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for chunk in chunks:
+            f.write(chunk)
+
+
+class PythonState:
+    """The Python state a program keeps beside its tensors (docs/programs.md, "Python state"): the model's
+    public instance attributes, its class's public data attributes, and the module globals the program
+    names in STATE_GLOBALS. restore() puts back the state as built, hooks and train/eval flags included (every call starts from it, as from the
+    buffers and parameters as built; a schedule's calls then change it step by step). leaves() reads it as
+    the oracle compares it: tensors and Python floats as values (floats may come from tensors, so they are
+    judged like tensors), the rest of each value as its repr, compared exactly."""
+
+    def __init__(self, model, namespace):
+        import copy
+
+        self.model, self.namespace, self.cls = model, namespace, type(model)
+        self.global_names = [name for name in namespace.get("STATE_GLOBALS", ()) if name in namespace]
+        self.built = [(where, key, copy.deepcopy(value)) for where, key, value in self._read()]
+        # The module's hooks as built: a schedule step may remove one (RemovableHandle.remove()).
+        hook_dicts = (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None))
+        self.hooks = [(d, dict(d)) for d in hook_dicts if isinstance(d, dict)]
+        # Each submodule's train/eval flag as built: a schedule step may call model.train().
+        self.modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
+
+    def _read(self):
+        """[(where, key, value)]: where is "self", the class's name or "global"."""
+        model, cls = self.model, self.cls
+        found = [("self", k, v) for k, v in sorted(vars(model).items()) if not k.startswith("_") and k != "training"]
+        found += [(cls.__name__, k, v) for k, v in sorted(vars(cls).items())
+                  if not k.startswith("_") and not callable(v) and not isinstance(v, (property, staticmethod, classmethod))]
+        return found + [("global", k, self.namespace[k]) for k in self.global_names]
+
+    def restore(self):
+        import copy
+
+        for k in [k for k in vars(self.model) if not k.startswith("_") and k != "training"]:
+            if not any(where == "self" and key == k for where, key, _ in self.built):
+                delattr(self.model, k)  # an attribute a call or a schedule step added
+        for where, key, value in self.built:
+            if where == "self":
+                object.__setattr__(self.model, key, copy.deepcopy(value))
+            elif where == "global":
+                self.namespace[key] = copy.deepcopy(value)
+            else:
+                setattr(self.cls, key, copy.deepcopy(value))
+        for hooks, built in self.hooks:  # in place: the module keeps the same dict
+            hooks.clear()
+            hooks.update(built)
+        for module, training in self.modes:
+            module.training = training
+
+    def leaves(self):
+        """[(name, leaf)] of the state now: "self.calls" with its repr, "Model.scale" with its float,
+        "self.trace" with "[1, <value 0>]" then "self.trace value 0" with the tensor or float it holds."""
+        out = []
+        for where, key, value in self._read():
+            name = f"global {key}" if where == "global" else f"{where}.{key}"
+            if isinstance(value, (torch.Tensor, float)):
+                out.append((name, value.detach().clone() if isinstance(value, torch.Tensor) else value))
+                continue
+            flat, spec = pytree.tree_flatten(value)
+            values = [x for x in flat if isinstance(x, (torch.Tensor, float))]
+            marks = iter(range(len(values)))
+            shown = [ValueMark(next(marks)) if isinstance(x, (torch.Tensor, float)) else x for x in flat]
+            out.append((name, repr(pytree.tree_unflatten(shown, spec))))
+            out += [(f"{name} value {i}", x.detach().clone() if isinstance(x, torch.Tensor) else x)
+                    for i, x in enumerate(values)]
+        return out
+
+
+class ValueMark:
+    """Where a container held a tensor or a float: its repr is "<value i>", and value i is a leaf of its own."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def __repr__(self):
+        return f"<value {self.index}>"
+
+
+def schedule_leaves(namespace, model, restore, call, python_state):
+    """The leaves of the program's SCHEDULE (docs/programs.md), as [(leaf, name)]: from the state as built
+    (restore()), each step (a function of the model; its docstring says what it changes) changes the
+    model's, its class's or the module's state, then call() runs forward on fresh copies of the inputs,
+    and its outputs and the Python state after it are read. [] when the program declares no schedule."""
+    steps = list(namespace.get("SCHEDULE", ()))
+    if not steps:
+        return []
+    restore()
+    leaves = []
+    for k, step in enumerate(steps, 1):
+        what = (step.__doc__ or step.__name__).strip().splitlines()[0]
+        step(model)
+        label = f"schedule {k} ({what})"
+        leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call())]
+        leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
+    return leaves
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
+
+
+def apply_compile_config(cfg):
+    torch._inductor.config.fallback_random = True  # compiled random ops draw what eager draws
+    torch._inductor.config.compile_threads = 1
+    for key, value in cfg.get("inductor_config", {}).items():
+        *path, name = key.split(".")
+        target = torch._inductor.config
+        for part in path:
+            target = getattr(target, part, None)
+        if not hasattr(target, name):
+            print(f"this torch has no Inductor config option {key!r}: cannot reproduce")
+            sys.exit(2)
+        setattr(target, name, value)
+
+
+def build(mode):
+    """The seeded model and inputs; in fp64 mode both are widened to float64."""
+    seed_everything(CASE["seed"])
+    model = make_model() if "make_model" in globals() else Model()  # noqa: F821 (defined above)
+    model.eval()
+    inputs = build_inputs(CASE["seed"], widen=False)
+    if mode == "fp64":
+        model, inputs = widen_model_and_inputs(model, inputs)
+    if CASE["device"] != "cpu":
+        model = model.to(CASE["device"])
+    return model, inputs
+
+
+def build_inputs(seed, widen):
+    """make_inputs(seed) as a list on the case's device, floating ones widened to float64 when `widen`."""
+    inputs = make_inputs(seed)  # noqa: F821 (defined above)
+    if not isinstance(inputs, (list, tuple)):
+        inputs = (inputs,)
+    inputs = list(inputs)
+    if CASE["device"] != "cpu":
+        inputs = pytree.tree_map(lambda t: t.to(CASE["device"]) if isinstance(t, torch.Tensor) else t, inputs)
+    if widen:
+        inputs = pytree.tree_map(widen_tensor, inputs)
+    return inputs
+
+
+def grad_leaves(inputs):
+    """Floating inputs as fresh leaves that require grad (backward cases), except those the program's
+    WRITTEN_INPUTS names: forward writes into them, which autograd refuses on a leaf that requires grad."""
+    written = globals().get("WRITTEN_INPUTS", ())
+    leaf = lambda t: t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) else t
+    return [x if i in written else pytree.tree_map(leaf, x) for i, x in enumerate(inputs)]
+
+
+def model_state(model):
+    """[(name, tensor)]: "buffer X" then "param X", each sorted by name."""
+    found = []
+    for kind, getter in (("buffer", "named_buffers"), ("param", "named_parameters")):
+        found += [(f"{kind} {name}", t) for name, t in sorted(getattr(model, getter)(), key=lambda item: item[0])]
+    return found
+
+
+def storage_key(t):
+    """The address of a tensor's storage, or None (not a tensor, no storage, or an empty one)."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    try:
+        storage = t.untyped_storage()
+        return storage.data_ptr() if storage.nbytes() > 0 else None
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return None
+
+
+def alias_notes(out_leaves, sources):
+    """Per output leaf, what its storage is shared with: the first of `sources` ([(name, tensor)]: inputs,
+    then buffers and parameters), else the first earlier output, else "nothing" (tcfuzz's alias leaves)."""
+    owners, seen, notes = {}, {}, []
+    for name, t in sources:
+        owners.setdefault(storage_key(t), name)
+    for i, leaf in enumerate(out_leaves):
+        key = storage_key(leaf)
+        notes.append((owners.get(key) or seen.get(key) or "nothing") if key is not None else "nothing")
+        if key is not None:
+            seen.setdefault(key, f"output {i}")
+    return notes
+
+
+def gradients(out, wrt):
+    """d(outputs)/d(inputs, parameters); output leaf k gets grad_output randn seeded with seed + k."""
+    diff_outputs, grad_outputs = [], []
+    for k, leaf in enumerate(pytree.tree_leaves(out)):
+        if isinstance(leaf, torch.Tensor) and leaf.requires_grad and (leaf.is_floating_point() or leaf.is_complex()):
+            generator = torch.Generator().manual_seed(CASE["seed"] + k)
+            g = torch.randn(tuple(leaf.shape), generator=generator, dtype=torch.float32)
+            diff_outputs.append(leaf)
+            grad_outputs.append(g.to(dtype=leaf.dtype, device=leaf.device))
+    if not diff_outputs or not wrt:
+        return []
+    return list(torch.autograd.grad(diff_outputs, wrt, grad_outputs, allow_unused=True))
+
+
+def run(mode):
+    """One run ("eager", "fp64" or "compiled"), as tcfuzz's worker made it: call 1's outputs (then its
+    gradients, then what each output's storage is shared with), each input, buffer and parameter as
+    call 1 left it, call 2's outputs (the same inputs again) and call 3's (the inputs of seed + 1), under
+    dynamic=True call 4's (inputs of another size: which one, then its outputs), and when an input has a
+    storage offset the moved call's (those inputs at offset 0); each call starts from the state as built.
+    A program that keeps Python state (PythonState) also has that state after call 1, and one with a SCHEDULE
+    the outputs and Python state after each of its steps (schedule_leaves).
+    Returns the leaves, their names and their roles."""
+    model, inputs = build(mode)
+    fn = model
+    if mode == "compiled":
+        cfg = CASE["compile"]
+        kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
+        if cfg.get("mode"):
+            kwargs["mode"] = cfg["mode"]
+        if cfg.get("dynamic") is not None:
+            kwargs["dynamic"] = bool(cfg["dynamic"])
+        fn = torch.compile(model, **kwargs)
+    state = model_state(model)
+    with torch.no_grad():
+        built = {name: t.detach().clone() for name, t in state}
+    python_state = PythonState(model, globals())
+
+    def restore():
+        with torch.no_grad():
+            for name, t in state:
+                t.copy_(built[name])
+        python_state.restore()
+
+    def call(args):
+        seed_everything(CASE["seed"])
+        return call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
+
+    wrt, wrt_names = [], []
+    if CASE["backward"]:
+        inputs = grad_leaves(inputs)  # the program gets clones of these leaves
+        for i, t in enumerate(pytree.tree_leaves(inputs)):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                wrt.append(t)
+                wrt_names.append(f"grad(input {i})")
+        for name, p in sorted(model.named_parameters(), key=lambda item: item[0]):
+            if p.requires_grad:
+                wrt.append(p)
+                wrt_names.append(f"grad(param {name})")
+    torch.set_grad_enabled(CASE["backward"])
+    args = fresh_copies(inputs)
+    out = call(args)
+    leaves = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
+    names = [f"output {i}" for i in range(len(leaves))]
+    roles = ["output"] * len(leaves)
+    grads = gradients(out, wrt) if CASE["backward"] else []
+    if grads:
+        leaves += grads
+        names += wrt_names[: len(grads)]
+        roles += ["grad"] * len(grads)
+    inputs_now = [(f"input {i}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+    notes = alias_notes(pytree.tree_leaves(out), inputs_now + state)
+    leaves += notes
+    names += [f"output {i} storage" for i in range(len(notes))]
+    roles += ["alias"] * len(notes)
+    when = "after backward" if grads else "after forward"  # the worker's names (forward_checks.py)
+    after = [(f"input {i} {when}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+    after += [(f"{name} {when}", t) for name, t in state]
+    leaves += [t.detach().clone() for _, t in after]
+    names += [name for name, _ in after]
+    roles += ["state"] * len(after)
+    kept = [(f"{name} {when}", leaf) for name, leaf in python_state.leaves()]
+    leaves += [leaf for _, leaf in kept]
+    names += [name for name, _ in kept]
+    roles += ["python-state"] * len(kept)
+    for role, seed in (("second-call", None), ("fresh-inputs", CASE["seed"] + 1)):
+        restore()
+        if seed is None:
+            args = fresh_copies(inputs)
+        else:
+            args = build_inputs(seed, widen=mode == "fp64")
+            if CASE["backward"]:
+                args = grad_leaves(args)
+        more = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(call(args))]
+        leaves += more
+        names += [f"{role}: output {i}" for i in range(len(more))]
+        roles += [role] * len(more)
+    def probe(args):
+        restore()
+        seed_everything(CASE["seed"])
+        return call_in_fp64(model, args) if mode == "fp64" else model(*args)
+
+    def later_call(args):
+        out = call(grad_leaves(args) if CASE["backward"] else args)
+        return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
+
+    # Call 4 (inputs of another size, dynamic=True only), then the moved call (inputs at storage offset 0).
+    for role in ("resized", "moved") if CASE["compile"].get("dynamic") is True else ("moved",):
+        for leaf, name in later_call_leaves(role, inputs, probe, restore, later_call):
+            leaves.append(leaf)
+            names.append(name)
+            roles.append(role)
+    def scheduled_call():
+        return later_call(fresh_copies(inputs))
+
+    for leaf, name in schedule_leaves(globals(), model, restore, scheduled_call, python_state):
+        leaves.append(leaf)
+        names.append(name)
+        roles.append("schedule")
+    leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    return leaves, names, roles
+
+
+def run_and_report(mode):
+    """((leaves, names), None) when the run succeeds, (None, the exception) when it raises."""
+    try:
+        leaves, names, roles = run(mode)
+    except Exception as exc:
+        print(f"{mode}: raised {type(exc).__name__}")
+        traceback.print_exc(file=sys.stdout)
+        return None, exc
+    print(f"{mode}: ok, {len(leaves)} leaves")
+    save_leaves(mode, leaves)
+    return (leaves, names, roles), None
+
+
+def save_leaves(mode, leaves):
+    """Only with TCFUZZ_REPRO_OUTPUTS=<folder> set (tcfuzz's tests): saves the run's leaves as the worker
+    saves them, a tensor file (scalars as 0-d tensors, complex as real pairs, other leaves left out),
+    to <folder>/<mode>.safetensors. Without it, does nothing."""
+    folder = os.environ.get("TCFUZZ_REPRO_OUTPUTS")
+    if not folder:
+        return
+    tensors = [as_real_tensor(leaf) for leaf in leaves]
+    tensors = [t.contiguous().clone() for t in tensors if isinstance(t, torch.Tensor)]
+    write_tensor_file(os.path.join(folder, f"{mode}.safetensors"), tensors)
+
+
+def as_real_tensor(leaf):
+    if isinstance(leaf, torch.SymInt):
+        leaf = int(leaf)
+    if isinstance(leaf, (bool, int, float)):
+        leaf = torch.tensor(leaf)
+    if isinstance(leaf, torch.Tensor) and leaf.is_complex():
+        leaf = torch.view_as_real(leaf.resolve_conj())
+    return leaf
+
+
+def same_non_finite(a, b):
+    return all(torch.equal(f(a), f(b)) for f in (torch.isnan, torch.isposinf, torch.isneginf))
+
+
+def compare_leaf(eager, compiled, fp64):
+    """'pass', 'fail' or 'unstable' (eager has NaN/Inf where fp64 does not: not judged), and a note."""
+    eager, compiled, fp64 = as_real_tensor(eager), as_real_tensor(compiled), as_real_tensor(fp64)
+    if not isinstance(eager, torch.Tensor) or not isinstance(compiled, torch.Tensor):
+        if repr(eager) == repr(compiled):
+            return "pass", ""
+        return "fail", f"{eager} != {compiled}" if isinstance(eager, str) else f"{eager!r} != {compiled!r}"
+    if eager.dtype != compiled.dtype or eager.shape != compiled.shape:
+        return "fail", f"eager {eager.dtype}{list(eager.shape)} vs compiled {compiled.dtype}{list(compiled.shape)}"
+    if CASE["compile"].get("backend") == "eager":  # eager's own kernels: bit for bit (oracles/judge/Verdict.cpp)
+        nan_e, nan_c = (eager.isnan(), compiled.isnan()) if eager.is_floating_point() else (None, None)
+        same = (torch.equal(nan_e, nan_c) and torch.equal(eager[~nan_e], compiled[~nan_c]) if nan_e is not None
+                else torch.equal(eager, compiled))
+        return ("pass" if same else "fail"), "backend=eager must equal eager bit for bit"
+    if not isinstance(fp64, torch.Tensor) or fp64.shape != eager.shape:
+        fp64 = None
+    if not eager.is_floating_point():
+        if torch.equal(eager, compiled):
+            return "pass", ""
+        if fp64 is not None and not fp64.is_floating_point() and (compiled != fp64).sum() <= (eager != fp64).sum():
+            return "pass", "integers differ, but compiled is no further from fp64 than eager"
+        return "fail", f"{eager.dtype} values differ"
+    tol = CASE["tolerances"].get(str(eager.dtype).replace("torch.", ""), CASE["tolerances"]["float32"])
+    if fp64 is not None and fp64.is_floating_point() and not same_non_finite(eager.double(), fp64.double()):
+        return "unstable", "eager and fp64 disagree on NaN/Inf placement"
+    if not same_non_finite(eager.double(), compiled.double()):
+        return "fail", "NaN/Inf placement differs between eager and compiled"
+    finite = torch.isfinite(eager)
+    e, c = eager[finite], compiled[finite]
+    max_abs = (e.double() - c.double()).abs().max().item() if e.numel() else 0.0
+    if fp64 is None or not fp64.is_floating_point():
+        loose = tol * CASE["tolerances"]["unarbitrated_factor"]  # no arbiter: fail only far beyond tol
+        ok = torch.allclose(e.double(), c.double(), atol=loose, rtol=loose)
+        return ("pass" if ok else "fail"), f"max abs diff {max_abs:.6g}, no fp64 reference (tol {loose:g})"
+    slip = zero_slip(eager, compiled, fp64)
+    r = fp64[finite].double()
+    rmse_eager = torch._dynamo.utils.rmse(r, e.double()).item() if e.numel() else 0.0
+    rmse_compiled = torch._dynamo.utils.rmse(r, c.double()).item() if e.numel() else 0.0
+    ok = torch._dynamo.utils.same(e, c, fp64_ref=r, tol=tol, equal_nan=True)
+    note = f"max abs diff {max_abs:.6g}, rmse(eager, fp64) {rmse_eager:.6g}, rmse(compiled, fp64) {rmse_compiled:.6g}"
+    if ok and slip:
+        return slip
+    return ("pass" if ok else "fail"), note
+
+
+def zero_slip(eager, compiled, fp64):
+    """('signed-zero', note) when compiled flips the sign of zeros on which eager and fp64 agree,
+    ('denormal-flush', note) when it flushes subnormals that eager and fp64 both keep, else None
+    (oracles/judge/Comparator.cpp, countZeroSlips)."""
+    e, c, r = eager.double(), compiled.double(), fp64.double()
+    zeros = (e == 0) & (c == 0) & (r == 0) & (torch.signbit(e) == torch.signbit(r))
+    flipped = int((zeros & (torch.signbit(e) != torch.signbit(c))).sum())
+    if flipped:
+        return "signed-zero", f"compiled flips the sign of {flipped} zero(s) on which eager and fp64 agree"
+    normal = torch.finfo(eager.dtype).tiny
+    flushed = int(((e != 0) & (e.abs() < normal) & (r != 0) & (r.abs() < normal) & (c == 0)).sum())
+    if flushed:
+        return "denormal-flush", f"compiled flushes {flushed} subnormal(s) to zero that eager and fp64 keep"
+    return None
+
+
+def compare(eager, compiled, fp64):
+    """The verdict for two runs that both succeeded: 'agree', 'invalid-program', or the wrong result of the
+    first failing leaf's role: 'numeric-divergence', 'mutation-divergence', 'second-call-divergence' or
+    'aliasing-divergence'."""
+    (eager, names, roles), (compiled, _, _) = eager, compiled
+    fp64, fp64_names = fp64[:2] if fp64 is not None else (None, [])
+    if len(eager) != len(compiled):
+        print(f"output structure differs: eager has {len(eager)} leaves, compiled {len(compiled)}")
+        return "numeric-divergence"
+    leaves = CASE["diverging_leaves"] or [
+        i for i, t in enumerate(eager)
+        if roles[i] == "alias" or isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+        or roles[i] in ("python-state", "schedule") and not isinstance(t, torch.Tensor)
+    ]
+    outcomes, first_role = [], None
+    for i in leaves:
+        if i >= len(eager):
+            print(f"  leaf {i}: absent (the output has {len(eager)} leaves)")
+            continue
+        # fp64 arbitrates a leaf where its own leaf at that place has the same name (call 4 may differ in fp64)
+        same = fp64 is not None and i < len(fp64) and fp64_names[i] == names[i]
+        outcome, note = compare_leaf(eager[i], compiled[i], fp64[i] if same else None)
+        if outcome in ("signed-zero", "denormal-flush") and roles[i] != "output":
+            outcome = "pass"  # judged on call 1's forward outputs only (oracles/judge/Verdict.cpp, zeroSlip)
+        print(f"  leaf {i} ({names[i]}): {outcome}; {note}")
+        outcomes.append(outcome)
+        if outcome == "fail" and first_role is None:
+            first_role = roles[i]
+    if "unstable" in outcomes:
+        return "invalid-program"
+    if first_role is None:
+        for slip in ("signed-zero", "denormal-flush"):
+            if slip in outcomes:
+                return slip
+        return "agree"
+    return WRONG_RESULT_OF_ROLE.get(first_role, "numeric-divergence")
+
+
+# The verdict of a wrong result by the role of its first failing leaf (oracles::wrongResultOfRole).
+WRONG_RESULT_OF_ROLE = {"state": "mutation-divergence", "python-state": "mutation-divergence",
+                        "second-call": "second-call-divergence", "fresh-inputs": "second-call-divergence",
+                        "resized": "second-call-divergence", "moved": "second-call-divergence",
+                        "schedule": "second-call-divergence",
+                        "alias": "aliasing-divergence"}
+
+
+def main():
+    faulthandler.enable()  # a crash in compiled code prints the Python stack, then kills the process
+    sys.stdout.reconfigure(line_buffering=True)  # what was printed before such a crash is kept
+    if CASE["threads"] > 0:
+        torch.set_num_threads(CASE["threads"])
+    print(f"torch {torch.__version__} ({torch.version.git_version}); torch.compile {json.dumps(CASE['compile'])}")
+    eager, eager_error = run_and_report("eager")
+    fp64, _ = run_and_report("fp64")
+    apply_compile_config(CASE["compile"])
+    compiled, compiled_error = run_and_report("compiled")
+    if eager_error is not None and compiled_error is None:
+        verdict = "status-mismatch"  # compiled accepts a program that eager rejects
+    elif eager_error is None and compiled_error is not None:
+        verdict = "crash-mismatch"
+    elif eager_error is not None:
+        verdict = "invalid-program"  # both fail
+    else:
+        verdict = compare(eager, compiled, fp64)
+    print(f"expected: {CASE['verdict']}")
+    print(f"tcfuzz-verdict: {verdict}")
+    sys.exit(1 if verdict == CASE["verdict"] else 0)
+
+
+if __name__ == "__main__":
+    main()
