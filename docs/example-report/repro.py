@@ -540,30 +540,28 @@ def run(mode):
                 wrt_names.append(f"grad(param {name})")
     torch.set_grad_enabled(CASE["backward"])
     args = fresh_copies(inputs)
+    leaves, names, roles = [], [], []
+
+    def add(role, named):  # [(name, leaf)], all of one role
+        for name, leaf in named:
+            leaves.append(leaf)
+            names.append(name)
+            roles.append(role)
+
+    def detached(out):
+        return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
+
     out = call(args)
-    leaves = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
-    names = [f"output {i}" for i in range(len(leaves))]
-    roles = ["output"] * len(leaves)
+    add("output", [(f"output {i}", t) for i, t in enumerate(detached(out))])
     grads = gradients(out, wrt) if CASE["backward"] else []
-    if grads:
-        leaves += grads
-        names += wrt_names[: len(grads)]
-        roles += ["grad"] * len(grads)
+    add("grad", zip(wrt_names, grads))
     inputs_now = [(f"input {i}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
     notes = alias_notes(pytree.tree_leaves(out), inputs_now + state)
-    leaves += notes
-    names += [f"output {i} storage" for i in range(len(notes))]
-    roles += ["alias"] * len(notes)
+    add("alias", [(f"output {i} storage", n) for i, n in enumerate(notes)])
     when = "after backward" if grads else "after forward"  # the worker's names (forward_checks.py)
     after = [(f"input {i} {when}", t) for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
-    after += [(f"{name} {when}", t) for name, t in state]
-    leaves += [t.detach().clone() for _, t in after]
-    names += [name for name, _ in after]
-    roles += ["state"] * len(after)
-    kept = [(f"{name} {when}", leaf) for name, leaf in python_state.leaves()]
-    leaves += [leaf for _, leaf in kept]
-    names += [name for name, _ in kept]
-    roles += ["python-state"] * len(kept)
+    add("state", [(name, t.detach().clone()) for name, t in after + [(f"{name} {when}", t) for name, t in state]])
+    add("python-state", [(f"{name} {when}", leaf) for name, leaf in python_state.leaves()])
     for role, seed in (("second-call", None), ("fresh-inputs", CASE["seed"] + 1)):
         restore()
         if seed is None:
@@ -572,32 +570,22 @@ def run(mode):
             args = build_inputs(seed, widen=mode == "fp64")
             if CASE["backward"]:
                 args = grad_leaves(args)
-        more = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(call(args))]
-        leaves += more
-        names += [f"{role}: output {i}" for i in range(len(more))]
-        roles += [role] * len(more)
+        add(role, [(f"{role}: output {i}", t) for i, t in enumerate(detached(call(args)))])
     def probe(args):
         restore()
         seed_everything(CASE["seed"])
         return call_in_fp64(model, args) if mode == "fp64" else model(*args)
 
     def later_call(args):
-        out = call(grad_leaves(args) if CASE["backward"] else args)
-        return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in pytree.tree_leaves(out)]
+        return detached(call(grad_leaves(args) if CASE["backward"] else args))
 
     # Call 4 (inputs of another size, dynamic=True only), then the moved call (inputs at storage offset 0).
     for role in ("resized", "moved") if CASE["compile"].get("dynamic") is True else ("moved",):
-        for leaf, name in later_call_leaves(role, inputs, probe, restore, later_call):
-            leaves.append(leaf)
-            names.append(name)
-            roles.append(role)
+        add(role, [(name, leaf) for leaf, name in later_call_leaves(role, inputs, probe, restore, later_call)])
     def scheduled_call():
         return later_call(fresh_copies(inputs))
 
-    for leaf, name in schedule_leaves(globals(), model, restore, scheduled_call, python_state):
-        leaves.append(leaf)
-        names.append(name)
-        roles.append("schedule")
+    add("schedule", [(name, leaf) for leaf, name in schedule_leaves(globals(), model, restore, scheduled_call, python_state)])
     leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
     return leaves, names, roles
 

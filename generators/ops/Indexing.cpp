@@ -13,7 +13,7 @@ namespace {
 using namespace ops;
 
 /// bool < integer < floating point: an in-place op cannot write a higher category into self.
-int category(DType d) { return d == DType::Bool ? 0 : isInt(d) ? 1 : 2; }
+int writeCategory(DType d) { return d == DType::Bool ? 0 : isInt(d) ? 1 : 2; }
 
 void requireBroadcastsTo(const TensorType& from, const TensorType& to, const std::string& what) {
   require(broadcastShapes(from.shape, to.shape) == to.shape, what + " must broadcast to input 0's shape");
@@ -158,7 +158,7 @@ OpSpec& inplaceBinary(OpCatalog& c, const std::string& method, std::string aten,
   };
   s.infer = [](const OpContext& ctx) {
     requireBroadcastsTo(ctx.x(1), ctx.x(), "the other operand of an in-place op");
-    require(category(ctx.x(1).dtype) <= category(ctx.x().dtype), "an in-place op cannot promote input 0's dtype");
+    require(writeCategory(ctx.x(1).dtype) <= writeCategory(ctx.x().dtype), "an in-place op cannot promote input 0's dtype");
     return std::vector<TensorType>{ctx.x()};
   };
   s.range = [range](const OpContext& ctx) {

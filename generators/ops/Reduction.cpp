@@ -12,7 +12,7 @@ namespace {
 using namespace ops;
 
 /// How a reduction's output dtype follows its input.
-enum class Out {
+enum class ReduceOut {
   Same,        // amax, max.dim values, sort values
   Accumulate,  // sum, prod, cumsum: ints and bool accumulate in int64
   FloatOnly,   // mean, var, norm: float inputs only, same dtype out
@@ -21,16 +21,16 @@ enum class Out {
   Int64,       // argmax, count_nonzero
 };
 
-DType outDType(Out rule, DType in) {
+DType reduceOutDType(ReduceOut rule, DType in) {
   switch (rule) {
-    case Out::Same: return in;
-    case Out::Accumulate: return isFloat(in) ? in : DType::Int64;
-    case Out::FloatOnly:
+    case ReduceOut::Same: return in;
+    case ReduceOut::Accumulate: return isFloat(in) ? in : DType::Int64;
+    case ReduceOut::FloatOnly:
       require(isFloat(in), "this reduction takes floating-point inputs only");
       return in;
-    case Out::FloatOut: return floatResult(in);
-    case Out::Bool: return DType::Bool;
-    case Out::Int64: return DType::Int64;
+    case ReduceOut::FloatOut: return floatResult(in);
+    case ReduceOut::Bool: return DType::Bool;
+    case ReduceOut::Int64: return DType::Int64;
   }
   return in;
 }
@@ -106,7 +106,7 @@ OpSpec base(std::string name, std::string family, std::string python, std::strin
 }
 
 /// A reduction over a dim list attribute "dim" with "keepdim" (plus `extra` attributes).
-OpSpec& reduceList(OpCatalog& c, std::string name, std::string python, std::string aten, DTypeSet accepts, Out out,
+OpSpec& reduceList(OpCatalog& c, std::string name, std::string python, std::string aten, DTypeSet accepts, ReduceOut out,
                    RangeRule range, int outputs = 1, std::vector<AttrSpec> extra = {}) {
   OpSpec s = base(std::move(name), "reduction", std::move(python), std::move(aten), accepts);
   s.attrs = {intListAttr("dim", -8, 7), boolAttr("keepdim")};
@@ -115,7 +115,7 @@ OpSpec& reduceList(OpCatalog& c, std::string name, std::string python, std::stri
   s.infer = [out, outputs](const OpContext& ctx) {
     TensorType t = ctx.x();
     t.shape = reducedShape(t.shape, listDims(ctx), ctx.attrBool("keepdim"));
-    t.dtype = outDType(out, t.dtype);
+    t.dtype = reduceOutDType(out, t.dtype);
     return std::vector<TensorType>(outputs, t);
   };
   s.range = [range](const OpContext& ctx) { return range(ctx, ctx.ranges.at(0), reducedCount(ctx.x().shape, listDims(ctx))); };
@@ -125,17 +125,17 @@ OpSpec& reduceList(OpCatalog& c, std::string name, std::string python, std::stri
 /// A reduction over one dim attribute "dim" with "keepdim". `outs` gives the dtype rule of each
 /// output (max.dim: values and int64 indices).
 OpSpec& reduceOne(OpCatalog& c, std::string name, std::string python, std::string aten, DTypeSet accepts,
-                  std::vector<Out> outs, RangeRule range, std::vector<AttrSpec> extra = {}) {
+                  std::vector<ReduceOut> outs, RangeRule range, std::vector<AttrSpec> extra = {}) {
   OpSpec s = base(std::move(name), "reduction", std::move(python), std::move(aten), accepts);
   s.attrs = {dimAttr(), boolAttr("keepdim")};
   s.attrs.insert(s.attrs.end(), extra.begin(), extra.end());
   s.sample = [](OpContext& ctx, Rng& rng) { ctx.attrs["dim"] = drawDim(rng, ctx.x().rank()); };
   s.infer = [outs](const OpContext& ctx) {
     std::vector<TensorType> result;
-    for (Out o : outs) {
+    for (ReduceOut o : outs) {
       TensorType t = ctx.x();
       t.shape = reducedShape(t.shape, oneDim(ctx), ctx.attrBool("keepdim"));
-      t.dtype = outDType(o, t.dtype);
+      t.dtype = reduceOutDType(o, t.dtype);
       result.push_back(t);
     }
     return result;
@@ -146,7 +146,7 @@ OpSpec& reduceOne(OpCatalog& c, std::string name, std::string python, std::strin
 
 /// An op along one dim attribute "dim" keeping the input's shape (scans, sort); `outs` as in reduceOne.
 OpSpec& alongDim(OpCatalog& c, std::string name, std::string family, std::string python, std::string aten,
-                 DTypeSet accepts, std::vector<Out> outs, RangeRule range, std::vector<AttrSpec> extra = {}) {
+                 DTypeSet accepts, std::vector<ReduceOut> outs, RangeRule range, std::vector<AttrSpec> extra = {}) {
   OpSpec s = base(std::move(name), std::move(family), std::move(python), std::move(aten), accepts);
   s.attrs = {dimAttr()};
   s.attrs.insert(s.attrs.end(), extra.begin(), extra.end());
@@ -154,7 +154,7 @@ OpSpec& alongDim(OpCatalog& c, std::string name, std::string family, std::string
   s.infer = [outs](const OpContext& ctx) {
     oneDim(ctx);  // validates the dim
     std::vector<TensorType> result;
-    for (Out o : outs) result.push_back(like(ctx.x(), outDType(o, ctx.x().dtype))[0]);
+    for (ReduceOut o : outs) result.push_back(like(ctx.x(), reduceOutDType(o, ctx.x().dtype))[0]);
     return result;
   };
   s.range = [range](const OpContext& ctx) { return range(ctx, ctx.ranges.at(0), dimSize(ctx)); };
@@ -196,11 +196,11 @@ void addReductionOps(OpCatalog& c) {
 
   // --- reductions over a dim list -----------------------------------------------------------------
   reduceList(c, "sum", "torch.sum({0}, {dim}, keepdim={keepdim})", "aten::sum.dim_IntList({0}, {dim}, {keepdim}, None)",
-             kAllDTypes, Out::Accumulate, sum);
+             kAllDTypes, ReduceOut::Accumulate, sum);
   reduceList(c, "nansum", "torch.nansum({0}, {dim}, keepdim={keepdim})", "aten::nansum({0}, {dim}, {keepdim}, None)",
-             kAllDTypes, Out::Accumulate, sum);
+             kAllDTypes, ReduceOut::Accumulate, sum);
   reduceList(c, "mean", "torch.mean({0}, {dim}, keepdim={keepdim})", "aten::mean.dim({0}, {dim}, {keepdim}, None)",
-             kFloats, Out::FloatOnly, same);
+             kFloats, ReduceOut::FloatOnly, same);
   // Reductions of values rounded to a 16-bit float first, the result widened back (family
   // "precision"): the rounding before the reduction is the program's, and compiled code must keep it.
   for (const char* narrow : {"float16", "bfloat16"}) {
@@ -209,7 +209,7 @@ void addReductionOps(OpCatalog& c) {
       std::string o = op;
       auto& s = reduceList(c, o + "_in_" + n, "torch." + o + "({0}.to(torch." + n + "), {dim}, keepdim={keepdim}).to({0}.dtype)",
                            "aten::" + o + (o == "sum" ? ".dim_IntList" : ".dim") + "({0}, {dim}, {keepdim}, None)",
-                           only(DType::Float32) | only(DType::Float64), Out::Same, nullptr);
+                           only(DType::Float32) | only(DType::Float64), ReduceOut::Same, nullptr);
       s.family = "precision";
       // float16 holds at most 65504: the inputs stay small enough that the sum does too.
       if (n == "float16")
@@ -229,11 +229,11 @@ void addReductionOps(OpCatalog& c) {
     }
   }
   reduceList(c, "amax", "torch.amax({0}, {dim}, keepdim={keepdim})", "aten::amax({0}, {dim}, {keepdim})", kAllDTypes,
-             Out::Same, same);
+             ReduceOut::Same, same);
   reduceList(c, "amin", "torch.amin({0}, {dim}, keepdim={keepdim})", "aten::amin({0}, {dim}, {keepdim})", kAllDTypes,
-             Out::Same, same);
+             ReduceOut::Same, same);
   reduceList(c, "logsumexp", "torch.logsumexp({0}, {dim}, keepdim={keepdim})", "aten::logsumexp({0}, {dim}, {keepdim})",
-             kAllDTypes, Out::FloatOut, logSumExp);
+             kAllDTypes, ReduceOut::FloatOut, logSumExp);
   {
     // count_nonzero has no keepdim.
     OpSpec s = base("count_nonzero", "reduction", "torch.count_nonzero({0}, {dim})",
@@ -263,26 +263,26 @@ void addReductionOps(OpCatalog& c) {
   };
   AttrSpec corr = intAttr("correction", 0, 1);
   correction(reduceList(c, "var", "torch.var({0}, {dim}, correction={correction}, keepdim={keepdim})",
-                        "aten::var.correction({0}, {dim}, {correction}, {keepdim})", kFloats, Out::FloatOnly, var, 1,
+                        "aten::var.correction({0}, {dim}, {correction}, {keepdim})", kFloats, ReduceOut::FloatOnly, var, 1,
                         {corr}));
   correction(reduceList(c, "std", "torch.std({0}, {dim}, correction={correction}, keepdim={keepdim})",
-                        "aten::std.correction({0}, {dim}, {correction}, {keepdim})", kFloats, Out::FloatOnly, stdev, 1,
+                        "aten::std.correction({0}, {dim}, {correction}, {keepdim})", kFloats, ReduceOut::FloatOnly, stdev, 1,
                         {corr}));
   correction(reduceList(
       c, "var_mean", "torch.var_mean({0}, {dim}, correction={correction}, keepdim={keepdim})",
-      "aten::var_mean.correction({0}, {dim}, {correction}, {keepdim})", kFloats, Out::FloatOnly,
+      "aten::var_mean.correction({0}, {dim}, {correction}, {keepdim})", kFloats, ReduceOut::FloatOnly,
       [var](const OpContext& ctx, Interval a, double n) { return std::vector<Interval>{var(ctx, a, n)[0], a}; }, 2,
       {corr}));
   correction(reduceList(
       c, "std_mean", "torch.std_mean({0}, {dim}, correction={correction}, keepdim={keepdim})",
-      "aten::std_mean.correction({0}, {dim}, {correction}, {keepdim})", kFloats, Out::FloatOnly,
+      "aten::std_mean.correction({0}, {dim}, {correction}, {keepdim})", kFloats, ReduceOut::FloatOnly,
       [stdev](const OpContext& ctx, Interval a, double n) { return std::vector<Interval>{stdev(ctx, a, n)[0], a}; }, 2,
       {corr}));
   {
     // ord in {0, 0.5, 1, 2, 3}; ord 0 counts the nonzero elements.
     auto& s = reduceList(
         c, "vector_norm", "torch.linalg.vector_norm({0}, {ord}, {dim}, keepdim={keepdim})",
-        "aten::linalg_vector_norm({0}, {ord}, {dim}, {keepdim}, None)", kFloats, Out::FloatOnly,
+        "aten::linalg_vector_norm({0}, {ord}, {dim}, {keepdim}, None)", kFloats, ReduceOut::FloatOnly,
         [](const OpContext& ctx, Interval a, double n) {
           double ord = ctx.attrFloat("ord");
           return std::vector<Interval>{{0, ord == 0 ? n : a.magnitude() * std::pow(n, 1 / ord)}};
@@ -296,73 +296,73 @@ void addReductionOps(OpCatalog& c) {
   }
 
   // --- reductions of the whole tensor --------------------------------------------------------------
-  auto whole = [&c](std::string name, std::string python, std::string aten, DTypeSet accepts, Out out, RangeRule range) {
+  auto whole = [&c](std::string name, std::string python, std::string aten, DTypeSet accepts, ReduceOut out, RangeRule range) {
     OpSpec s = base(std::move(name), "reduction", std::move(python), std::move(aten), accepts);
     s.infer = [out](const OpContext& ctx) {
       TensorType t = ctx.x();
       t.shape.clear();
-      t.dtype = outDType(out, t.dtype);
+      t.dtype = reduceOutDType(out, t.dtype);
       return std::vector<TensorType>{t};
     };
     s.range = [range](const OpContext& ctx) { return range(ctx, ctx.ranges.at(0), numelOf(ctx)); };
     c.add(std::move(s));
   };
-  whole("sum_all", "torch.sum({0})", "aten::sum({0}, None)", kAllDTypes, Out::Accumulate, sum);
-  whole("mean_all", "torch.mean({0})", "aten::mean({0}, None)", kFloats, Out::FloatOnly, same);
-  whole("max_all", "torch.max({0})", "aten::max({0})", kAllDTypes, Out::Same, same);
-  whole("min_all", "torch.min({0})", "aten::min({0})", kAllDTypes, Out::Same, same);
+  whole("sum_all", "torch.sum({0})", "aten::sum({0}, None)", kAllDTypes, ReduceOut::Accumulate, sum);
+  whole("mean_all", "torch.mean({0})", "aten::mean({0}, None)", kFloats, ReduceOut::FloatOnly, same);
+  whole("max_all", "torch.max({0})", "aten::max({0})", kAllDTypes, ReduceOut::Same, same);
+  whole("min_all", "torch.min({0})", "aten::min({0})", kAllDTypes, ReduceOut::Same, same);
 
   // --- reductions over one dim -------------------------------------------------------------------
   reduceOne(c, "max_dim", "torch.max({0}, {dim}, keepdim={keepdim})", "aten::max.dim({0}, {dim}, {keepdim})", kAllDTypes,
-            {Out::Same, Out::Int64}, valuesAndIndex);
+            {ReduceOut::Same, ReduceOut::Int64}, valuesAndIndex);
   reduceOne(c, "min_dim", "torch.min({0}, {dim}, keepdim={keepdim})", "aten::min.dim({0}, {dim}, {keepdim})", kAllDTypes,
-            {Out::Same, Out::Int64}, valuesAndIndex);
+            {ReduceOut::Same, ReduceOut::Int64}, valuesAndIndex);
   reduceOne(c, "aminmax", "torch.aminmax({0}, dim={dim}, keepdim={keepdim})", "aten::aminmax({0}, {dim}, {keepdim})",
-            kAllDTypes, {Out::Same, Out::Same}, [](const OpContext&, Interval a, double) { return std::vector{a, a}; });
+            kAllDTypes, {ReduceOut::Same, ReduceOut::Same}, [](const OpContext&, Interval a, double) { return std::vector{a, a}; });
   reduceOne(c, "argmax", "torch.argmax({0}, dim={dim}, keepdim={keepdim})", "aten::argmax({0}, {dim}, {keepdim})",
-            kNumeric, {Out::Int64}, index);
+            kNumeric, {ReduceOut::Int64}, index);
   reduceOne(c, "argmin", "torch.argmin({0}, dim={dim}, keepdim={keepdim})", "aten::argmin({0}, {dim}, {keepdim})",
-            kNumeric, {Out::Int64}, index);
+            kNumeric, {ReduceOut::Int64}, index);
   // Inputs in [-1, 1] keep products bounded.
   reduceOne(c, "prod", "torch.prod({0}, {dim}, keepdim={keepdim})", "aten::prod.dim_int({0}, {dim}, {keepdim}, None)",
-            kAllDTypes, {Out::Accumulate},
+            kAllDTypes, {ReduceOut::Accumulate},
             [](const OpContext&, Interval a, double n) { return std::vector<Interval>{prodRange(a, n)}; })
       .needs = {kUnit};
   reduceOne(c, "all", "torch.all({0}, {dim}, keepdim={keepdim})", "aten::all.dim({0}, {dim}, {keepdim})", kAllDTypes,
-            {Out::Bool}, boolean);
+            {ReduceOut::Bool}, boolean);
   reduceOne(c, "any", "torch.any({0}, {dim}, keepdim={keepdim})", "aten::any.dim({0}, {dim}, {keepdim})", kAllDTypes,
-            {Out::Bool}, boolean);
+            {ReduceOut::Bool}, boolean);
   // Values only: the indices of ties are unspecified.
   reduceOne(c, "median_dim", "torch.median({0}, {dim}, keepdim={keepdim}).values",
-            "aten::median.dim({0}, {dim}, {keepdim})", kNumeric, {Out::Same}, same);
+            "aten::median.dim({0}, {dim}, {keepdim})", kNumeric, {ReduceOut::Same}, same);
   withK(reduceOne(c, "kthvalue", "torch.kthvalue({0}, {k}, {dim}, keepdim={keepdim}).values",
-                  "aten::kthvalue({0}, {k}, {dim}, {keepdim})", kNumeric, {Out::Same}, same, {intAttr("k", 1, 64)}));
+                  "aten::kthvalue({0}, {k}, {dim}, {keepdim})", kNumeric, {ReduceOut::Same}, same, {intAttr("k", 1, 64)}));
 
   // --- scans ---------------------------------------------------------------------------------------
   alongDim(c, "cumsum", "scan", "torch.cumsum({0}, {dim})", "aten::cumsum({0}, {dim}, None)", kAllDTypes,
-           {Out::Accumulate}, [](const OpContext&, Interval a, double n) { return std::vector{prefixSumRange(a, n)}; });
+           {ReduceOut::Accumulate}, [](const OpContext&, Interval a, double n) { return std::vector{prefixSumRange(a, n)}; });
   alongDim(c, "cumprod", "scan", "torch.cumprod({0}, {dim})", "aten::cumprod({0}, {dim}, None)", kAllDTypes,
-           {Out::Accumulate}, [](const OpContext&, Interval a, double n) { return std::vector{unionI(a, prodRange(a, n))}; })
+           {ReduceOut::Accumulate}, [](const OpContext&, Interval a, double n) { return std::vector{unionI(a, prodRange(a, n))}; })
       .needs = {kUnit};
   alongDim(c, "cummax", "scan", "torch.cummax({0}, {dim})", "aten::cummax({0}, {dim})", kAllDTypes,
-           {Out::Same, Out::Int64}, valuesAndIndex);
+           {ReduceOut::Same, ReduceOut::Int64}, valuesAndIndex);
   alongDim(c, "cummin", "scan", "torch.cummin({0}, {dim})", "aten::cummin({0}, {dim})", kAllDTypes,
-           {Out::Same, Out::Int64}, valuesAndIndex);
+           {ReduceOut::Same, ReduceOut::Int64}, valuesAndIndex);
   alongDim(c, "logcumsumexp", "scan", "torch.logcumsumexp({0}, {dim})", "aten::logcumsumexp({0}, {dim})", kFloats,
-           {Out::Same}, logSumExp);
+           {ReduceOut::Same}, logSumExp);
 
   // --- sorting -------------------------------------------------------------------------------------
   // Stable sorts: the order of ties is defined, so the indices are comparable.
   alongDim(c, "sort", "sort", "torch.sort({0}, dim={dim}, descending={descending}, stable=True)",
-           "aten::sort.stable({0}, True, {dim}, {descending})", kAllDTypes, {Out::Same, Out::Int64}, valuesAndIndex,
+           "aten::sort.stable({0}, True, {dim}, {descending})", kAllDTypes, {ReduceOut::Same, ReduceOut::Int64}, valuesAndIndex,
            {boolAttr("descending")});
   alongDim(c, "argsort", "sort", "torch.argsort({0}, dim={dim}, descending={descending}, stable=True)",
-           "aten::argsort.stable({0}, True, {dim}, {descending})", kAllDTypes, {Out::Int64}, index,
+           "aten::argsort.stable({0}, True, {dim}, {descending})", kAllDTypes, {ReduceOut::Int64}, index,
            {boolAttr("descending")});
   {
     // Values only (aten::topk also returns indices; the cross-check compares the first output).
     auto& s = alongDim(c, "topk", "sort", "torch.topk({0}, {k}, dim={dim}, largest={largest}).values",
-                       "aten::topk({0}, {k}, {dim}, {largest}, True)", kNumeric, {Out::Same}, same,
+                       "aten::topk({0}, {k}, {dim}, {largest}, True)", kNumeric, {ReduceOut::Same}, same,
                        {intAttr("k", 1, 64), boolAttr("largest")});
     withK(s);
     auto infer = s.infer;

@@ -10,12 +10,16 @@
 #include "oracles/judge/Traceback.h"
 
 namespace tcfuzz::oracles {
+
+using text::isIdentChar;
+using text::isIdentStart;
+using text::shortTypeName;
+using text::trim;
+
 namespace {
 
 constexpr size_t kMaxMessageBytes = 300;
 
-bool isIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 bool isDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 bool isSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 bool isHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
@@ -26,17 +30,6 @@ bool endsWith(std::string_view s, std::string_view suffix) {
 }
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && isSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-
-std::string shortTypeName(std::string_view qualified) {
-  size_t dot = qualified.rfind('.');
-  return std::string(dot == std::string_view::npos ? qualified : qualified.substr(dot + 1));
-}
 
 // --- Message normalization -----------------------------------------------------------------------
 

@@ -4,21 +4,27 @@
 #include <cctype>
 
 namespace tcfuzz::oracles {
-namespace {
 
-bool isIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool text::isIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool text::isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-std::string_view trim(std::string_view s) {
+std::string_view text::trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
 }
 
-std::string shortTypeName(std::string_view qualified) {
+std::string text::shortTypeName(std::string_view qualified) {
   size_t dot = qualified.rfind('.');
   return std::string(dot == std::string_view::npos ? qualified : qualified.substr(dot + 1));
 }
+
+using text::isIdentChar;
+using text::isIdentStart;
+using text::shortTypeName;
+using text::trim;
+
+namespace {
 
 bool isChainSeparator(std::string_view line) {
   std::string_view t = trim(line);

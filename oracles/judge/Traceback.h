@@ -29,6 +29,15 @@ std::vector<TracebackBlock> parseTraceback(std::string_view traceback);
 /// The innermost `limit` torch frames of the first block (root cause first) that has any, innermost first.
 std::vector<std::string> framesOf(const std::vector<TracebackBlock>& blocks, size_t limit);
 
+/// The text helpers that traceback and message parsing share (Traceback.cpp, Signature.cpp).
+namespace text {
+bool isIdentStart(char c);  ///< a letter or '_'
+bool isIdentChar(char c);   ///< a letter, digit or '_'
+std::string_view trim(std::string_view s);  ///< without leading and trailing whitespace
+/// The last dotted part of a qualified name ("torch._dynamo.exc.Unsupported": "Unsupported").
+std::string shortTypeName(std::string_view qualified);
+}  // namespace text
+
 /// The innermost `limit` torch frames of the root cause of a Python traceback as printed by
 /// traceback.format_exception (rules in Signature.h), innermost first.
 std::vector<std::string> torchFrames(std::string_view traceback, size_t limit = 3);

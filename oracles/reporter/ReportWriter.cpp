@@ -70,13 +70,6 @@ std::optional<double> real(const json* j, std::string_view key) {
   return v->get<double>();
 }
 
-/// A JSON value as Python source: True/False/None, strings quoted.
-std::string pythonLiteral(const json& v) {
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  if (v.is_null()) return "None";
-  return v.dump();
-}
-
 // --- Report pieces -------------------------------------------------------------------------------
 
 /// The verdict the report is about: the repro's expected verdict, else the signature's symptom.

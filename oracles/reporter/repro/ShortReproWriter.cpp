@@ -11,6 +11,13 @@
 #include "oracles/judge/Comparator.h"
 
 namespace tcfuzz::oracles {
+
+std::string pythonLiteral(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  return v.dump();
+}
+
 namespace {
 
 using nlohmann::json;
@@ -25,13 +32,6 @@ constexpr const char* kMutationAfterBackwardMessage =
 constexpr const char* kLaterCallMessage = "a later compiled call is further from the float64 reference than eager";
 constexpr const char* kAliasMessage = "compiled outputs share storage with other tensors than eager's";
 constexpr const char* kReferencePassed = "tcfuzz: the reference run passed";
-
-/// A JSON value as Python source: True/False/None, numbers and strings as JSON writes them.
-std::string pythonLiteral(const json& v) {
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  if (v.is_null()) return "None";
-  return v.dump();
-}
 
 /// The program without its comment-only lines and blank lines; `import torch.nn.functional as F` goes
 /// when nothing uses `F.`.

@@ -18,6 +18,10 @@ namespace tcfuzz::oracles {
 
 struct ComparatorOptions;
 
+/// A JSON value as Python source: True/False/None, numbers and strings as JSON writes them (an Inductor
+/// option's value in a repro or a report).
+std::string pythonLiteral(const nlohmann::json& v);
+
 /// The text of short_repro.py for `repro`, headed by `title`; `tolerances` gives same()'s tol for the
 /// diverging leaf's dtype. Throws std::invalid_argument for a verdict it cannot express.
 std::string renderShortRepro(const ReproCase& repro, const std::string& title, const ComparatorOptions& tolerances);
