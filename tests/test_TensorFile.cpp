@@ -18,7 +18,7 @@ namespace {
 /// Has `python` write three tensors with the worker's own writer (child.py's write_tensor_file).
 void writeWithWorkerCode(const std::filesystem::path& python, const std::filesystem::path& file) {
   std::string script = fmt::format(
-      "import sys; sys.path.insert(0, '{}/fuzzer/worker')\n"
+      "import sys; sys.path.insert(0, '{}/fuzzer/worker/python')\n"
       "import torch\n"
       "from child import write_tensor_file\n"
       "a = torch.arange(6, dtype=torch.bfloat16).reshape(2, 3).t()\n"  // non-contiguous on purpose
