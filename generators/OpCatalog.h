@@ -114,7 +114,7 @@ struct OpSpec {
   std::optional<IntConstraintSet> constraints;
   /// Types of a layer's parameters (name, type), for the ATen cross-check; empty for functional ops.
   std::function<std::vector<std::pair<std::string, TensorType>>(const OpContext&)> params;
-  /// A view op's stride rule (generators/ops/ViewStrides.cpp): the geometry of each output given
+  /// A view op's stride rule (generators/ops/shape/ViewStrides.cpp): the geometry of each output given
   /// input 0's and the output types, exactly as eager reports it; nullopt where the op cannot view
   /// this input (`view` raises, reshape and flatten copy into a fresh row-major tensor).
   std::function<std::optional<std::vector<Geometry>>(const OpContext&, const Geometry& in0,

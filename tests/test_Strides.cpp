@@ -1,4 +1,4 @@
-// Strides (generators/ir/Strides, the view ops' stride rules in generators/ops/ViewStrides.cpp, and
+// Strides (generators/ir/Strides, the view ops' stride rules in generators/ops/shape/ViewStrides.cpp, and
 // valueGeometries in generators/features/InputLayout): every rule is held against ATen. Each view op runs
 // through the dispatcher on CPU tensors of 50 sampled nodes, input 0 laid out contiguous, permuted,
 // stepped with a storage offset or expanded; the strides and storage offset ATen reports must be the

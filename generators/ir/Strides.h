@@ -1,6 +1,6 @@
 #pragma once
 // Strides of tensor values: the geometry torch reports for a tensor (strides and storage
-// offset, in elements) and the stride algebra the view ops' rules (generators/ops/ViewStrides.cpp)
+// offset, in elements) and the stride algebra the view ops' rules (generators/ops/shape/ViewStrides.cpp)
 // are written in. Cross-checked against ATen in tests/test_Strides.cpp.
 #include <cstdint>
 #include <optional>

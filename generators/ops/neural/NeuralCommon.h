@@ -1,5 +1,5 @@
 #pragma once
-// Building blocks shared by the neural-network families (ops/LinearAlgebra.cpp, ConvPool.cpp,
+// Building blocks shared by the neural-network families (ops/neural/LinearAlgebra.cpp, ConvPool.cpp,
 // Normalization.cpp, Loss.cpp, Neural.cpp), and the parts addNeuralOps registers.
 #include <string>
 #include <utility>

@@ -3,7 +3,7 @@
 // NeuralCommon.h names. addNeuralOps registers them all, in catalog order.
 #include <algorithm>
 
-#include "generators/ops/NeuralCommon.h"
+#include "generators/ops/neural/NeuralCommon.h"
 
 namespace tcfuzz::gen {
 namespace {

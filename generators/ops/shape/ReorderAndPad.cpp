@@ -1,6 +1,6 @@
 // Shape families: reorderings (flip, roll, rot90), repeats, triangular and diagonal views, windows
 // (unfold), and padding in every mode.
-#include "generators/ops/ShapeCommon.h"
+#include "generators/ops/shape/ShapeCommon.h"
 
 namespace tcfuzz::gen::ops {
 

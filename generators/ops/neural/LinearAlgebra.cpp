@@ -1,7 +1,7 @@
 // Linear algebra: matrix products, einsum and F.linear.
 #include <map>
 
-#include "generators/ops/NeuralCommon.h"
+#include "generators/ops/neural/NeuralCommon.h"
 
 namespace tcfuzz::gen::ops {
 namespace {

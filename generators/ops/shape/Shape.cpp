@@ -1,7 +1,7 @@
 // Shape families: views and reshapes here; splitting, joining, slicing, gathers and masked fills
 // in SplitAndSlice.cpp; reorderings, repeats, triangular and diagonal views, and padding in every
 // mode in ReorderAndPad.cpp. addShapeOps registers them all, in catalog order.
-#include "generators/ops/ShapeCommon.h"
+#include "generators/ops/shape/ShapeCommon.h"
 
 namespace tcfuzz::gen {
 namespace {

@@ -1,7 +1,7 @@
 // Normalization layers (batch, layer, RMS, group, instance) and F.normalize.
 #include <algorithm>
 
-#include "generators/ops/NeuralCommon.h"
+#include "generators/ops/neural/NeuralCommon.h"
 
 namespace tcfuzz::gen::ops {
 namespace {

@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "generators/ops/ShapeCommon.h"
+#include "generators/ops/shape/ShapeCommon.h"
 
 namespace tcfuzz::gen {
 namespace {

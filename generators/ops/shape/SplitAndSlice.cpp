@@ -1,6 +1,6 @@
 // Shape families: splitting and joining (chunk, split, unbind, cat, stack), slicing, gathers and
 // masked fills.
-#include "generators/ops/ShapeCommon.h"
+#include "generators/ops/shape/ShapeCommon.h"
 
 namespace tcfuzz::gen::ops {
 namespace {

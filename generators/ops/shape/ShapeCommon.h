@@ -1,5 +1,5 @@
 #pragma once
-// Building blocks shared by the shape families (ops/Shape.cpp, SplitAndSlice.cpp,
+// Building blocks shared by the shape families (ops/shape/Shape.cpp, SplitAndSlice.cpp,
 // ReorderAndPad.cpp), and the parts addShapeOps registers.
 #include <algorithm>
 #include <functional>

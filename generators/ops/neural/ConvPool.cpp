@@ -1,7 +1,7 @@
 // Convolutions (n-d, transposed) and pooling (max, avg, adaptive).
 #include <algorithm>
 
-#include "generators/ops/NeuralCommon.h"
+#include "generators/ops/neural/NeuralCommon.h"
 
 namespace tcfuzz::gen::ops {
 namespace {

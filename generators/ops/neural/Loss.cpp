@@ -1,7 +1,7 @@
 // Losses (pointwise, classification and others; `reduction` as ATen's enum) and distances.
 #include <algorithm>
 
-#include "generators/ops/NeuralCommon.h"
+#include "generators/ops/neural/NeuralCommon.h"
 
 namespace tcfuzz::gen::ops {
 namespace {
