@@ -12,10 +12,10 @@
 
 namespace tcfuzz {
 
-namespace {
-
 // NVML's C API as the driver exports it (nvml.h's stable, versioned entry points). Declared here
 // because the header ships with NVIDIA's toolkit packages, not Debian's, and only these few are used.
+// A named namespace, not an anonymous one: Nvml::Functions, a member of a class with linkage, holds them.
+namespace nvml_abi {
 using NvmlReturn = int;  // nvmlReturn_t: 0 is NVML_SUCCESS
 using NvmlDevice = struct NvmlDeviceOpaque*;
 struct NvmlMemory {
@@ -24,6 +24,11 @@ struct NvmlMemory {
 struct NvmlUtilization {
   unsigned int gpu, memory;
 };
+}  // namespace nvml_abi
+using namespace nvml_abi;
+
+namespace {
+
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr int kNvmlTemperatureGpu = 0;
 
