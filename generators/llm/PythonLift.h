@@ -1,6 +1,6 @@
 #pragma once
 // The lift table: how a torch call that a traced Python program made maps back onto a catalog op.
-// A "lift" worker job (fuzzer/worker/python/lift.py) runs an untrusted program once in eager, records
+// A "lift" worker job (fuzzer/worker/python/lift/job.py) runs an untrusted program once in eager, records
 // its torch calls, and matches each against this table to propose an IR graph.
 #include <optional>
 

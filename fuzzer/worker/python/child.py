@@ -1,7 +1,7 @@
 """One worker job, run in a child that the zygote (zygote.py) forked: ChildRun and child_main.
 
 The child runs the job's program (eager, compiled or float64), a repro.py script, a compiler bisection
-or a lift (lift.py), writes result.json into the job directory, then reports to the zygote through a
+or a lift (lift/), writes result.json into the job directory, then reports to the zygote through a
 pipe; it never writes to the protocol pipe. The zygote imports this module before it forks: nothing
 here may run a torch op at import time.
 """

@@ -1,6 +1,6 @@
 """tcfuzz worker zygote: imports torch once and forks one child per job. The entry point, run as
-`python -u zygote.py --device D`; the job code it forks into lives in child.py (with lift.py and
-allowlist.py), imported here before any fork so that every child inherits it.
+`python -u zygote.py --device D`; the job code it forks into lives in child.py (with lift/ and
+its allowlist), imported here before any fork so that every child inherits it.
 
 Runs inside the worker sandbox (see fuzzer/worker/Sandbox.cpp). Talks JSON lines:
   stdin  <- {"type": "job", ...}            one job per line (see fuzzer/worker/Protocol.h)
@@ -74,7 +74,7 @@ try:
     IMPORT_SECONDS = time.monotonic() - _t_import
     exit_if_orphaned()
 
-    # The job code (child.py, lift.py, allowlist.py) sits beside this file. Python puts a script's
+    # The job code (child.py, lift/) sits beside this file. Python puts a script's
     # folder first on sys.path; this keeps the sibling imports working under -P or PYTHONSAFEPATH too.
     _WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
     if _WORKER_DIR not in sys.path:

@@ -12,7 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
-from allowlist import LiftRefused, check_program_ast, lift_builtins
+from .allowlist import LiftRefused, check_program_ast, lift_builtins
 from program_guard import GUARD
 
 LIFT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "complex64", "complex128")
