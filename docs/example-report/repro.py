@@ -615,6 +615,8 @@ def save_leaves(mode, leaves):
     write_tensor_file(os.path.join(folder, f"{mode}.safetensors"), tensors)
 
 
+# ---- The judge: eager against compiled, arbitrated by float64 (oracles/judge/Comparator.cpp and
+# Verdict.cpp say the same in C++). Template: oracles/reporter/repro/repro_compare.py in tcfuzz.
 def as_real_tensor(leaf):
     if isinstance(leaf, torch.SymInt):
         leaf = int(leaf)
