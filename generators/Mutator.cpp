@@ -197,10 +197,7 @@ bool Mutator::insertReader(Graph& g, Rng& rng, const std::function<bool(const Op
   int producer = g.producerOf(v);
   size_t at = static_cast<size_t>(producer + 1);
   int out = g.addValue(g.typeOf(v));
-  Node n;
-  n.op = rng.pick(ops)->name;
-  n.inputs = {v};
-  n.outputs = {out};
+  Node n{rng.pick(ops)->name, {v}, {out}, json::object()};
   g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(at), n);
   std::vector<std::pair<size_t, size_t>> readers;
   for (size_t i = at + 1; i < g.nodes.size(); ++i)
