@@ -13,6 +13,7 @@
 
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
+#include "generators/python/PythonEmitter.h"
 #include "oracles/judge/OutputLoader.h"
 #include "oracles/judge/Signature.h"
 
@@ -251,6 +252,51 @@ TEST_F(ProgramTesterTest, PythonStateIsComparedAfterEveryCallAndOnlyTheScheduleR
   EXPECT_EQ(r.verdict.comparison->failingRole, "schedule");
   for (const auto& l : r.verdict.comparison->leaves)
     if (l.role != "schedule") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
+}
+
+TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAndAgreesUnderInductor) {
+  // One program with every Python form (loops, closures, containers, dataclasses, grad-mode regions,
+  // gradient hooks, a closure cell and a dict kept between calls), each on its own returned output of
+  // tanh, and a schedule that clears the dict twice. With backward, backend="eager" must agree exactly;
+  // inductor must agree under fp64 arbitration.
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  gen::Graph g;
+  int x0 = g.addValue({{3, 4}, gen::DType::Float32});
+  g.inputs.push_back({x0, "x0", {"uniform", -2, 2}});
+  for (const std::string& form : gen::pythonFormNames()) {
+    int out = g.addValue({{3, 4}, gen::DType::Float32});
+    g.nodes.push_back({"tanh", {x0}, {out}});
+    g.nodes.back().python.form = form;
+    g.outputs.push_back(out);
+  }
+  g.schedule = {{"clear-cache", 0}, {"clear-cache", 0}};
+  TempDir dir("tcfuzz-forms");
+  const auto program = dir.path() / "every_form.py";
+  std::ofstream(program) << gen::PythonEmitter(catalog).emit(g);
+
+  TestSettings s = settings("eager");
+  s.backward = true;
+  ProgramTestResult r = tester_->test(program, s);
+  ASSERT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  std::map<std::string, std::string> state;
+  int grads = 0;
+  for (const auto& l : r.verdict.comparison->leaves) {
+    if (l.role == "output" || l.role == "grad" || l.role == "schedule")
+      EXPECT_EQ(l.maxAbsDiff, 0.0) << l.role << " " << l.name;  // the eager backend runs eager's kernels
+    grads += l.role == "grad";
+  }
+  EXPECT_EQ(grads, 1);  // x0's gradient, through every form (the hook doubles one share, no_grad drops one)
+  for (const auto& l : r.runs.eager.outputs->leaves)
+    if (l.role == "python-state" || l.role == "schedule") state[l.name] = l.repr;
+  EXPECT_EQ(state["closure cell TALLY.count after backward"], "1");
+  EXPECT_EQ(state["self.cache after backward"], "{0: (3, 4)}");
+  EXPECT_EQ(state["schedule 1 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "1");
+  EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "2");
+  EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): self.cache"], "{0: (3, 4)}");
+
+  r = tester_->test(program, settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
 }
 
 TEST_F(ProgramTesterTest, UnderDynamicShapesCall4RunsOnAnotherSizeThatEagerAccepts) {

@@ -8,6 +8,8 @@
 #include "generators/Generator.h"
 #include "generators/python/PythonEmitter.h"
 #include "generators/python/PythonConstructs.h"
+#include "generators/python/PythonForms.h"
+#include "generators/ir/ProgramFigures.h"
 
 namespace tcfuzz::gen {
 namespace {
@@ -61,7 +63,7 @@ TEST_F(PythonConstructsTest, TheDefaultPolicyMeetsTheProgramShareTargets) {
 TEST_F(PythonConstructsTest, ConstructsDrawFromTheirOwnStreamSoTheOpGraphStaysTheSame) {
   GenPolicy none;
   none.pythonConstructs = PythonConstructChances::fromJson(
-      {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"hook", 0}, {"schedule", 0}});
+      {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"form", 0}, {"hook", 0}, {"schedule", 0}});
   Generator with(catalog, GenPolicy{}, 7), without(catalog, none, 7);
   int differing = 0;
   for (uint64_t i = 0; i < 40; ++i) {
@@ -106,7 +108,7 @@ TEST_F(PythonConstructsTest, TheEmitterWritesEachConstruct) {
 
 TEST_F(PythonConstructsTest, LoopsAndHooksAreWrittenAndAScheduleStepRemovesTheHook) {
   Graph g = smallProgram();
-  g.nodes[0].python.loop = true;
+  g.nodes[0].python.form = "enumerate";
   g.hook = "forward-pre";
   g.schedule = {{"remove-hook", 0}};
   std::string py = PythonEmitter(catalog).emit(g);
@@ -123,7 +125,9 @@ TEST_F(PythonConstructsTest, LoopsAndHooksAreWrittenAndAScheduleStepRemovesTheHo
   EXPECT_NE(PythonEmitter(catalog).emit(g).find("self._hook = self.register_forward_hook(double_floating_outputs)"), std::string::npos);
   // A loop needs an element along dim 0 (torch.stack refuses an empty list).
   g.typeOf(1).shape = {0};
-  EXPECT_FALSE(planPythonConstructs(g, catalog).nodes[0].loop);
+  EXPECT_TRUE(planPythonConstructs(g, catalog).nodes[0].form.empty());
+  g.nodes[0].python.form = "dict";  // a form that iterates nothing holds on an empty dim 0
+  EXPECT_EQ(planPythonConstructs(g, catalog).nodes[0].form, "dict");
 }
 
 TEST_F(PythonConstructsTest, ConstructsThatNoLongerHoldAreLeftOutNeverWrittenWrong) {
@@ -193,7 +197,7 @@ TEST_F(PythonConstructsTest, ATrainingBranchIsWrittenAndOnlyItLetsAScheduleStepC
 
 TEST_F(PythonConstructsTest, TheJsonFormKeepsEveryConstructAndRejectsUnknownOnes) {
   Graph g = smallProgram();
-  g.nodes[0].python = {true, BranchTest{"tensor", 0, -0.5}, "offset", true, true};
+  g.nodes[0].python = {true, BranchTest{"tensor", 0, -0.5}, "offset", true, "enumerate"};
   g.schedule = {{"global", 0.75}, {"flag", 0}, {"remove-hook", 0}};
   g.hook = "forward";
   Graph back = Graph::fromJson(g.toJson());
@@ -218,6 +222,79 @@ TEST_F(PythonConstructsTest, TheJsonFormKeepsEveryConstructAndRejectsUnknownOnes
   doc = g.toJson();
   doc["schedule"][0]["change"] = "train";
   EXPECT_THROW(Graph::fromJson(doc), GraphFormatError);
+  // The first loop form keeps its older key, so programs written before forms had names hash the same.
+  EXPECT_EQ(g.toJson()["nodes"][0]["python"]["loop"], true);
+  g.nodes[0].python.form = "dataclass";
+  doc = g.toJson();
+  EXPECT_EQ(doc["nodes"][0]["python"]["form"], "dataclass");
+  EXPECT_EQ(Graph::fromJson(doc).nodes[0].python.form, "dataclass");
+  doc["nodes"][0]["python"]["form"] = "coroutine";
+  EXPECT_THROW(Graph::fromJson(doc), GraphFormatError);
+  doc["nodes"][0]["python"]["form"] = "zip";
+  doc["nodes"][0]["python"]["loop"] = true;  // two forms on one node
+  EXPECT_THROW(Graph::fromJson(doc), GraphFormatError);
+}
+
+TEST_F(PythonConstructsTest, EveryFormIsWrittenWithItsModuleTextOnceAndItsStateCompared) {
+  // The table names every form the IR accepts, in the same order.
+  std::vector<std::string> tableNames;
+  for (const PythonForm& f : pythonForms()) tableNames.emplace_back(f.name);
+  EXPECT_EQ(tableNames, pythonFormNames());
+  // Two nodes with a form each, over every pair of forms, so each module text must be written once.
+  for (const std::string& first : pythonFormNames()) {
+    Graph g = smallProgram();
+    g.nodes[0].python.form = first;
+    g.nodes[2].python.form = first == "dataclass" ? "dict-state" : "dataclass";
+    PythonPlan plan = planPythonConstructs(g, catalog);
+    EXPECT_EQ(plan.nodes[0].form, first);
+    std::string py = PythonEmitter(catalog).emit(g);
+    EXPECT_NE(py.find(formForwardText(pythonForm(first), "v1")), std::string::npos) << py;
+    size_t at = py.find("class Carry:");
+    ASSERT_NE(at, std::string::npos) << py;
+    EXPECT_EQ(py.find("class Carry:", at + 1), std::string::npos) << py;
+    EXPECT_NE(py.find("\nimport dataclasses\n"), std::string::npos) << py;
+    EXPECT_EQ(plan.mutatesState(), first == "closure-state" || first == "dict-state" || first == "dataclass") << first;
+  }
+  // The state forms: a global whose closure cells the oracle reads, a dict the schedule may clear.
+  Graph g = smallProgram();
+  g.nodes[0].python.form = "closure-state";
+  g.nodes[2].python.form = "dict-state";
+  g.schedule = {{"clear-cache", 0}};
+  PythonPlan plan = planPythonConstructs(g, catalog);
+  EXPECT_EQ(plan.stateGlobals(), (std::vector<std::string>{"TALLY"}));
+  EXPECT_EQ(plan.schedule.size(), 1u);
+  std::string py = PythonEmitter(catalog).emit(g);
+  for (const char* expected :
+       {"TALLY = make_tally()\n", "        self.cache = {}", "        v1 = TALLY(v1)",
+        "        self.cache = remember(self.cache, len(self.cache), tuple(v3.shape))\n",
+        "    \"\"\"model.cache.clear() (the dict forward passes to remember)\"\"\"\n    model.cache.clear()\n",
+        "STATE_GLOBALS = (\"TALLY\",)\n"})
+    EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
+  g.nodes[2].python.form.clear();  // without the dict, the step has nothing to clear
+  EXPECT_TRUE(planPythonConstructs(g, catalog).schedule.empty());
+}
+
+TEST_F(PythonConstructsTest, GenerationDrawsEveryFormAndTheFiguresCountEach) {
+  GenPolicy policy;
+  policy.pythonConstructs.loop = policy.pythonConstructs.form = 1.0;
+  Generator generator(catalog, policy, 5);
+  std::map<std::string, int> drawn;
+  ProgramFigures figures;
+  for (uint64_t i = 0; i < 200; ++i) {
+    Graph p = generator.generate(i);
+    figures.add(p, catalog);
+    for (const Node& n : p.nodes)
+      if (!n.python.form.empty()) ++drawn[n.python.form];
+  }
+  for (const std::string& name : pythonFormNames()) EXPECT_GT(drawn[name], 0) << name;
+  json shares = figures.toJson()["programs_with_each_python_form"];
+  EXPECT_EQ(shares.size(), pythonFormNames().size());
+  EXPECT_NEAR(shares["closure"].get<double>() * 200, drawn["closure"], 1e-9);  // one per program at most here
+  // A zero weight turns a form off.
+  policy.pythonConstructs.formWeights["closure"] = 0;
+  Generator without(catalog, policy, 5);
+  for (uint64_t i = 0; i < 200; ++i)
+    for (const Node& n : without.generate(i).nodes) EXPECT_NE(n.python.form, "closure");
 }
 
 TEST_F(PythonConstructsTest, TransformsOfTheOpGraphCarryTheConstructsAlong) {
@@ -239,6 +316,12 @@ TEST_F(PythonConstructsTest, ThePolicyReadsItsChancesStrictly) {
   EXPECT_THROW(GenPolicy::fromJson({{"python_constructs", {{"loops", 0.5}}}}), std::invalid_argument);
   EXPECT_THROW(GenPolicy::fromJson({{"python_constructs", {{"branch", 1.5}}}}), std::invalid_argument);
   EXPECT_THROW(GenPolicy::fromJson({{"python_constructs", {{"branch_weights", {{"while", 1}}}}}}), std::invalid_argument);
+  p = GenPolicy::fromJson({{"python_constructs", {{"form", 0.5}, {"form_weights", {{"generator", 4}}}}}});
+  EXPECT_EQ(p.pythonConstructs.form, 0.5);
+  EXPECT_EQ(p.pythonConstructs.formWeights.at("generator"), 4);
+  EXPECT_EQ(p.pythonConstructs.formWeights.at("zip"), 1);
+  EXPECT_THROW(GenPolicy::fromJson({{"python_constructs", {{"form_weights", {{"coroutine", 1}}}}}}), std::invalid_argument);
+  EXPECT_THROW(GenPolicy::fromJson({{"python_constructs", {{"form_weights", {{"zip", -1}}}}}}), std::invalid_argument);
 }
 
 }  // namespace

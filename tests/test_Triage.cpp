@@ -149,7 +149,7 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
         // programs, and this check is about the three planted backends' findings, not about the constructs
         // (ProgramTester's and ShortReproWriter's tests hold those end to end).
         {"python_constructs",
-         {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"hook", 0}, {"schedule", 0}}},
+         {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"form", 0}, {"hook", 0}, {"schedule", 0}}},
         // Fractional interpolation hits real upstream bugs (#198201, and its bilinear twin) under the
         // planted backends' decompositions: a fourth report this check of the three planted ones must not see.
         {"op_weights",

@@ -305,7 +305,7 @@ def write_tensor_file(path, tensors):
 class PythonState:
     """The Python state a program keeps beside its tensors (docs/programs.md, "Python state"): the model's
     public instance attributes, its class's public data attributes, and the module globals the program
-    names in STATE_GLOBALS. restore() puts back the state as built, hooks and train/eval flags included (every call starts from it, as from the
+    names in STATE_GLOBALS (for a function among them, the contents of its closure cells). restore() puts back the state as built, hooks and train/eval flags included (every call starts from it, as from the
     buffers and parameters as built; a schedule's calls then change it step by step). leaves() reads it as
     the oracle compares it: tensors and Python floats as values (floats may come from tensors, so they are
     judged like tensors), the rest of each value as its repr, compared exactly."""
@@ -323,12 +323,23 @@ class PythonState:
         self.modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
 
     def _read(self):
-        """[(where, key, value)]: where is "self", the class's name or "global"."""
+        """[(where, key, value)]: where is "self", the class's name, "global", or "cell" (key "TALLY.count")."""
         model, cls = self.model, self.cls
         found = [("self", k, v) for k, v in sorted(vars(model).items()) if not k.startswith("_") and k != "training"]
         found += [(cls.__name__, k, v) for k, v in sorted(vars(cls).items())
                   if not k.startswith("_") and not callable(v) and not isinstance(v, (property, staticmethod, classmethod))]
-        return found + [("global", k, self.namespace[k]) for k in self.global_names]
+        for k in self.global_names:
+            value = self.namespace[k]
+            if callable(value) and getattr(value, "__closure__", None):
+                found += [("cell", name, cell.cell_contents) for name, cell in self._cells(k)]
+            else:
+                found.append(("global", k, value))
+        return found
+
+    def _cells(self, k):
+        """[(name, cell)] of global function k's closure: "TALLY.count" for the cell of its variable count."""
+        f = self.namespace[k]
+        return [(f"{k}.{var}", cell) for var, cell in zip(f.__code__.co_freevars, f.__closure__)]
 
     def restore(self):
         import copy
@@ -341,6 +352,8 @@ class PythonState:
                 object.__setattr__(self.model, key, copy.deepcopy(value))
             elif where == "global":
                 self.namespace[key] = copy.deepcopy(value)
+            elif where == "cell":
+                dict(self._cells(key.split(".")[0]))[key].cell_contents = copy.deepcopy(value)
             else:
                 setattr(self.cls, key, copy.deepcopy(value))
         for hooks, built in self.hooks:  # in place: the module keeps the same dict
@@ -354,7 +367,7 @@ class PythonState:
         "self.trace" with "[1, <value 0>]" then "self.trace value 0" with the tensor or float it holds."""
         out = []
         for where, key, value in self._read():
-            name = f"global {key}" if where == "global" else f"{where}.{key}"
+            name = f"global {key}" if where == "global" else f"closure cell {key}" if where == "cell" else f"{where}.{key}"
             if isinstance(value, (torch.Tensor, float)):
                 out.append((name, value.detach().clone() if isinstance(value, torch.Tensor) else value))
                 continue

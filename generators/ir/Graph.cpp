@@ -85,8 +85,24 @@ class Reader {
 
 const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "training", "calls"};
 const std::set<std::string> kOutputStates{"scale", "offset"};
-const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook"};
+const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook", "clear-cache"};
 const std::set<std::string> kHooks{"forward", "forward-pre"};
+
+}  // namespace
+
+const std::vector<std::string>& pythonFormNames() {
+  static const std::vector<std::string> kNames{"enumerate",  "while",     "zip",       "generator", "grow-while-iterating",
+                                               "closure",    "dict",      "set",       "namedtuple", "dataclass",
+                                               "local-class", "no-grad",  "tensor-hook", "closure-state", "dict-state"};
+  return kNames;
+}
+
+bool isPythonForm(const std::string& name) {
+  const auto& names = pythonFormNames();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+namespace {
 
 json pythonToJson(const NodePython& p) {
   json doc = json::object();
@@ -94,19 +110,29 @@ json pythonToJson(const NodePython& p) {
   if (p.branch) doc["branch"] = {{"kind", p.branch->kind}, {"operand", p.branch->operand}, {"threshold", p.branch->threshold}};
   if (!p.outputState.empty()) doc["output_state"] = p.outputState;
   if (p.counter) doc["counter"] = true;
-  if (p.loop) doc["loop"] = true;
+  // The first loop form keeps the key it had before forms had names, so older programs hash the same.
+  if (p.form == "enumerate") doc["loop"] = true;
+  else if (!p.form.empty()) doc["form"] = p.form;
   return doc;
 }
 
 NodePython pythonFromJson(const Reader& r) {
-  r.onlyKeys({"graph_break_before", "branch", "output_state", "counter", "loop"});
+  r.onlyKeys({"graph_break_before", "branch", "output_state", "counter", "loop", "form"});
   NodePython p;
+  bool loop = false;
   for (auto [key, field] : {std::pair{"graph_break_before", &p.graphBreakBefore}, std::pair{"counter", &p.counter},
-                            std::pair{"loop", &p.loop}})
+                            std::pair{"loop", &loop}})
     if (r.has(key)) {
       if (!r.at(key).raw().is_boolean()) r.at(key).fail("expected true or false");
       *field = r.at(key).raw().get<bool>();
     }
+  if (loop) p.form = "enumerate";
+  if (r.has("form")) {
+    if (loop) r.at("form").fail("a node has one form: 'loop' already names 'enumerate'");
+    p.form = r.at("form").str();
+    if (!isPythonForm(p.form))
+      r.at("form").fail(fmt::format("unknown Python form '{}' ({})", p.form, fmt::join(pythonFormNames(), ", ")));
+  }
   if (r.has("branch")) {
     Reader b = r.at("branch");
     b.onlyKeys({"kind", "operand", "threshold"});
@@ -397,7 +423,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       s.onlyKeys({"change", "value"});
       ScheduleStep step{s.at("change").str(), s.at("value").number()};
       if (!kScheduleChanges.contains(step.change))
-        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode or remove-hook)", step.change));
+        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode, remove-hook or clear-cache)", step.change));
       g.schedule.push_back(step);
     }
   }

@@ -101,23 +101,29 @@ struct BranchTest {
 /// torch._dynamo.graph_break() before its code. `branch`: its code is the `if` arm, and the `else` arm
 /// rolls its output by one element. `outputState`: "scale" multiplies its output by the class attribute
 /// `scale`, "offset" adds the module global OFFSET. `counter`: before its code, forward counts the call in
-/// an instance attribute, an instance list and a module global. `loop`: after its code, a loop over its
-/// output's dim 0 scales each slice by a small integer into a list, and the output is that list stacked.
+/// an instance attribute, an instance list and a module global. `form`: after its code, its output passes
+/// through a Python form (PythonConstructs.h's table: a loop over dim 0, a closure, a container, a
+/// dataclass, a grad-mode region, a tensor hook, ...), "" for none.
+/// The Python forms a node's output may pass through, by name: the loops over dim 0 first ("enumerate",
+/// "while", "zip", "generator", "grow-while-iterating"), then the others. PythonConstructs.cpp writes each.
+const std::vector<std::string>& pythonFormNames();
+bool isPythonForm(const std::string& name);
+
 struct NodePython {
   bool graphBreakBefore = false;
   std::optional<BranchTest> branch;
   std::string outputState;
   bool counter = false;
-  bool loop = false;
-  bool empty() const { return !graphBreakBefore && !branch && outputState.empty() && !counter && !loop; }
+  std::string form;
+  bool empty() const { return !graphBreakBefore && !branch && outputState.empty() && !counter && form.empty(); }
   bool operator==(const NodePython&) const = default;
 };
 
 /// One step of a program's call schedule (PythonConstructs.h): a state change, then a call. `change`:
 /// "class-attr" (Model.scale = value), "instance-attr" (model.scale = value, shadowing the class
 /// attribute), "global" (OFFSET = value), "flag" (model.flag = not model.flag), "train-mode"
-/// (model.train(not model.training)) or "remove-hook" (the module's hook removed); value is used by the
-/// first three only.
+/// (model.train(not model.training)), "remove-hook" (the module's hook removed) or "clear-cache"
+/// (model.cache.clear(), the dict the "dict-state" form keeps); value is used by the first three only.
 struct ScheduleStep {
   std::string change = "class-attr";
   double value = 0;

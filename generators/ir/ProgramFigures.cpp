@@ -5,6 +5,7 @@
 
 #include "generators/features/InputLayout.h"
 #include "generators/python/PythonConstructs.h"
+#include "generators/python/PythonForms.h"
 
 namespace tcfuzz::gen {
 
@@ -69,7 +70,10 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withPythonConstruct += plan.anyConstruct();
   withGraphBreak += plan.graphBreak();
   withBranch += std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) { return p.branch.has_value(); });
-  withLoop += std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) { return p.loop; });
+  withLoop += std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) {
+    return !p.form.empty() && pythonForm(p.form).loop;
+  });
+  for (const std::string& form : plan.forms) ++withForm[form];
   withHook += !plan.hook.empty();
   withPythonStateWrite += plan.mutatesState();
   withSchedule += !plan.schedule.empty();
@@ -114,6 +118,12 @@ json ProgramFigures::toJson() const {
     auto found = withFamily.find(family);
     figures[key] = share(found == withFamily.end() ? 0 : found->second, programs);
   }
+  json forms = json::object();  // every form, so a policy that never draws one shows its 0
+  for (const PythonForm& f : pythonForms()) {
+    auto found = withForm.find(std::string(f.name));
+    forms[std::string(f.name)] = share(found == withForm.end() ? 0 : found->second, programs);
+  }
+  figures["programs_with_each_python_form"] = forms;
   return figures;
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "generators/python/PythonEmitter.h"
+#include "generators/python/PythonForms.h"
 
 namespace tcfuzz::gen {
 
@@ -57,11 +58,25 @@ bool outputStateHolds(const Graph& g, const OpCatalog& catalog, size_t i) {
   return returnsOnly(g, catalog, i) && isFloat(g.typeOf(g.nodes[i].outputs[0]).dtype);
 }
 
-/// A loop over dim 0 needs a dim 0 with an element to unbind (torch.stack refuses an empty list).
-bool loopHolds(const Graph& g, const OpCatalog& catalog, size_t i) {
-  if (!outputStateHolds(g, catalog, i)) return false;
+/// A form sits on a returned floating output; a loop form needs a dim 0 with an element to unbind
+/// (torch.stack refuses an empty list).
+bool formHolds(const Graph& g, const OpCatalog& catalog, size_t i, const std::string& name) {
+  if (!outputStateHolds(g, catalog, i) || !isPythonForm(name)) return false;
   const TensorType& t = g.typeOf(g.nodes[i].outputs[0]);
-  return t.rank() >= 1 && t.shape[0] >= 1;
+  return !pythonForm(name).loop || (t.rank() >= 1 && t.shape[0] >= 1);
+}
+
+/// Draws a form of the loop kind (`loop`) or of the others, by the policy's weights; "" when none weighs.
+std::string drawForm(const PythonConstructChances& chances, bool loop, Rng& rng) {
+  std::vector<std::string> names;
+  std::vector<double> weights;
+  for (const PythonForm& f : pythonForms())
+    if (f.loop == loop)
+      if (auto it = chances.formWeights.find(std::string(f.name)); it != chances.formWeights.end() && it->second > 0) {
+        names.emplace_back(f.name);
+        weights.push_back(it->second);
+      }
+  return names.empty() ? "" : names[rng.weighted(weights)];
 }
 
 /// A threshold inside the operand's distribution that every floating dtype holds exactly (a multiple of
@@ -82,9 +97,17 @@ const std::vector<double> kOffsetValues{0.5, -1.25, 2.0, 0.75};
 
 }  // namespace
 
+std::map<std::string, double> PythonConstructChances::defaultFormWeights() {
+  std::map<std::string, double> weights;
+  for (const PythonForm& f : pythonForms()) weights[std::string(f.name)] = f.name == "enumerate" ? 2 : 1;
+  weights["closure-state"] = weights["dict-state"] = 2;  // state kept between calls: what guards must see
+  return weights;
+}
+
 json PythonConstructChances::toJson() const {
   return {{"graph_break", graphBreak}, {"branch", branch}, {"output_state", outputState}, {"counter", counter},
-          {"loop", loop}, {"hook", hook}, {"schedule", schedule}, {"branch_weights", branchWeights}};
+          {"loop", loop}, {"form", form}, {"hook", hook}, {"schedule", schedule}, {"branch_weights", branchWeights},
+          {"form_weights", formWeights}};
 }
 
 PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
@@ -92,16 +115,20 @@ PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
   PythonConstructChances c;
   std::map<std::string, double*> chances{{"graph_break", &c.graphBreak}, {"branch", &c.branch},
                                          {"output_state", &c.outputState}, {"counter", &c.counter},
-                                         {"loop", &c.loop}, {"hook", &c.hook}, {"schedule", &c.schedule}};
+                                         {"loop", &c.loop}, {"form", &c.form}, {"hook", &c.hook},
+                                         {"schedule", &c.schedule}};
+  std::map<std::string, std::pair<std::map<std::string, double>*, const char*>> weightMaps{
+      {"branch_weights", {&c.branchWeights, "test"}}, {"form_weights", {&c.formWeights, "form"}}};
   for (const auto& [key, value] : doc.items()) {
-    if (key == "branch_weights") {
-      if (!value.is_object()) throw std::invalid_argument("python_constructs.branch_weights: expected an object");
+    if (auto weights = weightMaps.find(key); weights != weightMaps.end()) {
+      auto [map, what] = weights->second;
+      if (!value.is_object()) throw std::invalid_argument(fmt::format("python_constructs.{}: expected an object", key));
       for (const auto& [kind, w] : value.items()) {
-        if (!c.branchWeights.contains(kind))
-          throw std::invalid_argument(fmt::format("python_constructs.branch_weights: unknown test '{}'", kind));
+        if (!map->contains(kind))
+          throw std::invalid_argument(fmt::format("python_constructs.{}: unknown {} '{}'", key, what, kind));
         if (!w.is_number() || w.get<double>() < 0)
-          throw std::invalid_argument(fmt::format("python_constructs.branch_weights.{}: expected a number >= 0", kind));
-        c.branchWeights[kind] = w.get<double>();
+          throw std::invalid_argument(fmt::format("python_constructs.{}.{}: expected a number >= 0", key, kind));
+        (*map)[kind] = w.get<double>();
       }
       continue;
     }
@@ -127,6 +154,8 @@ std::vector<std::string> PythonPlan::stateGlobals() const {
   std::vector<std::string> names;
   if (globalOffset) names.push_back("OFFSET");
   if (counter) names.push_back("CALLS");
+  for (const std::string& form : forms)
+    if (std::string_view global = pythonForm(form).stateGlobal; !global.empty()) names.emplace_back(global);
   return names;
 }
 
@@ -138,7 +167,8 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
     NodePython p = g.nodes[i].python;
     if (p.branch && !branchHolds(g, catalog, i, *p.branch, plan.counter, written)) p.branch.reset();
     if (!p.outputState.empty() && !outputStateHolds(g, catalog, i)) p.outputState.clear();
-    if (p.loop && !loopHolds(g, catalog, i)) p.loop = false;
+    if (!p.form.empty() && !formHolds(g, catalog, i, p.form)) p.form.clear();
+    if (!p.form.empty()) plan.forms.insert(p.form);
     plan.flag = plan.flag || (p.branch && p.branch->kind == "flag");
     plan.training = plan.training || (p.branch && p.branch->kind == "training");
     plan.classScale = plan.classScale || p.outputState == "scale";
@@ -151,6 +181,7 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
                  : s.change == "train-mode"  ? plan.training
                  : s.change == "global"      ? plan.globalOffset
                  : s.change == "remove-hook" ? !plan.hook.empty()
+                 : s.change == "clear-cache" ? plan.forms.contains("dict-state")
                                              : plan.classScale;
     if (holds) plan.schedule.push_back(s);
   }
@@ -210,11 +241,14 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     g.nodes[rng.pick(floating)].python.outputState = rng.chance(0.5) ? "scale" : "offset";
     ++added;
   }
-  std::vector<size_t> loops;
-  for (size_t i : floating)
-    if (loopHolds(g, catalog, i)) loops.push_back(i);
-  if (!loops.empty() && rng.chance(chances.loop)) {
-    g.nodes[rng.pick(loops)].python.loop = true;
+  for (bool loop : {true, false}) {
+    if (floating.empty() || !rng.chance(loop ? chances.loop : chances.form)) continue;
+    std::string name = drawForm(chances, loop, rng);
+    std::vector<size_t> places;
+    for (size_t i : floating)
+      if (g.nodes[i].python.form.empty() && formHolds(g, catalog, i, name)) places.push_back(i);
+    if (places.empty()) continue;
+    g.nodes[rng.pick(places)].python.form = name;
     ++added;
   }
   if (rng.chance(chances.hook)) {
@@ -228,6 +262,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
   if (plan.flag) changes.push_back("flag");
   if (plan.training) changes.push_back("train-mode");
   if (!g.hook.empty()) changes.push_back("remove-hook");
+  if (plan.forms.contains("dict-state")) changes.push_back("clear-cache");
   if (!changes.empty() && rng.chance(chances.schedule)) {
     int steps = static_cast<int>(rng.uniform(1, 3));
     for (int k = 0; k < steps; ++k) {
@@ -251,7 +286,7 @@ bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonCons
     if (p.branch) drops.push_back([&p] { p.branch.reset(); });
     if (!p.outputState.empty()) drops.push_back([&p] { p.outputState.clear(); });
     if (p.counter) drops.push_back([&p] { p.counter = false; });
-    if (p.loop) drops.push_back([&p] { p.loop = false; });
+    if (!p.form.empty()) drops.push_back([&p] { p.form.clear(); });
   }
   if (!g.hook.empty()) drops.push_back([&g] { g.hook.clear(); });
   if (!drops.empty() && rng.chance(0.5)) {
@@ -259,9 +294,9 @@ bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonCons
     return true;
   }
   PythonConstructChances one = chances;
-  one.graphBreak = one.branch = one.outputState = one.counter = one.loop = one.hook = one.schedule = 0;
-  double* kinds[] = {&one.graphBreak, &one.branch, &one.outputState, &one.counter, &one.loop, &one.hook, &one.schedule};
-  *kinds[rng.uniform(0, 6)] = 1;
+  one.graphBreak = one.branch = one.outputState = one.counter = one.loop = one.form = one.hook = one.schedule = 0;
+  double* kinds[] = {&one.graphBreak, &one.branch, &one.outputState, &one.counter, &one.loop, &one.form, &one.hook, &one.schedule};
+  *kinds[rng.uniform(0, 7)] = 1;
   if (one.schedule > 0) one.outputState = 1;  // a schedule changes state that an output reads
   std::string before = g.toJson().dump();
   addPythonConstructs(g, catalog, one, rng);
@@ -270,12 +305,24 @@ bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonCons
 
 // --- Python text ------------------------------------------------------------------------------------
 
+std::string PythonText::imports() const {
+  std::set<std::string_view> lines;
+  for (const std::string& name : plan.forms) lines.insert(pythonForm(name).imports);
+  lines.erase("");
+  return fmt::format("{}", fmt::join(lines, ""));
+}
+
 std::string PythonText::moduleState() const {
-  if (!plan.globalOffset && !plan.counter) return "";
-  std::string out = "# Module globals forward reads or writes (STATE_GLOBALS: compared after every call)\n";
-  if (plan.globalOffset) out += "OFFSET = 0.0\n";
-  if (plan.counter) out += "CALLS = 0\n";
-  return out + "\n\n";
+  std::string out;
+  if (plan.globalOffset || plan.counter) {
+    out = "# Module globals forward reads or writes (STATE_GLOBALS: compared after every call)\n";
+    if (plan.globalOffset) out += "OFFSET = 0.0\n";
+    if (plan.counter) out += "CALLS = 0\n";
+    out += "\n\n";
+  }
+  for (const PythonForm& f : pythonForms())  // the table's order, so the text never depends on the nodes'
+    if (plan.forms.contains(std::string(f.name))) out += f.module;
+  return out;
 }
 
 std::string PythonText::classAttributes() const {
@@ -286,6 +333,8 @@ std::string PythonText::initState() const {
   std::string out;
   if (plan.counter) out += "        self.calls = 0\n        self.trace = []\n";
   if (plan.flag) out += "        self.flag = True\n";
+  for (const PythonForm& f : pythonForms())
+    if (plan.forms.contains(std::string(f.name))) out += f.init;
   if (plan.hook == "forward") out += "        self._hook = self.register_forward_hook(double_floating_outputs)\n";
   if (plan.hook == "forward-pre")
     out += "        self.seen = []\n        self._hook = self.register_forward_pre_hook(record_input_shapes)\n";
@@ -340,13 +389,10 @@ std::string PythonText::nodeCode(const Graph& g, size_t i, const std::vector<std
 
 std::string PythonText::afterNode(const Graph& g, size_t i, const std::vector<std::string>& names) const {
   const NodePython& p = plan.nodes[i];
-  if (p.outputState.empty() && !p.loop) return "";
+  if (p.outputState.empty() && p.form.empty()) return "";
   const std::string& out = names[static_cast<size_t>(g.nodes[i].outputs[0])];
   std::string text;
-  if (p.loop)
-    text += fmt::format("        parts = []\n        for i, part in enumerate({0}.unbind(0)):  # a loop over dim 0 that fills a list\n"
-                        "            parts.append(part * (i % 3 + 1))\n        {0} = torch.stack(parts)\n",
-                        out);
+  if (!p.form.empty()) text += formForwardText(pythonForm(p.form), out);
   if (p.outputState == "scale") text += fmt::format("        {0} = {0} * self.scale\n", out);
   if (p.outputState == "offset") text += fmt::format("        {0} = {0} + OFFSET\n", out);
   return text;
@@ -376,6 +422,9 @@ std::string PythonText::scheduleAndState() const {
       } else if (s.change == "train-mode") {
         doc = "model.train(not model.training): eval() to train() and back";
         body = "    model.train(not model.training)\n";
+      } else if (s.change == "clear-cache") {
+        doc = "model.cache.clear() (the dict forward passes to remember)";
+        body = "    model.cache.clear()\n";
       } else {
         doc = fmt::format("the {} hook removed", plan.hook);
         body = "    model._hook.remove()\n";

@@ -3,8 +3,9 @@
 // "Python-level constructs"). A graph break before a node; an `if` around a node, decided by a tensor
 // value, by module state or by the call count; a loop over an output's dim 0 that fills a list; Python
 // state that forward reads and writes (an instance counter, a list it appends to, a module global, a class
-// attribute scaling an output, a global offsetting one); a forward hook or pre-hook on the model; and a
-// schedule of calls with state changes in between.
+// attribute scaling an output, a global offsetting one); an output through a Python form (PythonForms.h:
+// other loops, closures, containers, dataclasses, grad-mode regions, gradient hooks, state kept in a closure
+// cell or a dict); a forward hook or pre-hook on the model; and a schedule of calls with state changes in between.
 //
 // Each construct sits on a node (Node::python) or on the program (Graph::schedule), so every transform of
 // the op graph (repair, mutation, minimization) carries it along. The emitter writes only the constructs
@@ -14,8 +15,9 @@
 //     any), so eager, compiled and the float64 reference always take the same arm: rounding never picks it;
 //   - a branch sits only around a node whose output forward returns and nothing else reads, so the other
 //     arm (the output rolled by one element) breaks no property a downstream op relies on (sortedness);
-//   - Python state, loops and hooks touch only returned floating outputs, by exact factors and constants.
+//   - Python state, forms and hooks touch only returned floating outputs, by small factors and constants.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,10 +33,15 @@ struct PythonConstructChances {
   double branch = 0.35;      // an `if` around a node whose output only forward returns
   double outputState = 0.3;  // a returned floating output scaled by a class attribute or offset by a global
   double counter = 0.25;     // forward counts its calls in an attribute, a list and a global
-  double loop = 0.2;         // a returned floating output rebuilt by a loop over its dim 0
+  double loop = 0.2;         // a returned floating output rebuilt by a loop over its dim 0 (a loop form)
+  double form = 0.35;        // a returned floating output through another Python form (PythonForms.h)
   double hook = 0.15;        // a forward hook (doubles floating outputs) or pre-hook (records input shapes)
   double schedule = 0.7;     // a program that keeps state gets a schedule of 1 to 3 state changes
   std::map<std::string, double> branchWeights{{"item", 2}, {"tensor", 2}, {"any", 1}, {"flag", 1}, {"training", 1}, {"calls", 1}};
+  /// Each form's weight among the loop forms (drawn with `loop`) or the others (drawn with `form`).
+  std::map<std::string, double> formWeights = defaultFormWeights();
+
+  static std::map<std::string, double> defaultFormWeights();
 
   nlohmann::json toJson() const;
   /// Reads the policy's python_constructs object; unknown keys and bad values raise std::invalid_argument.
@@ -51,11 +58,12 @@ struct PythonPlan {
   bool training = false;               ///< a branch reads self.training (nn.Module's train/eval flag)
   bool counter = false;                ///< self.calls, self.trace and the global CALLS
   std::string hook;                    ///< Graph::hook
+  std::set<std::string> forms;         ///< the forms the nodes use (their module text is written once)
 
   bool anyConstruct() const;
   bool graphBreak() const;
   /// Forward writes Python state: an attribute, a list or a global (the counter, the pre-hook's list).
-  bool mutatesState() const { return counter || hook == "forward-pre"; }
+  bool mutatesState() const { return counter || hook == "forward-pre" || forms.contains("closure-state") || forms.contains("dict-state"); }
   /// The globals the program names in STATE_GLOBALS.
   std::vector<std::string> stateGlobals() const;
 };
@@ -67,7 +75,7 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog);
 /// Draws only constructs that hold, so planPythonConstructs keeps every one. Returns how many were added.
 int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng);
 
-/// A mutation: drops one construct (a graph break, branch, output state, counter or schedule step) or, as
+/// A mutation: drops one construct (a graph break, branch, output state, counter, form or schedule step) or, as
 /// often, adds constructs of one kind, drawn as generation draws them with that kind's chance at 1 and the
 /// others' at 0. False when nothing changed.
 bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng);
@@ -75,7 +83,9 @@ bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonCons
 /// The program's Python text for its constructs, for PythonEmitter. `names` are the values' Python names.
 struct PythonText {
   const PythonPlan& plan;
-  /// Module-level state after the imports ("OFFSET = 0.0\n"), "" without any.
+  /// Import lines the forms need after torch's ("import dataclasses\n"), "" without any.
+  std::string imports() const;
+  /// Module-level state after the imports ("OFFSET = 0.0\n"), then the forms' definitions; "" without any.
   std::string moduleState() const;
   /// Class-body lines before __init__ ("    scale = 1.0\n"), "" without any.
   std::string classAttributes() const;
@@ -90,7 +100,7 @@ struct PythonText {
                        const std::string& rhs, const std::string& comment) const;
   /// Module-level functions after the globals: the hook function, "" without a hook.
   std::string hookFunction() const;
-  /// forward lines after node `i`'s code: its output's loop, then its scale or offset.
+  /// forward lines after node `i`'s code: its output's form, then its scale or offset.
   std::string afterNode(const Graph& g, size_t i, const std::vector<std::string>& names) const;
   /// The schedule's step functions, SCHEDULE and STATE_GLOBALS after make_inputs, "" without any.
   std::string scheduleAndState() const;

@@ -210,7 +210,8 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
 
   std::ostringstream py;
   py << provenanceHeader(g);
-  py << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n" << python.moduleState()
+  py << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n" << python.imports() << "\n\n"
+     << python.moduleState()
      << python.hookFunction();
   py << "class Model(nn.Module):\n" << python.classAttributes() << "    def __init__(self):\n        super().__init__()\n"
      << init.str() << "\n";

@@ -319,7 +319,7 @@ int64_t pythonConstructCount(const Graph& g) {
   int64_t n = static_cast<int64_t>(g.schedule.size()) + !g.hook.empty();
   for (const Node& node : g.nodes) {
     const gen::NodePython& p = node.python;
-    n += p.graphBreakBefore + p.branch.has_value() + !p.outputState.empty() + p.counter + p.loop;
+    n += p.graphBreakBefore + p.branch.has_value() + !p.outputState.empty() + p.counter + !p.form.empty();
   }
   return n;
 }
@@ -351,7 +351,7 @@ void plainPython(const PassInput& in, CandidateList& out) {
       {[](const gen::NodePython& p) { return p.branch.has_value(); }, [](gen::NodePython& p) { p.branch.reset(); }},
       {[](const gen::NodePython& p) { return !p.outputState.empty(); }, [](gen::NodePython& p) { p.outputState.clear(); }},
       {[](const gen::NodePython& p) { return p.counter; }, [](gen::NodePython& p) { p.counter = false; }},
-      {[](const gen::NodePython& p) { return p.loop; }, [](gen::NodePython& p) { p.loop = false; }},
+      {[](const gen::NodePython& p) { return !p.form.empty(); }, [](gen::NodePython& p) { p.form.clear(); }},
   };
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const auto& [has, drop] : kDrops)

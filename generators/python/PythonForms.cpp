@@ -1,0 +1,130 @@
+#include "generators/python/PythonForms.h"
+
+#include <stdexcept>
+
+#include "generators/ir/Graph.h"
+
+namespace tcfuzz::gen {
+
+namespace {
+
+const std::vector<PythonForm> kForms{
+    {"enumerate", true, false,
+     "        parts = []\n"
+     "        for i, part in enumerate($OUT.unbind(0)):  # a loop over dim 0 that fills a list\n"
+     "            parts.append(part * (i % 3 + 1))\n"
+     "        $OUT = torch.stack(parts)\n"},
+    {"while", true, false,
+     "        rows, parts, k = $OUT.unbind(0), [], 0\n"
+     "        while k < len(rows):  # a while loop with a bounded trip count\n"
+     "            parts.append(rows[k] * (k % 3 + 1))\n"
+     "            k += 1\n"
+     "        $OUT = torch.stack(parts)\n"},
+    {"zip", true, false,
+     "        weights = [float(k % 3 + 1) for k in range($OUT.shape[0])]\n"
+     "        $OUT = torch.stack([row * w for row, w in zip($OUT.unbind(0), weights)])  # zip of dim 0 and a list\n"},
+    {"generator", true, false,
+     "        def scaled_rows(t):  # a generator function forward drains\n"
+     "            for k, row in enumerate(t.unbind(0)):\n"
+     "                yield row * (k % 2 + 1)\n"
+     "\n"
+     "        $OUT = torch.stack(list(scaled_rows($OUT)))\n"},
+    {"grow-while-iterating", true, false,
+     "        rows = list($OUT.unbind(0))\n"
+     "        for row in rows:  # appends to the list it iterates, until the list is twice as long\n"
+     "            if len(rows) < 2 * $OUT.shape[0]:\n"
+     "                rows.append(row * 2)\n"
+     "        $OUT = torch.stack(rows[$OUT.shape[0]:])\n"},
+    {"closure", false, false,
+     "        uses = 0\n"
+     "\n"
+     "        def bump(t):  # a nested function that rebinds forward's variable\n"
+     "            nonlocal uses\n"
+     "            uses += 1\n"
+     "            return t * (uses + 1)\n"
+     "\n"
+     "        $OUT = bump(bump($OUT))\n"},
+    {"dict", false, false,
+     "        bag = {\"value\": $OUT, \"twice\": $OUT * 2}  # a dict built, then changed by pop, setitem and del\n"
+     "        bag[\"half\"] = bag.pop(\"twice\") * 0.25\n"
+     "        del bag[\"value\"]\n"
+     "        $OUT = bag[\"half\"] * (len(bag) + 1)\n"},
+    {"set", false, false,
+     "        sizes = {d for d in $OUT.shape}  # a set of the output's sizes\n"
+     "        sizes.discard(1)\n"
+     "        $OUT = $OUT * (len(sizes) % 2 + 1)\n"},
+    {"namedtuple", false, false,
+     "        pair = Scaled($OUT, 2.0)  # a namedtuple, then a copy with one field replaced\n"
+     "        pair = pair._replace(factor=pair.factor + 1.0)\n"
+     "        $OUT = pair.value * pair.factor\n",
+     "Scaled = collections.namedtuple(\"Scaled\", [\"value\", \"factor\"])\n\n\n", "", "import collections\n"},
+    {"dataclass", false, false,
+     "        carry = Carry($OUT)  # a dataclass instance, its fields changed in forward\n"
+     "        carry.steps += 2\n"
+     "        carry.value = carry.value * carry.steps\n"
+     "        $OUT = carry.value\n",
+     "@dataclasses.dataclass\n"
+     "class Carry:  # a dataclass forward builds and changes\n"
+     "    value: torch.Tensor\n"
+     "    steps: int = 0\n\n\n",
+     "", "import dataclasses\n"},
+    {"local-class", false, false,
+     "        class Scaler:  # a class defined in forward\n"
+     "            def __init__(self, factor):\n"
+     "                self.factor = factor\n"
+     "\n"
+     "            def __call__(self, t):\n"
+     "                return t * self.factor\n"
+     "\n"
+     "        $OUT = Scaler(0.5)($OUT)\n"},
+    {"no-grad", false, false,
+     "        with torch.no_grad():  # a region autograd does not record: the sum's gradient flows through $OUT only\n"
+     "            frozen = $OUT * 2\n"
+     "        $OUT = $OUT + frozen\n"},
+    {"tensor-hook", false, false,
+     "        if $OUT.requires_grad:  # a gradient hook: doubles the gradient that reaches this value\n"
+     "            $OUT.register_hook(lambda grad: grad * 2)\n"},
+    {"closure-state", false, true,
+     "        $OUT = TALLY($OUT)  # a module global's closure cell counts the calls\n",
+     "def make_tally():\n"
+     "    count = 0\n"
+     "\n"
+     "    def tally(t):  # rebinds its enclosing function's variable: a closure cell the oracle compares\n"
+     "        nonlocal count\n"
+     "        count += 1\n"
+     "        return t * (count % 2 + 1)\n"
+     "\n"
+     "    return tally\n"
+     "\n"
+     "\n"
+     "TALLY = make_tally()\n\n\n",
+     "", "", "TALLY"},
+    {"dict-state", false, true,
+     "        self.cache = remember(self.cache, len(self.cache), tuple($OUT.shape))\n"
+     "        $OUT = $OUT * (len(self.cache) % 2 + 1)  # an output that depends on the dict's length\n",
+     "def remember(cache, key, value):  # mutates the dict it is passed (two entries at most) and returns it\n"
+     "    cache[key] = value\n"
+     "    if len(cache) > 2:\n"
+     "        del cache[min(cache)]\n"
+     "    return cache\n\n\n",
+     "        self.cache = {}  # a dict forward passes to a helper that mutates it\n"},
+};
+
+}  // namespace
+
+const std::vector<PythonForm>& pythonForms() { return kForms; }
+
+const PythonForm& pythonForm(const std::string& name) {
+  for (const PythonForm& f : kForms)
+    if (f.name == name) return f;
+  throw std::invalid_argument("unknown Python form '" + name + "'");
+}
+
+std::string formForwardText(const PythonForm& form, const std::string& out) {
+  std::string text(form.forward);
+  for (size_t at = text.find("$OUT"); at != std::string::npos; at = text.find("$OUT", at + out.size()))
+    text.replace(at, 4, out);
+  return text;
+}
+
+}  // namespace tcfuzz::gen
