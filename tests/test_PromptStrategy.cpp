@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generators/OpCatalog.h"
+#include "fuzzer/llm/PromptBandit.h"
 #include "generators/llm/PromptStrategy.h"
 
 using namespace tcfuzz::gen;
@@ -109,4 +110,37 @@ TEST(PromptStrategy, ThompsonBanditConcentratesOnTheArmThatPays) {
   // Same seed, same choices.
   ThompsonBandit a({"x", "y"}, 3), b({"x", "y"}, 3);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(a.pick(), b.pick());
+}
+
+TEST(PromptStrategy, CostlyStrategiesThatYieldNothingAreDrawnLessThanUnderAFlatCharge) {
+  // A simulated campaign on the built-in book: the JSON strategies cost 2 CPU-s per reply and pay a
+  // reward of 0.3; the Python ones cost 20 CPU-s and never give a program (as the small model's Python
+  // replies did). Charged by what they cost, the Python strategies are drawn far less than when each
+  // failure counts as one.
+  PromptBook book = PromptBook::builtIn(catalog());
+  auto pythonDraws = [&](bool chargeCost) {
+    tcfuzz::PromptBandit bandit(book, 11);
+    int python = 0;
+    for (int i = 0; i < 300; ++i) {
+      size_t arm = bandit.pick();
+      bool isPython = book.strategy(bandit.arm(arm).strategy).form == "python";
+      python += isPython;
+      double cpu = isPython ? 20 : 2;
+      bandit.addCost(cpu);
+      if (isPython) {
+        if (chargeCost) bandit.fail(arm, cpu);
+        else bandit.reward(arm, 0);
+      } else {
+        bandit.reward(arm, 0.3);
+      }
+    }
+    return python;
+  };
+  int charged = pythonDraws(true), flat = pythonDraws(false);
+  EXPECT_LE(charged * 2, flat) << charged << " vs " << flat;  // measured: 16 against 32 of 300 draws
+  EXPECT_LT(charged, 20);
+  EXPECT_EQ(tcfuzz::PromptBandit::failureWeight(20, 4), 5);
+  EXPECT_EQ(tcfuzz::PromptBandit::failureWeight(1, 4), 1);   // a cheap failure counts once
+  EXPECT_EQ(tcfuzz::PromptBandit::failureWeight(400, 4), tcfuzz::PromptBandit::kMaxFailureWeight);
+  EXPECT_EQ(tcfuzz::PromptBandit::failureWeight(5, 0), 1);   // no mean yet
 }

@@ -205,10 +205,9 @@ void LlmProposer::sleepFor(double seconds) {
                     [&] { return stopping_.load(); });
 }
 
-std::optional<LlmProposal> LlmProposer::rejectReply(const std::string& strategy, size_t arm, const std::string& reason,
+std::optional<LlmProposal> LlmProposer::rejectReply(const std::string& strategy, const std::string& reason,
                                                     const std::string& detail) {
   replies_.reject(strategy, reason, detail);
-  bandit_.reward(arm, 0);
   return std::nullopt;
 }
 
@@ -336,7 +335,7 @@ std::optional<LlmProposal> LlmProposer::fromJsonReply(const gen::PromptStrategy&
                                                       size_t arm, const std::string& target, uint64_t seed) {
   gen::IntSolver solver(seed);
   gen::ProposalOutcome out = gen::proposalFromText(reply, catalog_, caps_, seed, solver);
-  if (!out.graph) return rejectReply(s.name, arm, out.rejection, out.detail);
+  if (!out.graph) return rejectReply(s.name, out.rejection, out.detail);
   LlmProposal p;
   p.graph = std::move(*out.graph);
   p.strategy = s.name;
@@ -351,7 +350,7 @@ std::optional<LlmProposal> LlmProposer::fromPythonReply(const gen::PromptStrateg
                                                         int thread, double* cpu) {
   const gen::PromptStrategy* repair = book_.repairStrategy("python");
   auto fail = [&](const std::string& reason, const std::string& detail) {
-    return rejectReply(s.name, arm, reason, detail);
+    return rejectReply(s.name, reason, detail);
   };
   for (int round = 0;; ++round) {
     std::string code = pythonFromReply(reply);
@@ -458,6 +457,8 @@ std::optional<LlmProposal> LlmProposer::propose(size_t arm, gen::Rng& rng, int t
   replies_.countReply(s.name);
   auto p = s.form == "json" ? fromJsonReply(s, response->content, arm, a.target, seed)
                             : fromPythonReply(s, response->content, arm, a.target, seed, rng, thread, &cpu);
+  bandit_.addCost(cpu);
+  if (!p) bandit_.fail(arm, cpu);  // what it cost, LLM and lift, against the mean reply
   std::string rejection = replies_.takeRejection();
   int64_t replyId = nextId_++;
   replies_.append(replyId, s.name, a.target, response->content, p ? "valid" : "rejected",

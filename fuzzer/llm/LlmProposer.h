@@ -143,8 +143,8 @@ class LlmProposer {
   /// A failed request: restarts a dead or unresponsive local server with backoff, or gives up.
   void onRequestFailure(const LlmError& e);
   void goGrammarOnly(const std::string& why);
-  /// A rejected reply: counted in the reply log, and the arm rewarded 0.
-  std::optional<LlmProposal> rejectReply(const std::string& strategy, size_t arm, const std::string& reason,
+  /// A rejected reply: counted in the reply log (propose() then charges the arm: PromptBandit::fail).
+  std::optional<LlmProposal> rejectReply(const std::string& strategy, const std::string& reason,
                                          const std::string& detail);
   /// CPU seconds of the local server so far (0 for a remote endpoint).
   double serverCpuSeconds() const;

@@ -1,5 +1,6 @@
 #include "fuzzer/llm/PromptBandit.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tcfuzz {
@@ -51,9 +52,29 @@ void PromptBandit::reward(size_t arm, double reward) {
   if (a.targetIndex >= 0) targets_.at(a.strategy).reward(static_cast<size_t>(a.targetIndex), reward);
 }
 
+void PromptBandit::addCost(double cpuSeconds) {
+  std::lock_guard lock(mutex_);
+  costSum_ += std::max(0.0, cpuSeconds);
+  ++replies_;
+}
+
+double PromptBandit::failureWeight(double cpuSeconds, double meanSeconds) {
+  if (!(meanSeconds > 0) || !(cpuSeconds > 0)) return 1;
+  return std::clamp(cpuSeconds / meanSeconds, 1.0, kMaxFailureWeight);
+}
+
+void PromptBandit::fail(size_t arm, double cpuSeconds) {
+  const Arm& a = arms_.at(arm);
+  std::lock_guard lock(mutex_);
+  double weight = failureWeight(cpuSeconds, replies_ ? costSum_ / static_cast<double>(replies_) : 0);
+  strategies_.reward(static_cast<size_t>(a.strategyIndex), 0, weight);
+  if (a.targetIndex >= 0) targets_.at(a.strategy).reward(static_cast<size_t>(a.targetIndex), 0, weight);
+}
+
 nlohmann::json PromptBandit::toJson() const {
   std::lock_guard lock(mutex_);
-  nlohmann::json out{{"strategies", strategies_.toJson()}};
+  nlohmann::json out{{"strategies", strategies_.toJson()},
+                     {"mean_reply_cpu_s", replies_ ? costSum_ / static_cast<double>(replies_) : 0.0}};
   for (const auto& [name, b] : targets_) out["targets"][name] = b.toJson();
   return out;
 }

@@ -33,6 +33,15 @@ class PromptBandit {
   size_t pick();
   /// Credits the arm's strategy and (if targeted) its target with `reward` in [0, 1].
   void reward(size_t arm, double reward);
+  /// A reply that gave no program (rejected, or its lift failed) after `cpuSeconds` of LLM and lift
+  /// time: reward 0, weighted by what it cost against the mean reply (failureWeight), so a strategy
+  /// that burns ten times the CPU of the others for nothing loses as fast as ten failures would.
+  void fail(size_t arm, double cpuSeconds);
+  /// Records what one reply cost, valid or not (the mean failureWeight measures against).
+  void addCost(double cpuSeconds);
+  /// cpuSeconds / meanSeconds, within [1, kMaxFailureWeight]; 1 while no mean is known.
+  static double failureWeight(double cpuSeconds, double meanSeconds);
+  static constexpr double kMaxFailureWeight = 8;
   /// The arm at `index` (std::out_of_range past the last); arms never change after construction.
   const Arm& arm(size_t index) const { return arms_.at(index); }
   /// {"strategies": per-strategy arms, "targets": {strategy: per-target arms}} (targets only when
@@ -44,6 +53,8 @@ class PromptBandit {
   mutable std::mutex mutex_;  // guards the bandits below
   gen::ThompsonBandit strategies_;
   std::map<std::string, gen::ThompsonBandit> targets_;  ///< per targeted strategy
+  double costSum_ = 0;  ///< CPU seconds of every reply so far
+  int64_t replies_ = 0;
 };
 
 }  // namespace tcfuzz

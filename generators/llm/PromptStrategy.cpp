@@ -209,10 +209,11 @@ size_t ThompsonBandit::pick() {
   return best;
 }
 
-void ThompsonBandit::reward(size_t arm, double r) {
+void ThompsonBandit::reward(size_t arm, double r, double weight) {
   r = std::clamp(r, 0.0, 1.0);
-  arms_.at(arm).alpha += r;
-  arms_.at(arm).beta += 1 - r;
+  weight = std::max(0.0, weight);
+  arms_.at(arm).alpha += weight * r;
+  arms_.at(arm).beta += weight * (1 - r);
 }
 
 json ThompsonBandit::toJson() const {

@@ -65,14 +65,14 @@ std::string renderPrompt(const std::string& text, const std::map<std::string, st
 std::string opCallHint(const OpSpec& op);
 
 /// Thompson sampling over named arms with rewards in [0, 1] (a Beta posterior per arm:
-/// alpha += r, beta += 1 - r). Not thread-safe; one owner.
+/// alpha += w r, beta += w (1 - r), w the pull's weight). Not thread-safe; one owner.
 class ThompsonBandit {
  public:
   ThompsonBandit(std::vector<std::string> arms, uint64_t seed);
   /// Draws one sample per arm and returns the arm with the largest.
   size_t pick();
-  /// Credits `arm` with reward r (clamped to [0, 1]).
-  void reward(size_t arm, double r);
+  /// Credits `arm` with reward r (clamped to [0, 1]), counted as `weight` pulls' worth of evidence.
+  void reward(size_t arm, double r, double weight = 1);
   const std::string& name(size_t arm) const { return arms_.at(arm).name; }
   size_t size() const { return arms_.size(); }
   /// Per arm: pulls, alpha, beta, mean.
