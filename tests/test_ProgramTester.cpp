@@ -256,8 +256,8 @@ TEST_F(ProgramTesterTest, PythonStateIsComparedAfterEveryCallAndOnlyTheScheduleR
 
 TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAndAgreesUnderInductor) {
   // One program with every Python form (loops, closures, containers, dataclasses, grad-mode regions,
-  // gradient hooks, a closure cell and a dict kept between calls), each on its own returned output of
-  // tanh, and a schedule that clears the dict twice. With backward, backend="eager" must agree exactly;
+  // gradient hooks, a closure cell and a dict kept between calls, submodules in containers), each on its
+  // own returned output of tanh, and a schedule that clears the dict twice, then calls model.train(). With backward, backend="eager" must agree exactly;
   // inductor must agree under fp64 arbitration.
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   gen::Graph g;
@@ -269,7 +269,7 @@ TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAnd
     g.nodes.back().python.form = form;
     g.outputs.push_back(out);
   }
-  g.schedule = {{"clear-cache", 0}, {"clear-cache", 0}};
+  g.schedule = {{"clear-cache", 0}, {"clear-cache", 0}, {"train-mode", 0}};  // train(): the submodules double
   TempDir dir("tcfuzz-forms");
   const auto program = dir.path() / "every_form.py";
   std::ofstream(program) << gen::PythonEmitter(catalog).emit(g);
@@ -294,6 +294,7 @@ TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAnd
   EXPECT_EQ(state["schedule 1 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "1");
   EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "2");
   EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): self.cache"], "{0: (3, 4)}");
+  EXPECT_EQ(state["schedule 3 (model.train(not model.training): eval() to train() and back): closure cell TALLY.count"], "3");
 
   r = tester_->test(program, settings("inductor"));
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;

@@ -93,7 +93,8 @@ const std::set<std::string> kHooks{"forward", "forward-pre"};
 const std::vector<std::string>& pythonFormNames() {
   static const std::vector<std::string> kNames{"enumerate",  "while",     "zip",       "generator", "grow-while-iterating",
                                                "closure",    "dict",      "set",       "namedtuple", "dataclass",
-                                               "local-class", "no-grad",  "tensor-hook", "closure-state", "dict-state"};
+                                               "local-class", "no-grad",  "tensor-hook", "closure-state", "dict-state",
+                                               "module-list", "module-dict", "sequential"};
   return kNames;
 }
 

@@ -146,6 +146,10 @@ bool PythonPlan::anyConstruct() const {
          std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return !p.empty(); });
 }
 
+bool PythonPlan::submodulesReadTraining() const {
+  return std::any_of(forms.begin(), forms.end(), [](const std::string& f) { return pythonForm(f).readsTraining; });
+}
+
 bool PythonPlan::graphBreak() const {
   return std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return p.graphBreakBefore; });
 }
@@ -178,7 +182,7 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
   plan.hook = g.hook;
   for (const ScheduleStep& s : g.schedule) {
     bool holds = s.change == "flag"          ? plan.flag
-                 : s.change == "train-mode"  ? plan.training
+                 : s.change == "train-mode"  ? plan.training || plan.submodulesReadTraining()
                  : s.change == "global"      ? plan.globalOffset
                  : s.change == "remove-hook" ? !plan.hook.empty()
                  : s.change == "clear-cache" ? plan.forms.contains("dict-state")
@@ -260,7 +264,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
   if (plan.classScale) changes.insert(changes.end(), {"class-attr", "class-attr", "instance-attr"});
   if (plan.globalOffset) changes.push_back("global");
   if (plan.flag) changes.push_back("flag");
-  if (plan.training) changes.push_back("train-mode");
+  if (plan.training || plan.submodulesReadTraining()) changes.push_back("train-mode");
   if (!g.hook.empty()) changes.push_back("remove-hook");
   if (plan.forms.contains("dict-state")) changes.push_back("clear-cache");
   if (!changes.empty() && rng.chance(chances.schedule)) {
@@ -320,8 +324,9 @@ std::string PythonText::moduleState() const {
     if (plan.counter) out += "CALLS = 0\n";
     out += "\n\n";
   }
+  std::set<std::string_view> written;  // forms may share definitions (the submodule class)
   for (const PythonForm& f : pythonForms())  // the table's order, so the text never depends on the nodes'
-    if (plan.forms.contains(std::string(f.name))) out += f.module;
+    if (plan.forms.contains(std::string(f.name)) && written.insert(f.module).second) out += f.module;
   return out;
 }
 

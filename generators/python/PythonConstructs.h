@@ -61,6 +61,8 @@ struct PythonPlan {
   std::set<std::string> forms;         ///< the forms the nodes use (their module text is written once)
 
   bool anyConstruct() const;
+  /// A form holds submodules that act differently in train() (a train-mode step changes them).
+  bool submodulesReadTraining() const;
   bool graphBreak() const;
   /// Forward writes Python state: an attribute, a list or a global (the counter, the pre-hook's list).
   bool mutatesState() const { return counter || hook == "forward-pre" || forms.contains("closure-state") || forms.contains("dict-state"); }

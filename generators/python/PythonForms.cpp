@@ -8,6 +8,16 @@ namespace tcfuzz::gen {
 
 namespace {
 
+/// The submodule the container forms hold: a factor kept as a buffer, doubled in train().
+constexpr std::string_view kScaleModule =
+    "class Scale(nn.Module):  # a submodule: multiplies by its buffer `factor`, by twice that in train()\n"
+    "    def __init__(self, factor):\n"
+    "        super().__init__()\n"
+    "        self.register_buffer(\"factor\", torch.tensor(factor))\n"
+    "\n"
+    "    def forward(self, t):\n"
+    "        return t * (self.factor * 2 if self.training else self.factor)\n\n\n";
+
 const std::vector<PythonForm> kForms{
     {"enumerate", true, false,
      "        parts = []\n"
@@ -108,6 +118,18 @@ const std::vector<PythonForm> kForms{
      "        del cache[min(cache)]\n"
      "    return cache\n\n\n",
      "        self.cache = {}  # a dict forward passes to a helper that mutates it\n"},
+    {"module-list", false, false,
+     "        for block in self.blocks:  # an nn.ModuleList iterated\n"
+     "            $OUT = block($OUT)\n",
+     kScaleModule, "        self.blocks = nn.ModuleList([Scale(2.0), Scale(0.5), Scale(3.0)])\n", "", "", true},
+    {"module-dict", false, false,
+     "        for name, head in self.heads.items():  # an nn.ModuleDict iterated by name\n"
+     "            if name != \"halve\":\n"
+     "                $OUT = head($OUT)\n",
+     kScaleModule, "        self.heads = nn.ModuleDict({\"twice\": Scale(2.0), \"halve\": Scale(0.5)})\n", "", "", true},
+    {"sequential", false, false,
+     "        $OUT = self.chain[-1](self.chain[:2]($OUT))  # an nn.Sequential, sliced and indexed\n",
+     kScaleModule, "        self.chain = nn.Sequential(Scale(0.5), nn.Identity(), Scale(4.0))\n", "", "", true},
 };
 
 }  // namespace

@@ -2,7 +2,8 @@
 // The Python forms a returned floating output may pass through (NodePython::form): loops over dim 0,
 // nested functions and closures, containers built and mutated, namedtuples and dataclasses, a class
 // defined in forward, a grad-mode region, a gradient hook, and two forms that keep Python state between
-// calls (a closure cell of a module global, a dict an instance attribute holds). What Dynamo must trace
+// calls (a closure cell of a module global, a dict an instance attribute holds), and submodules held in
+// an nn.ModuleList, an nn.ModuleDict or an nn.Sequential, which act differently in train(). What Dynamo must trace
 // and guard beyond tensor ops (docs/programs.md, "Python-level constructs").
 //
 // The rules that keep the oracle sound: a form keeps its output's dtype and shape, and changes its values
@@ -17,7 +18,7 @@ namespace tcfuzz::gen {
 
 /// One form. `forward`: forward's lines after the node's code, with $OUT for the output's name (each
 /// line indented for forward's body). `module`: definitions at module level, written once per program
-/// that uses the form. `init`: __init__ lines. `stateGlobal`: the module global STATE_GLOBALS names.
+/// that uses the form (forms with the same definitions share them). `init`: __init__ lines. `stateGlobal`: the module global STATE_GLOBALS names.
 struct PythonForm {
   std::string_view name;
   bool loop;       ///< iterates the output's dim 0: needs an element along it
@@ -27,6 +28,7 @@ struct PythonForm {
   std::string_view init = "";
   std::string_view imports = "";
   std::string_view stateGlobal = "";
+  bool readsTraining = false;  ///< its submodules act differently in train(): a train-mode step changes it
 };
 
 /// Every form, in pythonFormNames()'s order (generators/ir/Graph.h).
