@@ -300,6 +300,19 @@ TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAnd
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
 }
 
+TEST_F(ProgramTesterTest, ABranchOnTensorDataUnderFullgraphIsUnsupportedByDesignNeverAFinding) {
+  TestSettings s = settings("eager");
+  s.compile.fullgraph = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/item_branch.py"), s);
+  ASSERT_EQ(r.runs.compiled.status, oracles::RunStatus::Exception);  // Dynamo did refuse it
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  EXPECT_TRUE(r.verdict.reason.starts_with("unsupported (documented): ")) << r.verdict.reason;
+  s.compile.fullgraph = false;  // Dynamo breaks the graph instead, and the outputs agree
+  r = tester_->test(sourcePath("tests/programs/item_branch.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  EXPECT_EQ(r.runs.compiled.status, oracles::RunStatus::Ok);
+}
+
 TEST_F(ProgramTesterTest, UnderDynamicShapesCall4RunsOnAnotherSizeThatEagerAccepts) {
   TestSettings s = settings("inductor");
   s.compile.dynamic = true;

@@ -151,7 +151,8 @@ bool PythonPlan::submodulesReadTraining() const {
 }
 
 bool PythonPlan::graphBreak() const {
-  return std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return p.graphBreakBefore; });
+  return std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return p.graphBreakBefore; }) ||
+         std::any_of(forms.begin(), forms.end(), [](const std::string& f) { return pythonForm(f).breaksGraph; });
 }
 
 std::vector<std::string> PythonPlan::stateGlobals() const {

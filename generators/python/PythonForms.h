@@ -29,6 +29,7 @@ struct PythonForm {
   std::string_view imports = "";
   std::string_view stateGlobal = "";
   bool readsTraining = false;  ///< its submodules act differently in train(): a train-mode step changes it
+  bool breaksGraph = false;    ///< Dynamo breaks the graph at it (print, tolist without capture_scalar_outputs)
 };
 
 /// Every form, in pythonFormNames()'s order (generators/ir/Graph.h).
