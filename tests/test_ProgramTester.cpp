@@ -11,9 +11,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "ProgramTesterFixture.h"
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
-#include "generators/python/PythonEmitter.h"
 #include "oracles/judge/OutputLoader.h"
 #include "oracles/judge/Signature.h"
 
@@ -24,38 +24,7 @@ using tcfuzz::test_support::runCli;
 using tcfuzz::test_support::CliRun;
 namespace bp = boost::process;
 
-namespace {
-
-class ProgramTesterTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir("tcfuzz-e2e");
-    pool_ = new WorkerPool(test_support::testWorkerSpec(dir_->path()), 3);
-    tester_ = new ProgramTester(*pool_, oracles::Comparator{}, dir_->path() / "jobs");
-  }
-  static void TearDownTestSuite() {
-    delete tester_;
-    delete pool_;
-    delete dir_;
-  }
-  static TestSettings settings(const std::string& backend) {
-    TestSettings s;
-    s.compile.backend = backend;
-    s.limits = Limits{600, 4096};
-    s.seed = 0;
-    s.plugins = {sourcePath("tests/fixtures/planted_backends.py")};
-    return s;
-  }
-  static TempDir* dir_;
-  static WorkerPool* pool_;
-  static ProgramTester* tester_;
-};
-
-TempDir* ProgramTesterTest::dir_ = nullptr;
-WorkerPool* ProgramTesterTest::pool_ = nullptr;
-ProgramTester* ProgramTesterTest::tester_ = nullptr;
-
-}  // namespace
+using tcfuzz::test_support::ProgramTesterTest;
 
 TEST_F(ProgramTesterTest, CorrectProgramAgreesUnderInductor) {
   ProgramTestResult r = tester_->test(sourcePath("corpus/conv1d_mean_linear.py"), settings("inductor"));
@@ -222,95 +191,6 @@ TEST_F(ProgramTesterTest, PlantedStaleResultIsASecondCallDivergence) {
   EXPECT_EQ(r.verdict.comparison->failingRole, "fresh-inputs");
   for (const auto& l : r.verdict.comparison->leaves)
     if (l.role != "fresh-inputs") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
-}
-
-TEST_F(ProgramTesterTest, PythonStateIsComparedAfterEveryCallAndOnlyTheScheduleReachesAPlantedBug) {
-  // The program keeps Python state (a counter, a list, a flag, a class attribute, two globals, a pre-hook
-  // that appends to a list) and declares four state changes, the last one removing the hook. Under backend="eager" every leaf agrees and the state leaves hold what forward
-  // left; under a TEST FIXTURE backend that is wrong only once a float attribute changed, only the
-  // schedule's calls fail.
-  const auto program = sourcePath("tests/programs/python_state_schedule.py");
-  ProgramTestResult r = tester_->test(program, settings("eager"));
-  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
-  ASSERT_TRUE(r.runs.eager.outputs);
-  std::map<std::string, std::string> state;
-  for (const auto& l : r.runs.eager.outputs->leaves)
-    if (l.role == "python-state" || l.role == "schedule") state[l.name] = l.repr;
-  EXPECT_EQ(state["self.calls after forward"], "1");
-  EXPECT_EQ(state["self.trace after forward"], "[1]");
-  EXPECT_EQ(state["global CALLS after forward"], "1");
-  EXPECT_EQ(state["schedule 3 (model.flag = not model.flag): self.flag"], "False");
-  EXPECT_EQ(state["schedule 3 (model.flag = not model.flag): self.trace"], "[1, 2, 3]");
-  EXPECT_TRUE(state.contains("schedule 1 (Model.scale = 0.5 (a class attribute)): Model.scale"));
-  EXPECT_EQ(state["self.seen after forward"], "[((4, 3), (5,))]");
-  EXPECT_EQ(state["schedule 4 (the forward-pre hook removed): self.trace"], "[1, 2, 3, 4]");
-  EXPECT_EQ(state["schedule 4 (the forward-pre hook removed): self.seen"], "[((4, 3), (5,)), ((4, 3), (5,)), ((4, 3), (5,))]");
-
-  r = tester_->test(program, settings("tcfuzz_planted_scaled_constant"));
-  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::SecondCallDivergence) << r.verdict.reason;
-  ASSERT_TRUE(r.verdict.comparison);
-  EXPECT_EQ(r.verdict.comparison->failingRole, "schedule");
-  for (const auto& l : r.verdict.comparison->leaves)
-    if (l.role != "schedule") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
-}
-
-TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAndAgreesUnderInductor) {
-  // One program with every Python form (loops, closures, containers, dataclasses, grad-mode regions,
-  // gradient hooks, a closure cell and a dict kept between calls, submodules in containers), each on its
-  // own returned output of tanh, and a schedule that clears the dict twice, then calls model.train(). With backward, backend="eager" must agree exactly;
-  // inductor must agree under fp64 arbitration.
-  gen::OpCatalog catalog = gen::makeDefaultCatalog();
-  gen::Graph g;
-  int x0 = g.addValue({{3, 4}, gen::DType::Float32});
-  g.inputs.push_back({x0, "x0", {"uniform", -2, 2}});
-  for (const std::string& form : gen::pythonFormNames()) {
-    int out = g.addValue({{3, 4}, gen::DType::Float32});
-    g.nodes.push_back({"tanh", {x0}, {out}});
-    g.nodes.back().python.form = form;
-    g.outputs.push_back(out);
-  }
-  g.schedule = {{"clear-cache", 0}, {"clear-cache", 0}, {"train-mode", 0}};  // train(): the submodules double
-  TempDir dir("tcfuzz-forms");
-  const auto program = dir.path() / "every_form.py";
-  std::ofstream(program) << gen::PythonEmitter(catalog).emit(g);
-
-  TestSettings s = settings("eager");
-  s.backward = true;
-  ProgramTestResult r = tester_->test(program, s);
-  ASSERT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
-  ASSERT_TRUE(r.verdict.comparison);
-  std::map<std::string, std::string> state;
-  int grads = 0;
-  for (const auto& l : r.verdict.comparison->leaves) {
-    if (l.role == "output" || l.role == "grad" || l.role == "schedule")
-      EXPECT_EQ(l.maxAbsDiff, 0.0) << l.role << " " << l.name;  // the eager backend runs eager's kernels
-    grads += l.role == "grad";
-  }
-  EXPECT_EQ(grads, 1);  // x0's gradient, through every form (the hook doubles one share, no_grad drops one)
-  for (const auto& l : r.runs.eager.outputs->leaves)
-    if (l.role == "python-state" || l.role == "schedule") state[l.name] = l.repr;
-  EXPECT_EQ(state["closure cell TALLY.count after backward"], "1");
-  EXPECT_EQ(state["self.cache after backward"], "{0: (3, 4)}");
-  EXPECT_EQ(state["schedule 1 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "1");
-  EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "2");
-  EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): self.cache"], "{0: (3, 4)}");
-  EXPECT_EQ(state["schedule 3 (model.train(not model.training): eval() to train() and back): closure cell TALLY.count"], "3");
-
-  r = tester_->test(program, settings("inductor"));
-  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
-}
-
-TEST_F(ProgramTesterTest, ABranchOnTensorDataUnderFullgraphIsUnsupportedByDesignNeverAFinding) {
-  TestSettings s = settings("eager");
-  s.compile.fullgraph = true;
-  ProgramTestResult r = tester_->test(sourcePath("tests/programs/item_branch.py"), s);
-  ASSERT_EQ(r.runs.compiled.status, oracles::RunStatus::Exception);  // Dynamo did refuse it
-  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
-  EXPECT_TRUE(r.verdict.reason.starts_with("unsupported (documented): ")) << r.verdict.reason;
-  s.compile.fullgraph = false;  // Dynamo breaks the graph instead, and the outputs agree
-  r = tester_->test(sourcePath("tests/programs/item_branch.py"), s);
-  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
-  EXPECT_EQ(r.runs.compiled.status, oracles::RunStatus::Ok);
 }
 
 TEST_F(ProgramTesterTest, UnderDynamicShapesCall4RunsOnAnotherSizeThatEagerAccepts) {

@@ -272,6 +272,17 @@ TEST_F(PythonConstructsTest, EveryFormIsWrittenWithItsModuleTextOnceAndItsStateC
     EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
   g.nodes[2].python.form.clear();  // without the dict, the step has nothing to clear
   EXPECT_TRUE(planPythonConstructs(g, catalog).schedule.empty());
+  // A step that flips requires_grad returns the function the worker applies to the call's inputs.
+  g.schedule = {{"requires-grad", 0}};
+  ASSERT_EQ(planPythonConstructs(g, catalog).schedule.size(), 1u);
+  py = PythonEmitter(catalog).emit(g);
+  for (const char* expected :
+       {"def flip_requires_grad(inputs):", "    return [x.detach().requires_grad_(not x.requires_grad)\n",
+        "    \"\"\"inputs with requires_grad flipped (the floating inputs forward does not write)\"\"\"\n"
+        "    return flip_requires_grad\n"})
+    EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
+  g.typeOf(0).dtype = DType::Int64;  // no floating input to flip
+  EXPECT_TRUE(planPythonConstructs(g, catalog).schedule.empty());
 }
 
 TEST_F(PythonConstructsTest, GenerationDrawsEveryFormAndTheFiguresCountEach) {

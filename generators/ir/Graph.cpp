@@ -85,7 +85,7 @@ class Reader {
 
 const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "training", "calls"};
 const std::set<std::string> kOutputStates{"scale", "offset"};
-const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook", "clear-cache"};
+const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook", "clear-cache", "requires-grad"};
 const std::set<std::string> kHooks{"forward", "forward-pre"};
 
 }  // namespace
@@ -424,7 +424,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       s.onlyKeys({"change", "value"});
       ScheduleStep step{s.at("change").str(), s.at("value").number()};
       if (!kScheduleChanges.contains(step.change))
-        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode, remove-hook or clear-cache)", step.change));
+        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode, remove-hook, clear-cache or requires-grad)", step.change));
       g.schedule.push_back(step);
     }
   }

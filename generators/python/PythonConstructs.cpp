@@ -66,6 +66,16 @@ bool formHolds(const Graph& g, const OpCatalog& catalog, size_t i, const std::st
   return !pythonForm(name).loop || (t.rank() >= 1 && t.shape[0] >= 1);
 }
 
+/// Whether a schedule step can flip requires_grad: a floating program input that forward does not write.
+bool hasFlippableInput(const Graph& g) {
+  std::vector<int> written = writtenInputPositions(g);
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    if (isFloat(g.typeOf(g.inputs[k].value).dtype) &&
+        std::find(written.begin(), written.end(), static_cast<int>(k)) == written.end())
+      return true;
+  return false;
+}
+
 /// Draws a form of the loop kind (`loop`) or of the others, by the policy's weights; "" when none weighs.
 std::string drawForm(const PythonConstructChances& chances, bool loop, Rng& rng) {
   std::vector<std::string> names;
@@ -187,6 +197,7 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
                  : s.change == "global"      ? plan.globalOffset
                  : s.change == "remove-hook" ? !plan.hook.empty()
                  : s.change == "clear-cache" ? plan.forms.contains("dict-state")
+                 : s.change == "requires-grad" ? hasFlippableInput(g)
                                              : plan.classScale;
     if (holds) plan.schedule.push_back(s);
   }
@@ -268,6 +279,8 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
   if (plan.training || plan.submodulesReadTraining()) changes.push_back("train-mode");
   if (!g.hook.empty()) changes.push_back("remove-hook");
   if (plan.forms.contains("dict-state")) changes.push_back("clear-cache");
+  // Flipping requires_grad joins a schedule that changes state already: it alone would schedule most programs.
+  if (!changes.empty() && hasFlippableInput(g)) changes.push_back("requires-grad");
   if (!changes.empty() && rng.chance(chances.schedule)) {
     int steps = static_cast<int>(rng.uniform(1, 3));
     for (int k = 0; k < steps; ++k) {
@@ -409,6 +422,12 @@ std::string PythonText::scheduleAndState() const {
   if (!plan.schedule.empty()) {
     out += "\n\n# The calls after the first: tcfuzz calls forward once, then, from the state as built, makes each\n"
            "# change and calls forward again on the same inputs; each call's outputs and Python state are compared.\n";
+    if (std::any_of(plan.schedule.begin(), plan.schedule.end(), [](const ScheduleStep& s) { return s.change == "requires-grad"; }))
+      out += "\n\ndef flip_requires_grad(inputs):  # what a step returns: the call's inputs, changed\n"
+             "    written = set(globals().get(\"WRITTEN_INPUTS\", ()))\n"
+             "    return [x.detach().requires_grad_(not x.requires_grad)\n"
+             "            if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in written else x\n"
+             "            for i, x in enumerate(inputs)]\n";
     std::vector<std::string> names;
     for (size_t k = 0; k < plan.schedule.size(); ++k) {
       const ScheduleStep& s = plan.schedule[k];
@@ -428,6 +447,9 @@ std::string PythonText::scheduleAndState() const {
       } else if (s.change == "train-mode") {
         doc = "model.train(not model.training): eval() to train() and back";
         body = "    model.train(not model.training)\n";
+      } else if (s.change == "requires-grad") {
+        doc = "inputs with requires_grad flipped (the floating inputs forward does not write)";
+        body = "    return flip_requires_grad\n";
       } else if (s.change == "clear-cache") {
         doc = "model.cache.clear() (the dict forward passes to remember)";
         body = "    model.cache.clear()\n";

@@ -299,10 +299,12 @@ class ChildRun:
         changes the uncompiled model's state (the compiled module reads the same object); what compiled
         raises there is the job's exception, in phase "schedule"."""
 
-        def call():
+        def call(transform=None):
             args = fresh_copies(inputs)
             if bool(self.job.get("backward", False)):
                 args = self.grad_leaves(args)
+            if transform is not None:  # a step that changes the inputs (requires_grad flipped)
+                args = transform(args)
             return pytree.tree_leaves(self.call(fn, args, mode, [], [], False, phase="schedule")[0])
 
         return schedule_leaves(ns, model, state.restore, call, state.python)

@@ -335,7 +335,9 @@ def schedule_leaves(namespace, model, restore, call, python_state):
     """The leaves of the program's SCHEDULE (docs/programs.md), as [(leaf, name)]: from the state as built
     (restore()), each step (a function of the model; its docstring says what it changes) changes the
     model's, its class's or the module's state, then call() runs forward on fresh copies of the inputs,
-    and its outputs and the Python state after it are read. [] when the program declares no schedule."""
+    and its outputs and the Python state after it are read. A step may return a function of the inputs (a
+    list) that call(transform) applies to those copies (inputs with requires_grad flipped). [] when the
+    program declares no schedule."""
     steps = list(namespace.get("SCHEDULE", ()))
     if not steps:
         return []
@@ -343,9 +345,9 @@ def schedule_leaves(namespace, model, restore, call, python_state):
     leaves = []
     for k, step in enumerate(steps, 1):
         what = (step.__doc__ or step.__name__).strip().splitlines()[0]
-        step(model)
+        change = step(model)
         label = f"schedule {k} ({what})"
-        leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call())]
+        leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call(change if callable(change) else None))]
         leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
     return leaves
 # <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
@@ -535,8 +537,11 @@ def run(mode):
     # Call 4 (inputs of another size, dynamic=True only), then the moved call (inputs at storage offset 0).
     for role in ("resized", "moved") if CASE["compile"].get("dynamic") is True else ("moved",):
         add(role, [(name, leaf) for leaf, name in later_call_leaves(role, inputs, probe, restore, later_call)])
-    def scheduled_call():
-        return later_call(fresh_copies(inputs))
+    def scheduled_call(transform=None):
+        if transform is None:
+            return later_call(fresh_copies(inputs))
+        args = fresh_copies(inputs)
+        return detached(call(transform(grad_leaves(args) if CASE["backward"] else args)))
 
     add("schedule", [(name, leaf) for leaf, name in schedule_leaves(globals(), model, restore, scheduled_call, python_state)])
     leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]

@@ -1,0 +1,111 @@
+// End to end with real torch.compile: programs that hold Python-level constructs (state compared after
+// every call, call schedules, every Python form) and what Dynamo refuses by design. Linked into
+// test_ProgramTester, whose suite and worker pool these tests share (ProgramTesterFixture.h).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "ProgramTesterFixture.h"
+#include "generators/python/PythonEmitter.h"
+
+using namespace tcfuzz;
+using tcfuzz::test_support::ProgramTesterTest;
+using tcfuzz::test_support::sourcePath;
+using tcfuzz::test_support::TempDir;
+
+TEST_F(ProgramTesterTest, PythonStateIsComparedAfterEveryCallAndOnlyTheScheduleReachesAPlantedBug) {
+  // The program keeps Python state (a counter, a list, a flag, a class attribute, two globals, a pre-hook
+  // that appends to a list) and declares four state changes, the last one removing the hook. Under backend="eager" every leaf agrees and the state leaves hold what forward
+  // left; under a TEST FIXTURE backend that is wrong only once a float attribute changed, only the
+  // schedule's calls fail.
+  const auto program = sourcePath("tests/programs/python_state_schedule.py");
+  ProgramTestResult r = tester_->test(program, settings("eager"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.eager.outputs);
+  std::map<std::string, std::string> state;
+  for (const auto& l : r.runs.eager.outputs->leaves)
+    if (l.role == "python-state" || l.role == "schedule") state[l.name] = l.repr;
+  EXPECT_EQ(state["self.calls after forward"], "1");
+  EXPECT_EQ(state["self.trace after forward"], "[1]");
+  EXPECT_EQ(state["global CALLS after forward"], "1");
+  EXPECT_EQ(state["schedule 3 (model.flag = not model.flag): self.flag"], "False");
+  EXPECT_EQ(state["schedule 3 (model.flag = not model.flag): self.trace"], "[1, 2, 3]");
+  EXPECT_TRUE(state.contains("schedule 1 (Model.scale = 0.5 (a class attribute)): Model.scale"));
+  EXPECT_EQ(state["self.seen after forward"], "[((4, 3), (5,))]");
+  EXPECT_EQ(state["schedule 4 (the forward-pre hook removed): self.trace"], "[1, 2, 3, 4]");
+  EXPECT_EQ(state["schedule 4 (the forward-pre hook removed): self.seen"], "[((4, 3), (5,)), ((4, 3), (5,)), ((4, 3), (5,))]");
+
+  r = tester_->test(program, settings("tcfuzz_planted_scaled_constant"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::SecondCallDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  EXPECT_EQ(r.verdict.comparison->failingRole, "schedule");
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role != "schedule") EXPECT_TRUE(l.passed) << l.role << " " << l.name << ": " << l.reason;
+}
+
+TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAndAgreesUnderInductor) {
+  // One program with every Python form (loops, closures, containers, dataclasses, grad-mode regions,
+  // gradient hooks, a closure cell and a dict kept between calls, submodules in containers), each on its
+  // own returned output of tanh, and a schedule that clears the dict twice, calls model.train(), then
+  // flips the input's requires_grad. With backward, backend="eager" must agree exactly;
+  // inductor must agree under fp64 arbitration.
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  gen::Graph g;
+  int x0 = g.addValue({{3, 4}, gen::DType::Float32});
+  g.inputs.push_back({x0, "x0", {"uniform", -2, 2}});
+  for (const std::string& form : gen::pythonFormNames()) {
+    int out = g.addValue({{3, 4}, gen::DType::Float32});
+    g.nodes.push_back({"tanh", {x0}, {out}});
+    g.nodes.back().python.form = form;
+    g.outputs.push_back(out);
+  }
+  // train(): the submodules double; then x0 without requires_grad, so the compiled module must recompile.
+  g.schedule = {{"clear-cache", 0}, {"clear-cache", 0}, {"train-mode", 0}, {"requires-grad", 0}};
+  TempDir dir("tcfuzz-forms");
+  const auto program = dir.path() / "every_form.py";
+  std::ofstream(program) << gen::PythonEmitter(catalog).emit(g);
+
+  TestSettings s = settings("eager");
+  s.backward = true;
+  ProgramTestResult r = tester_->test(program, s);
+  ASSERT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  std::map<std::string, std::string> state;
+  int grads = 0;
+  for (const auto& l : r.verdict.comparison->leaves) {
+    if (l.role == "output" || l.role == "grad" || l.role == "schedule")
+      EXPECT_EQ(l.maxAbsDiff, 0.0) << l.role << " " << l.name;  // the eager backend runs eager's kernels
+    grads += l.role == "grad";
+  }
+  EXPECT_EQ(grads, 1);  // x0's gradient, through every form (the hook doubles one share, no_grad drops one)
+  for (const auto& l : r.runs.eager.outputs->leaves)
+    if (l.role == "python-state" || l.role == "schedule") state[l.name] = l.repr;
+  EXPECT_EQ(state["closure cell TALLY.count after backward"], "1");
+  EXPECT_EQ(state["self.cache after backward"], "{0: (3, 4)}");
+  EXPECT_EQ(state["schedule 1 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "1");
+  EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "2");
+  EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): self.cache"], "{0: (3, 4)}");
+  EXPECT_EQ(state["schedule 3 (model.train(not model.training): eval() to train() and back): closure cell TALLY.count"], "3");
+  int flipped = 0;
+  for (const auto& l : r.verdict.comparison->leaves)
+    flipped += l.name.starts_with("schedule 4 (inputs with requires_grad flipped") && l.name.find(": output ") != std::string::npos;
+  EXPECT_EQ(flipped, static_cast<int>(g.outputs.size()));
+
+  r = tester_->test(program, settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+}
+
+TEST_F(ProgramTesterTest, ABranchOnTensorDataUnderFullgraphIsUnsupportedByDesignNeverAFinding) {
+  TestSettings s = settings("eager");
+  s.compile.fullgraph = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/item_branch.py"), s);
+  ASSERT_EQ(r.runs.compiled.status, oracles::RunStatus::Exception);  // Dynamo did refuse it
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  EXPECT_TRUE(r.verdict.reason.starts_with("unsupported (documented): ")) << r.verdict.reason;
+  s.compile.fullgraph = false;  // Dynamo breaks the graph instead, and the outputs agree
+  r = tester_->test(sourcePath("tests/programs/item_branch.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  EXPECT_EQ(r.runs.compiled.status, oracles::RunStatus::Ok);
+}
+
