@@ -156,6 +156,11 @@ bool PythonPlan::anyConstruct() const {
          std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return !p.empty(); });
 }
 
+bool PythonPlan::mutatesState() const {
+  return counter || hook == "forward-pre" ||
+         std::any_of(forms.begin(), forms.end(), [](const std::string& f) { return pythonForm(f).keepsState; });
+}
+
 bool PythonPlan::submodulesReadTraining() const {
   return std::any_of(forms.begin(), forms.end(), [](const std::string& f) { return pythonForm(f).readsTraining; });
 }

@@ -65,7 +65,7 @@ struct PythonPlan {
   bool submodulesReadTraining() const;
   bool graphBreak() const;
   /// Forward writes Python state: an attribute, a list or a global (the counter, the pre-hook's list).
-  bool mutatesState() const { return counter || hook == "forward-pre" || forms.contains("closure-state") || forms.contains("dict-state"); }
+  bool mutatesState() const;
   /// The globals the program names in STATE_GLOBALS.
   std::vector<std::string> stateGlobals() const;
 };
