@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "generators/features/Idioms.h"
+#include "generators/features/InputAliases.h"
 #include "generators/features/InputLayout.h"
 #include "generators/features/InputWrites.h"
 
@@ -16,6 +17,7 @@ namespace {
 
 constexpr uint64_t kGrowStream = 0x67726f772d6c6c6dULL;  // "grow-llm": growth around a core, apart from generate's draws
 constexpr uint64_t kInputWriteStream = 0x696e7075742d7772ULL;  // "input-wr": input writes, apart from growth's draws
+constexpr uint64_t kInputAliasStream = 0x616c696173656421ULL;  // "aliased!": aliased inputs, apart from the graph's draws
 constexpr uint64_t kPythonStream = 0x707974686f6e2d6cULL;  // "python-l": Python-level constructs, apart from the op graph's draws
 
 /// Families whose ops are an LLM core's neighbours when the generator grows a program around it.
@@ -53,6 +55,9 @@ json GenPolicy::toJson() const {
           {"merge_ops", mergeOps},
           {"input_write_chance", inputWriteChance},
           {"input_fill_chance", inputFillChance},
+          {"input_alias_chance", inputAliasChance},
+          {"alias_read_after_write_chance", aliasReadAfterWriteChance},
+          {"alias_weights", aliasWeights},
           {"boundary_chance", boundaryChance},
           {"boundary_weights", boundaryWeights},
           {"idiom_chance", idiomChance},
@@ -87,7 +92,7 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
                                 "max_elements", "fresh_operand_chance", "parameter_chance", "reuse_chance", "dtype_weights",
                                 "family_weights", "op_weights", "input_layout_chance", "layout_weights", "merge_ops",
                                 "boundary_chance", "boundary_weights", "idiom_chance", "idiom_weights", "input_write_chance",
-                                "input_fill_chance", "python_constructs"};
+                                "input_fill_chance", "input_alias_chance", "alias_read_after_write_chance", "alias_weights", "python_constructs"};
   for (const auto& [k, _] : doc.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw std::invalid_argument("unknown policy key '" + k + "'");
@@ -119,6 +124,9 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   namedWeights("layout_weights", p.layoutWeights, layoutKinds());
   chance("input_write_chance", p.inputWriteChance);
   chance("input_fill_chance", p.inputFillChance);
+  chance("input_alias_chance", p.inputAliasChance);
+  chance("alias_read_after_write_chance", p.aliasReadAfterWriteChance);
+  namedWeights("alias_weights", p.aliasWeights, aliasKinds());
   chance("boundary_chance", p.boundaryChance);
   namedWeights("boundary_weights", p.boundaryWeights, boundaryKinds());
   chance("idiom_chance", p.idiomChance);
@@ -230,6 +238,8 @@ Graph Generator::generate(uint64_t index, NodeRange nodes) {
   Rng writes = Rng::forProgram(seed_ ^ kInputWriteStream, index);
   addInputWrites(g, catalog_, inputWrites(), writes);
   repairIllegalViews(g, catalog_);
+  Rng aliases = Rng::forProgram(seed_ ^ kInputAliasStream, index);
+  if (addInputAlias(g, catalog_, {policy_.aliasReadAfterWriteChance, policy_.inputAliasChance}, policy_.aliasWeights, aliases)) repairIllegalViews(g, catalog_);
   // Its own stream too: the op graph of a program is the one it was before Python constructs existed.
   Rng python = Rng::forProgram(seed_ ^ kPythonStream, index);
   addPythonConstructs(g, catalog_, policy_.pythonConstructs, python);
@@ -305,6 +315,7 @@ Graph Generator::grow(const Graph& core, uint64_t index, NodeRange nodes) {
   // A core input keeps its layout unless what grew around it needs it dense (as repair decides on replay).
   for (Source& s : g.inputs)
     if (coreInputs.count(s.name) && !s.layout.contiguous() && readByDenseInputOp(g, catalog_, s.value)) s.layout = {};
+  addInputAlias(g, catalog_, {policy_.aliasReadAfterWriteChance, policy_.inputAliasChance}, policy_.aliasWeights, rng);
   repairIllegalViews(g, catalog_);
   g = sourcesFirst(g);  // its stored IR replays through gen --from unchanged
   g.origin = core.origin;

@@ -47,6 +47,12 @@ struct GenPolicy {
   // does so instead of into a clone; a program starts with a fill of one floating input.
   double inputWriteChance = 0.75;
   double inputFillChance = 0.1;
+  // Aliased inputs (InputAliases.h): where forward writes into an input, a new input aliases it and is read
+  // after the write; else an existing program input becomes a view of another's storage.
+  double aliasReadAfterWriteChance = 0.35;
+  double inputAliasChance = 0.08;
+  std::map<std::string, double> aliasWeights{{"same", 1}, {"full-slice", 1}, {"transpose", 1},
+                                             {"narrow", 2}, {"expand", 1}, {"as-strided", 2}};
   double boundaryChance = 0.05;                 // a floating input gets boundary values (InputLayout.h)
   std::map<std::string, double> boundaryWeights{{"signed_zero", 2}, {"denormal", 2}, {"tiny", 1},
                                                 {"ties", 2},        {"extremes", 0},   {"nonfinite", 0},

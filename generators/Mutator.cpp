@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "generators/features/InputAliases.h"
 #include "generators/features/InputLayout.h"
 #include "generators/features/InputWrites.h"
 
@@ -133,6 +134,23 @@ bool Mutator::makeInplace(Graph& g, Rng& rng) const {
 bool Mutator::changeLayout(Graph& g, Rng& rng) const {
   if (g.inputs.empty()) return false;
   Source& s = g.inputs[rng.uniform(0, static_cast<int64_t>(g.inputs.size()) - 1)];
+  // How an input sits in memory includes whether it shares another input's storage: an alias goes back
+  // to a draw of its own, and a plain input may become an alias.
+  if (!s.alias.none()) {
+    s.alias = {};
+    return true;
+  }
+  if (rng.chance(0.25)) {
+    std::vector<InputAlias> aliases = aliasCandidates(g, catalog_, s);
+    std::erase_if(aliases, [&](const InputAlias& a) {
+      auto it = policy_.aliasWeights.find(a.kind);
+      return it != policy_.aliasWeights.end() && it->second <= 0;
+    });
+    if (!aliases.empty()) {
+      s.alias = rng.pick(aliases);
+      return true;
+    }
+  }
   if (readByDenseInputOp(g, catalog_, s.value)) return false;
   Layout before = s.layout;
   s.layout = before.contiguous() || rng.chance(0.5) ? randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng) : Layout{};

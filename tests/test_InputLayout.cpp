@@ -14,6 +14,7 @@
 
 #include "generators/Generator.h"
 #include "generators/repair/GraphRepair.h"
+#include "generators/features/InputAliases.h"
 #include "generators/features/InputLayout.h"
 #include "generators/Mutator.h"
 #include "generators/ir/ProgramFigures.h"
@@ -298,21 +299,34 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
   PythonEmitter emitter(catalog);
   auto dir = std::filesystem::temp_directory_path() / fmt::format("tcfuzz-layout-{}", ::getpid());
   std::filesystem::create_directories(dir);
+  // And 100 programs whose inputs alias: each alias shares its base's storage with the strides and storage
+  // offset sourceGeometry gives, and the worker's copies (layout_copies) keep the sharing.
+  GenPolicy aliasing;
+  aliasing.inputAliasChance = aliasing.aliasReadAfterWriteChance = 1;
+  Generator aliasGenerator(catalog, aliasing, 17);
   json cases = json::array();
-  int laidOut = 0, withBoundary = 0;
-  for (uint64_t i = 0; i < 200; ++i) {
-    Graph g = generator.generate(i);
+  int laidOut = 0, withBoundary = 0, aliases = 0;
+  for (uint64_t i = 0; i < 300; ++i) {
+    Graph g = i < 200 ? generator.generate(i) : aliasGenerator.generate(i);
     json expect = json::array();
     for (const Source& s : g.inputs) {
       const TensorType& t = g.typeOf(s.value);
       laidOut += !s.layout.contiguous();
       withBoundary += !s.boundary.empty();
+      Geometry geometry = sourceGeometry(g, s);
+      bool contiguous = s.alias.none() ? !isNonContiguous(s.layout, t) : isContiguous(t.shape, geometry.strides);
       expect.push_back({{"shape", t.shape},
                         {"dtype", dtypeName(t.dtype)},
-                        {"contiguous", !isNonContiguous(s.layout, t)},
-                        {"offset", hasStorageOffset(s.layout, t)},
-                        {"layout", describeLayout(s.layout)},
+                        {"contiguous", contiguous},
+                        {"offset", geometry.offset != 0},
+                        {"layout", s.alias.none() ? describeLayout(s.layout) : describeAlias(s.alias)},
                         {"boundary", s.boundary.kinds}});
+      if (const Source* base = s.alias.none() ? nullptr : aliasBase(g, s)) {
+        ++aliases;
+        expect.back()["alias_of"] = std::find_if(g.inputs.begin(), g.inputs.end(), [&](const Source& o) { return &o == base; }) - g.inputs.begin();
+        expect.back()["strides"] = geometry.strides;
+        expect.back()["storage_offset"] = geometry.offset;
+      }
     }
     std::string file = (dir / fmt::format("p{}.py", i)).string();
     std::ofstream(file) << emitter.emit(g);
@@ -320,10 +334,13 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
   }
   EXPECT_GT(laidOut, 150);
   EXPECT_GT(withBoundary, 50);
+  EXPECT_GT(aliases, 70);
   std::ofstream(dir / "cases.json") << cases.dump();
   std::ofstream(dir / "check.py") << R"PY(
 import json, runpy, sys
 import torch
+sys.path.insert(0, sys.argv[2])
+from repro_shared import layout_copies, widen_inputs
 problems = 0
 seen = set()  # the boundary kinds some input shows
 shows = {
@@ -337,11 +354,24 @@ shows = {
 }
 for case in json.load(open(sys.argv[1])):
     ns = runpy.run_path(case["file"])
-    for x, want in zip(ns["make_inputs"](0), case["inputs"]):
-        got = (list(x.shape), str(x.dtype).replace("torch.", ""), x.is_contiguous(), x.storage_offset() != 0)
-        if got != (want["shape"], want["dtype"], want["contiguous"], want["offset"]):
+    inputs = ns["make_inputs"](0)
+    for copies in (inputs, layout_copies(inputs), widen_inputs(inputs)):
+        for x, want in zip(copies, case["inputs"]):
+            got = (list(x.shape), x.is_contiguous(), x.storage_offset() != 0)
+            if got != (want["shape"], want["contiguous"], want["offset"]):
+                problems += 1
+                print(case["file"], want["layout"], "got", got, "want", want)
+            if "alias_of" in want:
+                base = copies[want["alias_of"]]
+                got = (x.untyped_storage().data_ptr() == base.untyped_storage().data_ptr(), list(x.stride()),
+                       x.storage_offset())
+                if got != (True, want["strides"], want["storage_offset"]):
+                    problems += 1
+                    print(case["file"], want["layout"], "got", got, "want", want)
+    for x, want in zip(inputs, case["inputs"]):
+        if str(x.dtype).replace("torch.", "") != want["dtype"]:
             problems += 1
-            print(case["file"], want["layout"], "got", got, "want", want)
+            print(case["file"], "dtype", x.dtype, "want", want["dtype"])
         seen.update(kind for kind in want["boundary"] if shows[kind](x))
 print("problems", problems)
 print("boundary kinds seen:", " ".join(sorted(seen)))
@@ -351,8 +381,8 @@ if seen != set(shows):
 sys.exit(1 if problems else 0)
 )PY";
   std::string out = (dir / "out.txt").string();
-  int rc = std::system(fmt::format("'{}' '{}' '{}' > '{}' 2>&1", TCFUZZ_DEFAULT_PYTHON, (dir / "check.py").string(),
-                                   (dir / "cases.json").string(), out)
+  int rc = std::system(fmt::format("'{}' '{}' '{}' '{}' > '{}' 2>&1", TCFUZZ_DEFAULT_PYTHON, (dir / "check.py").string(),
+                                   (dir / "cases.json").string(), TCFUZZ_SOURCE_DIR "/fuzzer/worker/python", out)
                            .c_str());
   std::stringstream text;
   text << std::ifstream(out).rdbuf();
@@ -424,6 +454,156 @@ TEST(LayoutMutators, ChangeLayoutAndInsertInplace) {
   }
   EXPECT_GT(layouts, 10);
   EXPECT_GT(inplace, 10);
+}
+
+}  // namespace
+}  // namespace tcfuzz::gen
+
+namespace tcfuzz::gen {
+namespace {
+
+/// A graph of two float32 inputs, x0 of `base` (laid out as `layout`) and x1 of `shape`, x1 aliasing x0
+/// as `alias`; tanh reads each.
+Graph aliasedPair(std::vector<int64_t> base, std::vector<int64_t> shape, InputAlias alias, Layout layout = {}) {
+  Graph g;
+  int x0 = g.addValue({base, DType::Float32}), x1 = g.addValue({shape, DType::Float32});
+  g.inputs.push_back({x0, "x0", {}, layout});
+  g.inputs.push_back({x1, "x1", {}, {}, {}, alias});
+  for (int v : {x0, x1}) {
+    int out = g.addValue(g.typeOf(v));
+    g.nodes.push_back({"tanh", {v}, {out}});
+    g.outputs.push_back(out);
+  }
+  return g;
+}
+
+TEST(InputAliases, GeometryMatchesLibTorchAndSharesTheBasesStorage) {
+  struct Case {
+    std::vector<int64_t> base, shape;
+    InputAlias alias;
+    Layout layout;
+  };
+  std::vector<Case> cases{
+      {{3, 4}, {3, 4}, {"x0", "same"}},
+      {{3, 4}, {3, 4}, {"x0", "full-slice"}},
+      {{3, 4}, {4, 3}, {"x0", "transpose", {0, 1}}},
+      {{3, 4}, {2, 4}, {"x0", "narrow", {0}, 1}},
+      {{3, 4}, {3, 2}, {"x0", "narrow", {1}, 2}, {"strided", {0}, 2, 1}},
+      {{1, 4}, {2, 3, 4}, {"x0", "expand"}},
+      {{3, 4}, {2, 5}, {"x0", "as-strided", {}, 1}},
+      {{3, 4}, {3, 4}, {"x0", "as-strided", {}, 2}, {"transposed", {0, 1}}},  // the storage is 12 long; 2 + 12 > 12
+  };
+  for (const Case& c : cases) {
+    Graph g = aliasedPair(c.base, c.shape, c.alias, c.layout);
+    const Source& s = g.inputs[1];
+    std::string problem = aliasProblem(g, s);
+    std::string what = fmt::format("{} of {}", describeAlias(c.alias), g.typeOf(g.inputs[0].value).str());
+    if (c.alias.start == 2 && c.alias.kind == "as-strided") {
+      EXPECT_EQ(problem, "the view runs past the base's storage") << what;
+      continue;
+    }
+    ASSERT_EQ(problem, "") << what;
+    at::Tensor x0 = build(c.layout, g.typeOf(g.inputs[0].value));
+    const InputAlias& a = c.alias;
+    at::Tensor x1 = a.kind == "same"        ? x0
+                    : a.kind == "full-slice" ? x0.slice(0)
+                    : a.kind == "transpose"  ? x0.transpose(a.dims[0], a.dims[1])
+                    : a.kind == "narrow"     ? x0.narrow(a.dims[0], a.start, c.shape[a.dims[0]])
+                    : a.kind == "expand"     ? x0.expand(c.shape)
+                                             : x0.as_strided(c.shape, contiguousStrides(c.shape), x0.storage_offset() + a.start);
+    Geometry want = sourceGeometry(g, s);
+    EXPECT_EQ(x1.sizes().vec(), c.shape) << what;
+    EXPECT_EQ(x1.strides().vec(), want.strides) << what;
+    EXPECT_EQ(x1.storage_offset(), want.offset) << what;
+    EXPECT_TRUE(x1.is_alias_of(x0)) << what;
+    // The JSON form round-trips, and a graph that holds it reads back with the same hash.
+    EXPECT_EQ(aliasFromJson(aliasToJson(a)), a) << what;
+    EXPECT_EQ(Graph::fromJson(g.toJson(), "t").contentHash(), g.contentHash()) << what;
+  }
+}
+
+TEST(InputAliases, ProblemsAreNamedAndCandidatesKeepEagerValid) {
+  EXPECT_EQ(aliasProblem(aliasedPair({3, 4}, {4, 3}, {"x9", "same"}), aliasedPair({3, 4}, {4, 3}, {"x9", "same"}).inputs[1]),
+            "no input named 'x9' to alias");
+  Graph g = aliasedPair({3, 4}, {4, 3}, {"x0", "same"});
+  EXPECT_EQ(aliasProblem(g, g.inputs[1]), "the same tensor needs the same shape");
+  g = aliasedPair({3, 4}, {3, 4}, {"x0", "same"});
+  g.values[g.inputs[1].value].type.dtype = DType::Float64;
+  EXPECT_EQ(aliasProblem(g, g.inputs[1]), "only floating inputs of one dtype alias");
+  g = aliasedPair({3, 4}, {3, 4}, {"x0", "same"});
+  g.inputs[1].dist = {"uniform", 0, 1};
+  EXPECT_EQ(aliasProblem(g, g.inputs[1]), "an alias and its base need one distribution");
+  EXPECT_THROW(aliasFromJson({{"base", "x0"}, {"kind", "mirror"}}), std::invalid_argument);
+  EXPECT_THROW(aliasFromJson({{"base", "x0"}, {"kind", "same"}, {"start", 1}}), std::invalid_argument);
+  // A JSON graph whose alias does not fit is refused with the reason.
+  json doc = aliasedPair({3, 4}, {3, 4}, {"x0", "same"}).toJson();
+  doc["inputs"][1]["alias"]["kind"] = "transpose";
+  doc["inputs"][1]["alias"]["dims"] = {0, 0};
+  try {
+    Graph::fromJson(doc, "bad.json");
+    ADD_FAILURE() << "an alias that does not fit was read";
+  } catch (const GraphFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("a transpose needs two different dims in range"), std::string::npos) << e.what();
+  }
+
+  // Candidates: each kind that yields the shape (a [1, 4] base holds 4 elements: too few for a row-major [3, 4]).
+  OpCatalog catalog = makeDefaultCatalog();
+  auto kindsOf = [&](const Graph& h) {
+    std::vector<std::string> kinds;
+    for (const InputAlias& a : aliasCandidates(h, catalog, h.inputs[1])) kinds.push_back(a.kind);
+    return kinds;
+  };
+  EXPECT_EQ(kindsOf(aliasedPair({1, 4}, {3, 4}, {})), (std::vector<std::string>{"expand"}));
+  g = aliasedPair({3, 4}, {3, 4}, {});
+  EXPECT_EQ(kindsOf(g), (std::vector<std::string>{"same", "full-slice", "expand", "narrow", "as-strided"}));
+  // x1.mul_(x0), written into x1: an expanded alias is never written, and the write may not read its own storage.
+  g.nodes[1] = {"mul_", {g.inputs[1].value, g.inputs[0].value}, {g.nodes[1].outputs[0]}};
+  g.nodes[1].writesInput = true;
+  g.nodes.erase(g.nodes.begin());  // x0 is read only as mul_'s source
+  g.outputs.erase(g.outputs.begin());
+  EXPECT_TRUE(kindsOf(g).empty());
+  // x1.mul_(x2) reads a third input: every kind but expand stays.
+  int x2 = g.addValue({{3, 4}, DType::Float32});
+  g.inputs.push_back({x2, "x2"});
+  g.nodes[0].inputs[1] = x2;
+  int read = g.addValue({{3, 4}, DType::Float32});
+  g.nodes.push_back({"tanh", {g.inputs[0].value}, {read}});
+  g.outputs.push_back(read);
+  EXPECT_EQ(kindsOf(g), (std::vector<std::string>{"same", "full-slice", "narrow", "as-strided"}));
+}
+
+TEST(InputAliases, GeneratedShareAndMutatorsAddAndDropThem) {
+  OpCatalog catalog = makeDefaultCatalog();
+  Generator generator(catalog, GenPolicy{}, 11);
+  ProgramFigures figures;
+  int aliased = 0, writtenPairs = 0;
+  Graph withAlias;
+  for (uint64_t i = 0; i < 300; ++i) {
+    Graph g = generator.generate(i);
+    figures.add(g, catalog);
+    for (const Source& s : g.inputs) ASSERT_EQ(aliasProblem(g, s), "") << i;
+    if (aliasedInputCount(g) && withAlias.nodes.empty()) withAlias = g;
+    aliased += aliasedInputCount(g) > 0;
+  }
+  json f = figures.toJson();
+  writtenPairs = static_cast<int>(f["programs_writing_through_an_aliased_input"].get<double>() * 300 + 0.5);
+  EXPECT_GE(aliased, 15);  // the issue's floor: 5% of programs
+  EXPECT_GT(writtenPairs, 0);
+  EXPECT_DOUBLE_EQ(f["programs_passing_aliased_inputs"].get<double>(), aliased / 300.0);
+  // change_layout drops an alias (an input draws its own values again) and makes new ones.
+  Mutator mutator(catalog, GenPolicy{});
+  bool dropped = false, made = false;
+  for (uint64_t i = 0; i < 200 && !(dropped && made); ++i) {
+    auto m = mutator.mutate(withAlias, nullptr, i, "change_layout");
+    if (!m) continue;
+    dropped = dropped || aliasedInputCount(m->graph) < aliasedInputCount(withAlias);
+    for (const Source& s : m->graph.inputs) ASSERT_EQ(aliasProblem(m->graph, s), "");
+    for (const Source& s : m->graph.inputs)
+      made = made || (!s.alias.none() && std::none_of(withAlias.inputs.begin(), withAlias.inputs.end(),
+                                                    [&](const Source& o) { return o.name == s.name && o.alias == s.alias; }));
+  }
+  EXPECT_TRUE(dropped);
+  EXPECT_TRUE(made);
 }
 
 }  // namespace

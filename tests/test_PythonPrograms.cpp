@@ -1,4 +1,4 @@
-// End to end with real torch.compile: programs that hold Python-level constructs (state compared after
+// End to end with real torch.compile: aliased inputs, and programs that hold Python-level constructs (state compared after
 // every call, call schedules, every Python form) and what Dynamo refuses by design. Linked into
 // test_ProgramTester, whose suite and worker pool these tests share (ProgramTesterFixture.h).
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include "ProgramTesterFixture.h"
 #include "generators/python/PythonEmitter.h"
+#include "oracles/judge/OutputLoader.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::ProgramTesterTest;
@@ -109,3 +110,39 @@ TEST_F(ProgramTesterTest, ABranchOnTensorDataUnderFullgraphIsUnsupportedByDesign
   EXPECT_EQ(r.runs.compiled.status, oracles::RunStatus::Ok);
 }
 
+
+TEST_F(ProgramTesterTest, AliasedInputsStayAliasedInEveryModeAndAPlantedCompilerThatPartsThemIsCaught) {
+  // Four arguments over one storage (x0, x0.narrow(0, 1, 3), x0.t(), x0); forward reads x1, writes x0 in
+  // place, then reads x2 and x3. Every mode's copies must keep the sharing, or the outputs after the write
+  // would not follow from x0 as forward left it.
+  const auto program = sourcePath("tests/programs/aliased_inputs.py");
+  ProgramTestResult r = tester_->test(program, settings("eager"));
+  ASSERT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  for (const auto& l : r.verdict.comparison->leaves)
+    if (l.role == "output" || l.role == "state") EXPECT_EQ(l.maxAbsDiff, 0.0) << l.role << " " << l.name;
+  for (const oracles::RunResult* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64}) {
+    SCOPED_TRACE(run->jobDir.string());
+    oracles::LoadedOutputs out = oracles::loadOutputs(*run->outputs, run->jobDir);
+    std::map<std::string, at::Tensor> leaf;
+    std::vector<at::Tensor> outputs;
+    for (const auto& l : out.leaves) {
+      if (l.role == "state") leaf[l.name] = out.tensors[l.index];
+      if (l.role == "output") outputs.push_back(out.tensors[l.index]);
+    }
+    ASSERT_EQ(outputs.size(), 3u);
+    ASSERT_TRUE(leaf.contains("input 0 after forward") && leaf.contains("input 2 after forward"));
+    const at::Tensor& x0 = leaf["input 0 after forward"];  // doubled by forward
+    EXPECT_TRUE(leaf["input 2 after forward"].equal(x0.t()));
+    EXPECT_TRUE(outputs[0].allclose(x0.narrow(0, 1, 3).div(2).tanh()));  // read before the write
+    EXPECT_TRUE(outputs[1].allclose(x0.t().sin()));
+    EXPECT_TRUE(outputs[2].allclose(x0.mul(1.5)));
+  }
+
+  r = tester_->test(program, settings("tcfuzz_planted_parted_aliases"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NumericDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.verdict.comparison);
+  EXPECT_EQ(r.verdict.comparison->failingRole, "output");
+
+  r = tester_->test(program, settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+}

@@ -389,7 +389,7 @@ TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver)
   EXPECT_EQ(joinLines(child.lines), joinLines(driver.lines));
   // The block is the code both sides run, not an empty pair of markers.
   std::string text = joinLines(child.lines);
-  for (const char* def : {"def seed_everything(seed):\n", "def widen_dtype(dtype):\n", "def widen_tensor(t):\n",
+  for (const char* def : {"def seed_everything(seed):\n", "def widen_dtype(dtype):\n", "def widen_inputs(inputs):\n",
                           "def widen_model_and_inputs(model, inputs):\n", "class Fp64Casts(", "def call_in_fp64(fn, args):\n"})
     EXPECT_NE(text.find(def), std::string::npos) << def;
 

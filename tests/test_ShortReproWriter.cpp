@@ -142,6 +142,18 @@ TEST_F(ShortReproEndToEnd, PlantedNumericBugFailsTheAssertion) {
   EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
 }
 
+TEST_F(ShortReproEndToEnd, AliasedInputsStayAliasedInEveryRunSoOnlyACompilerThatPartsThemFails) {
+  // Three views of x0 (and x0 itself) as arguments; forward writes x0. TEST FIXTURE backend: runs the graph
+  // on copies of the inputs that share storage with an earlier one. Output 1 reads x0.t() after the write.
+  ReproCase c = makeCase("tests/programs/aliased_inputs.py", "tcfuzz_planted_parted_aliases", "numeric-divergence");
+  c.divergingLeaves = {1};
+  oracles::RunResult r = run(c, "parted_aliases");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+  c.compile.backend = "eager";  // bit for bit: eager, compiled and the float64 reference all keep the sharing
+  r = run(c, "aliases_eager");
+  EXPECT_EQ(r.exitCode.value_or(-1), 0) << describe(r);
+}
+
 TEST_F(ShortReproEndToEnd, PlantedGradientBugFailsTheAssertionOnTheGradient) {
   // TEST FIXTURE backend: exact forward; its AOTAutograd backward perturbs the first gradient
   // (leaves: output 0, then grad(input 0), grad(linear.bias), grad(linear.weight)).

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/features/InputAliases.h"
+
 namespace tcfuzz::gen {
 
 using nlohmann::json;
@@ -207,7 +209,7 @@ Geometry inputGeometry(const Layout& layout, const TensorType& t) {
 std::vector<std::optional<Geometry>> valueGeometries(const Graph& g, const OpCatalog& catalog) {
   std::map<int, std::optional<Geometry>> known;
   for (const Source& s : g.params) known[s.value] = contiguousGeometry(g.typeOf(s.value).shape);
-  for (const Source& s : g.inputs) known[s.value] = inputGeometry(s.layout, g.typeOf(s.value));
+  for (const Source& s : g.inputs) known[s.value] = sourceGeometry(g, s);
   auto contiguousValue = [&](int v) {
     auto it = known.find(v);
     return it != known.end() && it->second && isContiguous(g.typeOf(v).shape, it->second->strides);

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <openssl/evp.h>
 
+#include "generators/features/InputAliases.h"
 #include "generators/features/InputLayout.h"
 
 namespace tcfuzz::gen {
@@ -266,6 +267,7 @@ json Graph::toJson() const {
       // Only a non-contiguous layout is written, so a program without one keeps its content hash.
       if (!s.layout.contiguous()) doc["layout"] = layoutToJson(s.layout);
       if (!s.boundary.empty()) doc["boundary"] = boundaryToJson(s.boundary);
+      if (!s.alias.none()) doc["alias"] = aliasToJson(s.alias);
       out.push_back(std::move(doc));
     }
     return out;
@@ -360,7 +362,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
     for (size_t i = 0; i < list.size(); ++i) {
       Reader s = list.at(i);
       bool inputs = std::string(key) == "inputs";
-      if (inputs) s.onlyKeys({"value", "name", "dist", "layout", "boundary"});
+      if (inputs) s.onlyKeys({"value", "name", "dist", "layout", "boundary", "alias"});
       else s.onlyKeys({"value", "name", "dist"});
       Source src;
       src.value = define(s.at("value"));
@@ -382,11 +384,22 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       };
       readInputStyle("layout", layoutFromJson, layoutProblem, src.layout);
       readInputStyle("boundary", boundaryFromJson, boundaryProblem, src.boundary);
+      if (inputs && s.has("alias")) {
+        try {
+          src.alias = aliasFromJson(s.at("alias").raw());
+        } catch (const std::invalid_argument& e) {
+          s.at("alias").fail(e.what());
+        }
+      }
       out.push_back(std::move(src));
     }
   };
   readSources("inputs", g.inputs);
   readSources("params", g.params);
+  // An alias names another input, which may come later in the list: checked once all are read.
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (auto problem = aliasProblem(g, g.inputs[i]); !problem.empty())
+      root.at("inputs").at(i).at("alias").fail(problem);
 
   Reader nodes = root.at("nodes");
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -485,6 +498,10 @@ Graph compactGraph(const Graph& g) {
     for (int v : n.outputs) live[v] = true;
   }
   for (int v : g.outputs) live[v] = true;
+  for (const Source& s : g.inputs)
+    if (live[s.value] && !s.alias.none())
+      for (const Source& base : g.inputs)
+        if (base.name == s.alias.base) live[base.value] = true;
   // Keep the original definition order: sources first in their order, then node outputs.
   std::vector<int> order;
   for (const auto& v : g.values)
@@ -539,13 +556,15 @@ bool writesIntoProgramInput(const Graph& g, const Node& n) {
 }
 
 std::vector<int> writtenInputPositions(const Graph& g) {
+  // An input's storage group is named by its alias base, else by its own name.
+  auto group = [&](const Source& s) { return s.alias.none() ? s.name : s.alias.base; };
+  std::set<std::string> written;
+  for (const Source& s : g.inputs)
+    for (const Node& n : g.nodes)
+      if (!n.inputs.empty() && n.inputs[0] == s.value && writesIntoProgramInput(g, n)) written.insert(group(s));
   std::vector<int> positions;
   for (size_t i = 0; i < g.inputs.size(); ++i)
-    for (const Node& n : g.nodes)
-      if (!n.inputs.empty() && n.inputs[0] == g.inputs[i].value && writesIntoProgramInput(g, n)) {
-        positions.push_back(static_cast<int>(i));
-        break;
-      }
+    if (written.count(group(g.inputs[i]))) positions.push_back(static_cast<int>(i));
   return positions;
 }
 

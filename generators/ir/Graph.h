@@ -68,6 +68,20 @@ struct BoundaryValues {
   bool operator==(const BoundaryValues&) const = default;
 };
 
+/// A program input that make_inputs derives from another input's storage instead of drawing its own
+/// (InputAliases.h): forward receives two arguments that share memory. kind "same": the base tensor itself,
+/// passed twice; "full-slice": base[:]; "transpose": base.transpose(dims[0], dims[1]); "narrow":
+/// base.narrow(dims[0], start, size); "expand": base.expand(shape); "as-strided": a row-major view of the
+/// base's storage `start` elements past the base's own storage offset. Empty `base`: no alias.
+struct InputAlias {
+  std::string base;
+  std::string kind;
+  std::vector<int> dims;
+  int64_t start = 0;
+  bool none() const { return base.empty(); }
+  bool operator==(const InputAlias&) const = default;
+};
+
 /// One SSA value: a program input, a parameter, or a node output.
 struct Value {
   int id = 0;
@@ -81,6 +95,7 @@ struct Source {
   Distribution dist;
   Layout layout;             // program inputs only; parameters are always contiguous
   BoundaryValues boundary;   // program inputs only
+  InputAlias alias;          // program inputs only: a view of another input's storage
 };
 
 /// How an `if` around a node is decided (PythonConstructs.h). kind "item": `x.flatten()[0].item() > t`
@@ -217,10 +232,12 @@ class Graph {
 /// Whether `n` writes into a program input itself: it asks to (writesInput), it reads that input as input 0,
 /// nothing else reads the input and no output returns it. The op must be in place (the emitter's check).
 bool writesIntoProgramInput(const Graph& g, const Node& n);
-/// The positions in `inputs` of the program inputs some node writes into (writesIntoProgramInput), in order.
+/// The positions in `inputs` of the program inputs some node writes into (writesIntoProgramInput), in order,
+/// with every input that shares storage with one of them (InputAlias): a write through one is a write into all.
 std::vector<int> writtenInputPositions(const Graph& g);
 
-/// A copy without the inputs and parameters nothing reads or returns, values renumbered densely.
+/// A copy without the inputs and parameters nothing reads or returns (an input another kept input aliases
+/// stays), values renumbered densely.
 Graph compactGraph(const Graph& g);
 /// A copy with values renumbered in the order repair gives them: program inputs, parameters, then node
 /// outputs in node order. A graph in this order passes through GraphRepairer::repair (gen --from) with

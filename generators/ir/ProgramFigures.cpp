@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "generators/features/InputAliases.h"
 #include "generators/features/InputLayout.h"
 #include "generators/python/PythonConstructs.h"
 #include "generators/python/PythonForms.h"
@@ -58,7 +59,13 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withNonContiguousInput += nonContiguous;
   withStorageOffsetInput += offset;
   withBoundaryValues += boundary;
-  withWrittenInput += !writtenInputPositions(g).empty();
+  std::vector<int> written = writtenInputPositions(g);
+  withWrittenInput += !written.empty();
+  withAliasedInputs += aliasedInputCount(g) > 0;
+  withWriteThroughAlias += std::any_of(written.begin(), written.end(), [&](int i) {
+    const Source& s = g.inputs[i];
+    return !s.alias.none() || std::any_of(g.inputs.begin(), g.inputs.end(), [&](const Source& o) { return o.alias.base == s.name; });
+  });
   for (const auto& share : kFamilyShares) {
     const char* family = share.first;  // clang 14: a lambda cannot capture a structured binding
     withFamily[family] += std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
@@ -104,6 +111,8 @@ json ProgramFigures::toJson() const {
           {"programs_with_parameter_written_through_data", share(withMutatedParameter, programs)},
           {"programs_with_boundary_values", share(withBoundaryValues, programs)},
           {"programs_writing_into_an_input", share(withWrittenInput, programs)},
+          {"programs_passing_aliased_inputs", share(withAliasedInputs, programs)},
+          {"programs_writing_through_an_aliased_input", share(withWriteThroughAlias, programs)},
           {"programs_with_a_python_construct", share(withPythonConstruct, programs)},
           {"programs_with_a_graph_break", share(withGraphBreak, programs)},
           {"programs_with_a_branch", share(withBranch, programs)},

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/features/InputAliases.h"
 #include "generators/features/InputLayout.h"
 #include "generators/ir/Rng.h"
 
@@ -243,9 +244,9 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
     if (g.outputs.empty()) g.outputs.push_back(g.nodes.back().outputs.front());
     if (!out.dropped.empty() || out.undefinedArgs > 0 || !rebound.empty()) out.repaired = true;
     Graph compact = compactGraph(g);
-    if (int reset = dropInvalidLayouts(compact); reset > 0) {  // a layout that does not fit its input
+    if (int reset = dropInvalidLayouts(compact) + dropInvalidAliases(compact, &catalog); reset > 0) {  // a layout that does not fit its input
       out.repaired = true;
-      out.dropped.push_back(fmt::format("{} input layout(s) or boundary values that did not fit (made plain)", reset));
+      out.dropped.push_back(fmt::format("{} input layout(s), alias(es) or boundary values that did not fit (made plain)", reset));
     }
     if (int views = repairIllegalViews(compact, catalog); views > 0) {
       out.repaired = true;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/features/InputAliases.h"
 #include "generators/features/InputLayout.h"
 #include "generators/python/PythonConstructs.h"
 
@@ -233,6 +234,7 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   py << "def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)\n";
   for (const auto& s : g.inputs) {
     const TensorType& t = g.typeOf(s.value);
+    if (!s.alias.none()) continue;  // derived from its base below, after every drawn input
     if (s.layout.contiguous() && s.boundary.empty()) {
       py << fmt::format("    {} = {}  # {}\n", s.name, drawExpr(t, s.dist, "g"), t.str());
       continue;
@@ -256,6 +258,12 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
     if (!s.layout.contiguous()) notes.push_back(describeLayout(s.layout));
     py << fmt::format("    {} = {}{}  # {}\n", s.name, draw, layoutPython(s.layout, t), fmt::join(notes, ", "));
   }
+  for (const auto& s : g.inputs) {
+    if (s.alias.none()) continue;
+    if (std::string problem = aliasProblem(g, s); !problem.empty())
+      throw std::invalid_argument(fmt::format("input {}: {}", s.name, problem));
+    py << fmt::format("    {} = {}  # {}, {}\n", s.name, aliasPython(g, s), g.typeOf(s.value).str(), describeAlias(s.alias));
+  }
   std::vector<std::string> inputNames;
   for (const auto& s : g.inputs) inputNames.push_back(s.name);
   py << fmt::format("    return [{}]\n", fmt::join(inputNames, ", "));
@@ -264,6 +272,15 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
                       "# plain tensors, not autograd leaves, since autograd refuses in-place writes into a leaf.\n"
                       "WRITTEN_INPUTS = ({}{})\n",
                       fmt::join(written, ", "), written.size() == 1 ? "," : "");
+  std::vector<std::string> aliased;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (const Source* base = g.inputs[i].alias.none() ? nullptr : aliasBase(g, g.inputs[i]))
+      aliased.push_back(fmt::format("{}: {}", i, base - g.inputs.data()));
+  if (!aliased.empty())
+    py << fmt::format("\n\n# these inputs view another input's storage (position: the position of the input they view): a copy\n"
+                      "# of the inputs must keep them views of its copy of that input.\n"
+                      "ALIASED_INPUTS = {{{}}}\n",
+                      fmt::join(aliased, ", "));
   py << python.scheduleAndState();
   return py.str();
 }

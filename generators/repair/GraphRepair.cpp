@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "generators/features/InputAliases.h"
 #include "generators/features/InputLayout.h"
 
 namespace tcfuzz::gen {
@@ -673,6 +674,7 @@ Graph GraphRepairer::repair(const Graph& foreign, std::vector<std::string>* drop
       out.outputs.push_back(it->second);
   if (out.outputs.empty() && !out.values.empty()) out.outputs.push_back(out.values.back().id);
   dropInvalidLayouts(out);  // repair may have resized or retyped a fresh input
+  dropInvalidAliases(out, &catalog_);  // ... or the input an alias views, or put a write on the pair
   for (Source& s : out.inputs)  // a mutation may have put an op that needs a dense input on it
     if (!s.layout.contiguous() && readByDenseInputOp(out, catalog_, s.value)) s.layout = {};
   repairIllegalViews(out, catalog_);  // a layout or a new producer may have made a view illegal

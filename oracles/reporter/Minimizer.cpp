@@ -291,20 +291,20 @@ void resetAttrs(const PassInput& in, CandidateList& out) {
   }
 }
 
-/// plain-inputs: every program input contiguous and without boundary values, then one input at a
+/// plain-inputs: every program input contiguous, its own draw (no alias) and without boundary values, then one input at a
 /// time, then one input's layout or boundary values alone.
 void plainInputs(const PassInput& in, CandidateList& out) {
   const Graph& g = in.c.graph;
   std::vector<size_t> special;
   for (size_t i = 0; i < g.inputs.size(); ++i)
-    if (!g.inputs[i].layout.contiguous() || !g.inputs[i].boundary.empty()) special.push_back(i);
+    if (!g.inputs[i].layout.contiguous() || !g.inputs[i].boundary.empty() || !g.inputs[i].alias.none()) special.push_back(i);
   if (special.empty()) return;
   Graph all = g;
-  for (size_t i : special) all.inputs[i].layout = {}, all.inputs[i].boundary = {};
+  for (size_t i : special) all.inputs[i].layout = {}, all.inputs[i].boundary = {}, all.inputs[i].alias = {};
   out.proposeGraph(all);
   for (size_t i : special) {
     Graph one = g, layoutOnly = g, boundaryOnly = g;
-    one.inputs[i].layout = {}, one.inputs[i].boundary = {};
+    one.inputs[i].layout = {}, one.inputs[i].boundary = {}, one.inputs[i].alias = {};
     if (special.size() > 1) out.proposeGraph(one);
     if (g.inputs[i].layout.contiguous() || g.inputs[i].boundary.empty()) continue;
     layoutOnly.inputs[i].layout = {};
@@ -452,7 +452,8 @@ CaseSize sizeOf(const MinimizeCase& c, const gen::OpCatalog& catalog) {
       s.rankSum += t.rank();
     }
   s.complexAttrs = complexAttrCount(c.graph, catalog);
-  for (const gen::Source& src : c.graph.inputs) s.specialInputs += !src.layout.contiguous() || !src.boundary.empty();
+  for (const gen::Source& src : c.graph.inputs)
+    s.specialInputs += !src.layout.contiguous() || !src.boundary.empty() || !src.alias.none();
   return s;
 }
 

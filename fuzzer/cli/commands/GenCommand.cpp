@@ -316,7 +316,8 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
     std::cout << fmt::format("shape: {:.1f}% dead nodes, depth {:.1f}, fan-out {:.2f}; programs with a view {:.0f}%, an in-place op "
                              "{:.0f}% (through a view {:.0f}%, a view read after its base is written {:.0f}%), a non-contiguous input {:.0f}% (a storage offset {:.0f}%), a mutated buffer "
                              "{:.0f}%, a parameter written through .data {:.0f}%, boundary values {:.0f}%, a write into an input "
-                             "{:.0f}%, through an expanded view {:.0f}%, an aten backward op {:.0f}%, a low-precision round trip {:.0f}%, int64 values past int32 {:.0f}%\n",
+                             "{:.0f}%, through an expanded view {:.0f}%, aliased inputs {:.0f}% (written through {:.0f}%), an aten backward op {:.0f}%, "
+                             "a low-precision round trip {:.0f}%, int64 values past int32 {:.0f}%\n",
                              100 * f["dead_node_share"].get<double>(), f["mean_depth"].get<double>(), f["mean_fan_out"].get<double>(),
                              100 * f["programs_with_view"].get<double>(), 100 * f["programs_with_inplace"].get<double>(),
                              100 * f["programs_with_inplace_on_view"].get<double>(),
@@ -328,6 +329,8 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
                              100 * f["programs_with_boundary_values"].get<double>(),
                              100 * f["programs_writing_into_an_input"].get<double>(),
                              100 * f["programs_writing_through_an_expanded_view"].get<double>(),
+                             100 * f["programs_passing_aliased_inputs"].get<double>(),
+                             100 * f["programs_writing_through_an_aliased_input"].get<double>(),
                              100 * f["programs_calling_an_aten_backward_op"].get<double>(),
                              100 * f["programs_with_a_low_precision_round_trip"].get<double>(),
                              100 * f["programs_with_int64_values_past_int32"].get<double>());

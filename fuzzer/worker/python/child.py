@@ -26,7 +26,7 @@ from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, 
 from lift import run_lift_job
 from program_guard import GUARD
 from repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, schedule_leaves,
-                          seed_everything, widen_model_and_inputs, widen_tensor, write_tensor_file)
+                          layout_copies, seed_everything, widen_inputs, widen_model_and_inputs, write_tensor_file)
 
 PHASE_FILE = "phase"
 RESULT_FILE = "result.json"
@@ -181,11 +181,11 @@ class ChildRun:
             inputs = (inputs,)
         inputs = list(inputs)
         if self.job.get("perturb"):
-            inputs = pytree.tree_map(_with_layout_of, inputs, perturbed_inputs(inputs, self.job["perturb"]))
+            inputs = _perturbed(inputs, self.job["perturb"])
         if device != "cpu":
-            inputs = pytree.tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, inputs)
+            inputs = layout_copies(inputs, device=device)
         if widen:
-            inputs = pytree.tree_map(widen_tensor, inputs)
+            inputs = widen_inputs(inputs)
         return inputs
 
     def grad_leaves(self, args):
@@ -468,6 +468,31 @@ class ContractError(Exception):
 
 class CompileConfigError(Exception):
     """The job's compile configuration names something torch does not have."""
+
+
+def _perturbed(inputs, perturb):
+    """The ill-conditioning check's inputs (perturbed_inputs), each in its original's layout (_with_layout_of).
+    Inputs that share a storage (an aliased pair) stay aliased: the largest of them carries the moved values
+    into one copy of the storage, and the others view it."""
+    moved = perturbed_inputs(inputs, perturb)
+    groups = {}
+    for i, t in enumerate(inputs):
+        if isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.requires_grad:
+            groups.setdefault(t.untyped_storage().data_ptr(), []).append(i)
+    if all(len(members) == 1 for members in groups.values()):
+        return pytree.tree_map(_with_layout_of, inputs, moved)
+    out = layout_copies(inputs)
+    for i, t in enumerate(inputs):
+        members = groups.get(t.untyped_storage().data_ptr(), [i]) if isinstance(t, torch.Tensor) else [i]
+        if len(members) == 1:
+            out[i] = pytree.tree_map(_with_layout_of, t, moved[i])
+        elif i == max(members, key=lambda k: inputs[k].numel()):
+            with torch.no_grad():
+                try:
+                    out[i].copy_(moved[i])
+                except RuntimeError:  # overlapping memory cannot hold distinct values
+                    pass
+    return out
 
 
 def _with_layout_of(original, values):

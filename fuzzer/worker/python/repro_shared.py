@@ -45,32 +45,75 @@ def restrided(t, like, view):
                                                                like.stride())
 
 
-def layout_copy(t, dtype=None):
-    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset, and a view
-    exactly when t is one: its whole storage is copied, so a slice, a transposed or expanded view or an
-    input with a storage offset reaches the model as make_inputs made it (clone() and to() would make it
-    dense, at offset 0). A tensor that requires grad keeps clone() (its copy must stay in its graph); so do
+def layout_copy(t, dtype=None, device=None):
+    """A copy of tensor t, in `dtype` and on `device` when given, with t's sizes, strides and storage offset,
+    and a view exactly when t is one: its whole storage is copied, so a slice, a transposed or expanded view
+    or an input with a storage offset reaches the model as make_inputs made it (clone() and to() would make
+    it dense, at offset 0). A tensor that requires grad keeps clone() (its copy must stay in its graph); so do
     non-strided tensors."""
-    dtype = dtype or t.dtype
+    whole = _whole_storage_copy(t, dtype or t.dtype, device or t.device)
+    if whole is None:
+        return t.to(device=device or t.device, dtype=dtype or t.dtype, copy=True)
+    return restrided(whole, t, t._is_view())
+
+
+def _whole_storage_copy(t, dtype, device):
+    """t's whole storage as a 1-D tensor of t's dtype, copied into `dtype` on `device`; None where a storage
+    copy cannot stand for t (a tensor that requires grad, a non-strided one, a dtype view of another
+    dtype's storage)."""
     if t.requires_grad or t.layout != torch.strided:
-        return t.to(dtype) if dtype != t.dtype else t.clone()
+        return None
     storage, width = t.untyped_storage(), t.element_size()
-    if storage.nbytes() % width:  # a dtype view of another dtype's storage
-        return t.to(dtype) if dtype != t.dtype else t.clone()
+    if storage.nbytes() % width:
+        return None
     with torch.no_grad():
         whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (storage.nbytes() // width,), (1,))
-        return restrided(whole.to(dtype, copy=True), t, t._is_view())
+        return whole.to(dtype=dtype, device=device, copy=True)
+
+
+def layout_copies(inputs, dtype_of=None, device=None):
+    """layout_copy of every tensor in `inputs` (a list, nested or not), aliasing kept as it is: tensors that
+    share a storage get views of one copy of it (x and x[1:], x and x.t() stay aliased), a view of another
+    input is a view of that input's copy (its ._base, which torch.compile reads, is kept), and a tensor passed
+    twice is one copy passed twice. dtype_of(t): the copy's dtype (default t's)."""
+    storages, copies = {}, {}
+    leaves = [t for t in pytree.tree_leaves(list(inputs)) if isinstance(t, torch.Tensor)]
+    listed = {id(t) for t in leaves}
+
+    def copy(t):
+        if id(t) in copies:
+            return copies[id(t)][1]
+        dtype = dtype_of(t) if dtype_of else t.dtype
+        base = t._base if t._is_view() else None
+        if base is not None and id(base) in listed and not t.requires_grad and base.dtype == t.dtype:
+            out = copy(base).as_strided(t.size(), t.stride(), t.storage_offset())
+        else:
+            key = (t.untyped_storage().data_ptr(), t.dtype, dtype) if t.layout == torch.strided else None
+            whole = storages.get(key) if key and not t.requires_grad else None
+            if whole is None:
+                whole = _whole_storage_copy(t, dtype, device or t.device)
+                if whole is not None:
+                    storages[key] = whole
+            out = (restrided(whole, t, t._is_view()) if whole is not None
+                   else t.to(device=device or t.device, dtype=dtype, copy=True))
+        copies[id(t)] = (t, out)  # t is kept alive so that its id stays its own
+        return out
+
+    return pytree.tree_map(lambda t: copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
 
 
 def fresh_copies(inputs):
-    """Copies of every tensor in `inputs` with their layout kept (layout_copy): each call gets its own, so a
-    program that mutates its inputs is compared as it is; a grad leaf's copy stays in its graph."""
-    return pytree.tree_map(lambda t: layout_copy(t) if isinstance(t, torch.Tensor) else t, list(inputs))
+    """Copies of every tensor in `inputs` with their layout and aliasing kept (layout_copies): each call gets
+    its own, so a program that mutates its inputs is compared as it is; a grad leaf's copy stays in its graph."""
+    return layout_copies(inputs)
 
 
 def detached_copies(inputs):
-    """fresh_copies of `inputs`, grad leaves detached first: the inputs of a later call, which runs no backward."""
-    return fresh_copies([t.detach() if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs])
+    """fresh_copies of `inputs`, grad leaves detached first (a tensor passed twice stays one tensor): the inputs
+    of a later call, which runs no backward."""
+    detached = {}
+    return fresh_copies([detached.setdefault(id(t), t.detach()) if isinstance(t, torch.Tensor) and t.requires_grad
+                         else t for t in inputs])
 
 
 def resized_inputs(inputs):
@@ -122,10 +165,15 @@ def first_accepted(candidates, probe, rejected):
 def moved_inputs(inputs):
     """The inputs of the moved call (forward_checks.py): (what, inputs) with every top-level tensor input
     that has a storage offset copied to offset 0 with the same sizes and strides (a view exactly when it
-    is one; what its strides skip is zero), or None when no input has an offset. An overlapping input (an expanded one) keeps its offset."""
+    is one; what its strides skip is zero), or None when no input has an offset. An overlapping input (an expanded
+    one) keeps its offset, and so does an input that shares its storage with another (moving one of an aliased
+    pair would part it)."""
     args, moved = detached_copies(inputs), []
+    owners = [t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor) and t.layout == torch.strided]
     for i, t in enumerate(inputs):
         if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.storage_offset() == 0:
+            continue
+        if owners.count(t.untyped_storage().data_ptr()) > 1:
             continue
         if t.numel() and any(s == 0 and n > 1 for n, s in zip(t.shape, t.stride())):
             continue
@@ -163,17 +211,15 @@ def later_call_leaves(role, inputs, probe, restore, call):
     return leaves
 
 
-def widen_tensor(t):
-    """A floating or complex tensor converted to its widened dtype, its layout kept (layout_copy);
-    anything else unchanged."""
-    if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
-        return layout_copy(t, widen_dtype(t.dtype))
-    return t
+def widen_inputs(inputs):
+    """`inputs` (a list) with floating and complex tensors converted to their widened dtype, layout and
+    aliasing kept (layout_copies); other values copied unchanged."""
+    return layout_copies(inputs, lambda t: widen_dtype(t.dtype))
 
 
 def widen_model_and_inputs(model, inputs):
     """The float64 reference's model and inputs: the model in float64, floating inputs widened (a list)."""
-    return model.to(torch.float64), pytree.tree_map(widen_tensor, list(inputs))
+    return model.to(torch.float64), widen_inputs(inputs)
 
 
 class Fp64Casts(torch.overrides.TorchFunctionMode):

@@ -257,6 +257,30 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        args = [wide(a) for a in args] if func in (torch.Tensor.to, torch.Tensor.type) else args");
     add("        return func(*args, **{k: wide(v) if k == \"dtype\" else v for k, v in (kwargs or {}).items()})");
   }
+  // A program whose inputs alias (ALIASED_INPUTS) keeps that in every copy and in the float64 reference;
+  // elsewhere the plain expressions stay, as short as they are.
+  bool aliased = repro.programPy.find("ALIASED_INPUTS") != std::string::npos;
+  std::string widened = aliased ? "copies(inputs, wide=True)" : "[x.double() if x.is_floating_point() else x for x in inputs]";
+  if (aliased) {
+    add("def copies(xs, wide=False):  # clones (float64 when wide) that share storage, and view each other, as xs do");
+    add("    wholes, made = {}, {}");
+    add("    def copy(x):");
+    add("        if not isinstance(x, torch.Tensor): return x");
+    add("        if id(x) not in made:");
+    add("            base = x._base if x._is_view() and any(x._base is y for y in xs) else None");
+    add("            if base is not None:");
+    add("                made[id(x)] = copy(base).as_strided(x.size(), x.stride(), x.storage_offset())");
+    add("            else:");
+    add("                key = x.untyped_storage().data_ptr()");
+    add("                if key not in wholes:");
+    add("                    whole = torch.empty(0, dtype=x.dtype, device=x.device).set_(x.untyped_storage()).clone()");
+    add("                    wholes[key] = whole.double() if wide and x.is_floating_point() else whole");
+    add("                w = wholes[key]");
+    add("                made[id(x)] = (w.as_strided(x.size(), x.stride(), x.storage_offset()) if x._is_view() else");
+    add("                               torch.empty(0, dtype=w.dtype, device=w.device).set_(w.untyped_storage(), x.storage_offset(), x.size(), x.stride()))");
+    add("        return made[id(x)]");
+    add("    return [copy(x) for x in xs]");
+  }
   add(arbitrated ? "def run(compiled=False, fp64=False):" : "def run(compiled=False):");
   add("    torch.manual_seed(SEED)");
   bool pythonRandom = programPyImportsRandom(repro.programPy);
@@ -269,7 +293,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   if (later && !laterCall && !scheduled) add("    fresh = make_inputs(SEED + 1)  # call 3's inputs, made before any float64 default");
   if (arbitrated) {
     add("    if fp64:  # the float64 reference");
-    add("        model, inputs = model.double(), [x.double() if x.is_floating_point() else x for x in inputs]");
+    add("        model, inputs = model.double(), " + widened);
     add("        torch.set_default_dtype(torch.float64)");
   }
   if (!repro.device.empty() && repro.device != "cpu")
@@ -308,7 +332,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("    return ([x for x in inputs if isinstance(x, torch.Tensor)] + [t for _, t in sorted(model.named_buffers())]");
     add(std::string("            + [p for _, p in sorted(model.named_parameters())]") + (pythonState ? " + python_state(model))" : ")"));
   } else if (scheduled) {  // the program's schedule: from the state as built, each change, then a call
-    add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
+    if (!aliased) add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
     add(noGrad);
     add("        fn = " + fn);
     add("        fn(*copies(inputs))  # call 1");
@@ -329,12 +353,13 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add(noGrad);
     add("        fn = " + fn);
     add(laterCall->moved ? "        fn(*inputs)  # as make_inputs made them: at their storage offset"
-                      : "        fn(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])");
+                      : aliased ? "        fn(*copies(inputs))"
+                                : "        fn(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])");
     add("        return torch.utils._pytree.tree_leaves(fn(*resized))");
   } else if (later) {  // call 2 (the same inputs again) and call 3 (the inputs of seed + 1)
     add("    if fp64:");
-    add("        fresh = [x.double() if x.is_floating_point() else x for x in fresh]");
-    add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
+    add(aliased ? "        fresh = copies(fresh, wide=True)" : "        fresh = [x.double() if x.is_floating_point() else x for x in fresh]");
+    if (!aliased) add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
     add(noGrad);
     add("        fn = " + fn);
     add("        fn(*copies(inputs))");
