@@ -22,7 +22,7 @@ constexpr uint64_t kPythonStream = 0x707974686f6e2d6cULL;  // "python-l": Python
 
 /// Families whose ops are an LLM core's neighbours when the generator grows a program around it.
 const std::set<std::string> kNeighbourFamilies{"elementwise-unary", "elementwise-binary", "activation", "inplace",
-                                               "inplace-view", "stale-view"};
+                                               "inplace-view", "stale-view", "noop-view"};
 
 /// The node outputs nothing reads yet, oldest first: what generation grows on and what becomes an output.
 std::vector<int> danglingValues(const Graph& g) {

@@ -30,7 +30,8 @@ struct GenPolicy {
   std::map<std::string, double> dtypeWeights{{"float32", 6}, {"float16", 1}, {"bfloat16", 1}, {"float64", 0.5},
                                              {"int64", 0.6}, {"int32", 0.3}, {"bool", 0.3},
                                              {"complex64", 0.4}, {"complex128", 0.2}};
-  std::map<std::string, double> familyWeights{{"buffer-update", 4}, {"param-data", 2}, {"expand-write", 2}, {"aten-backward", 0.3}};  // family -> weight (default 1)
+  std::map<std::string, double> familyWeights{{"buffer-update", 4}, {"param-data", 2}, {"expand-write", 2}, {"aten-backward", 0.3},
+                                              {"noop-view", 0.25}};  // family -> weight (default 1)
   std::map<std::string, double> opWeights;      // op -> weight, overrides the family weight
   double inputLayoutChance = 0.15;              // a program input gets a non-contiguous layout (InputLayout.h)
   std::map<std::string, double> layoutWeights{{"transposed", 2}, {"strided", 2}, {"expanded", 1}, {"channels_last", 1}};

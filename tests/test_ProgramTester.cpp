@@ -264,6 +264,20 @@ TEST_F(ProgramTesterTest, PlantedBugAtAnotherStorageOffsetIsASecondCallDivergenc
   for (const auto& l : r.verdict.comparison->leaves) EXPECT_NE(l.role, "moved") << l.name;
 }
 
+TEST_F(ProgramTesterTest, InputsHoldingInfinitiesAreNeverExcusedAsIllConditioned) {
+  // Complex logaddexp with infinite parts: compiled gives nan+nanj where eager and fp64 give inf+infj. The
+  // perturbed eager runs refuse such inputs (a few ulps cannot move an infinity), so no spread excuses it.
+  TestSettings s = settings("inductor");
+  s.conditioningRuns = 2;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/complex_logaddexp_inf.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NumericDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.conditioning);
+  EXPECT_FALSE(r.conditioning->illConditioned);
+  EXPECT_NE(r.conditioning->reason.find("no perturbed run: ConditioningRefused: the inputs hold non-finite values"),
+            std::string::npos)
+      << r.conditioning->reason;
+}
+
 TEST_F(ProgramTesterTest, AnIllConditionedDivergenceIsFilteredAndAWellConditionedOneIsNot) {
   // TEST FIXTURE backend: runs the graph on inputs moved by one ulp. On reciprocal(x - 1) with x a few
   // ulps above 1 that is a large deviation from fp64 (eager is exact there), but eager's own spread on

@@ -226,15 +226,18 @@ void ProgramTester::checkConditioning(const std::filesystem::path& program, cons
     pending.push_back(pool_.submit(std::move(job)));
   }
   std::vector<oracles::LoadedOutputs> perturbed;
+  std::string refused;  // why a perturbed run gave no outputs (the inputs hold non-finite values, ...)
   for (auto& p : pending) {
     oracles::RunResult r = p.get();
     if (r.ok() && r.outputs) perturbed.push_back(oracles::loadOutputs(*r.outputs, r.jobDir));
+    else if (r.exception && refused.empty()) refused = r.exception->type + ": " + r.exception->message;
   }
   const oracles::TripleRun& runs = result.runs;
   if (result.verdict.comparison && runs.eager.outputs && runs.compiled.outputs) {
     oracles::ConditioningVerdict v =
         oracles::judgeConditioning(*result.verdict.comparison, oracles::loadOutputs(*runs.eager.outputs, runs.eager.jobDir),
                                    oracles::loadOutputs(*runs.compiled.outputs, runs.compiled.jobDir), perturbed);
+    if (perturbed.empty() && !refused.empty()) v.reason += "; no perturbed run: " + refused;
     if (v.illConditioned) {
       result.verdict.reason = fmt::format("{}; the {} was: {}", v.reason,
                                           oracles::toString(result.verdict.verdict), result.verdict.reason);

@@ -277,6 +277,22 @@ int repairIllegalViews(Graph& g, const OpCatalog& catalog) {
     ++changed;
     geometries = valueGeometries(g, catalog);  // what this node's readers see has changed
   }
+  // An op that needs a dense input 0 (OpSpec::denseInput) reading a node's value laid out otherwise (a
+  // transpose, a step slice) reads a .contiguous() copy of it instead. Program inputs keep their own rule
+  // (no layout, no alias but a row-major one), and values whose strides are unknown stay as they are.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const OpSpec* op = catalog.find(g.nodes[i].op);
+    if (!op || !op->denseInput || g.nodes[i].inputs.empty() || g.producerOf(g.nodes[i].inputs[0]) < 0) continue;
+    int in0 = g.nodes[i].inputs[0];
+    const auto& in = geometries[index.at(in0)];
+    if (!in || isContiguous(g.typeOf(in0).shape, in->strides)) continue;
+    int dense = g.addValue(g.typeOf(in0));
+    index[dense] = g.values.size() - 1;
+    g.nodes[i].inputs[0] = dense;
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), Node{"contiguous", {in0}, {dense}});
+    ++changed;
+    geometries = valueGeometries(g, catalog);
+  }
   return changed;
 }
 

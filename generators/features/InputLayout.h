@@ -59,7 +59,8 @@ bool viewRaisesInstead(const OpSpec& op);
 bool provablyContiguous(const Graph& g, const OpCatalog& catalog, int value);
 /// Turns every `view` that eager could not take of its input into `reshape` (same shape rule;
 /// eager's .view raises on a layout it cannot view): where valueGeometries does not know input 0's
-/// strides, or they do not allow the view. Returns how many it changed.
+/// strides, or they do not allow the view; and gives an op that needs a dense input 0 (OpSpec::denseInput)
+/// a `.contiguous()` copy of a node's value known to be laid out otherwise. Returns how many it changed.
 int repairIllegalViews(Graph& g, const OpCatalog& catalog);
 /// Resets to contiguous every input layout, and to plain draws every input's boundary values, that no
 /// longer fit the input (repair or a shrinking pass changed its shape, dtype or distribution).

@@ -28,6 +28,7 @@ struct ViewKind {
   std::function<void(OpContext&, Rng&)> sample;
   /// The view's shape (ShapeError when the attributes do not fit input 0).
   std::function<std::vector<int64_t>(const OpContext&)> shape;
+  std::string family;  // its writes' and stale reads' family when not "inplace-view" and "stale-view"
 };
 
 /// A write through the view: its name, statement and the range of the written elements.
@@ -123,6 +124,16 @@ std::vector<ViewKind> viewKinds() {
                      s.push_back(std::min(ctx.x().shape[a], ctx.x().shape[b]));
                      return s;
                    }});
+  // No-op views: the whole tensor again (a full slice, a view or reshape to its own shape). A compiler
+  // may drop them as no-ops (remove_noop_ops), and a write through one is a write into its base.
+  auto whole = [](const OpContext& ctx) { return ctx.x().shape; };
+  auto noAttrs = [](OpContext&, Rng&) {};
+  kinds.push_back({"full_slice", "[:]", true, "aten::slice_scatter({0}, {1}, 0, None, None, 1)",
+                   "aten::slice.Tensor({0}, 0, None, None, 1)", 1, {}, noAttrs, whole, "noop-view"});
+  kinds.push_back({"same_view", ".view({0}.shape)", false, "aten::slice_scatter({0}, {1}, 0, None, None, 1)",
+                   "aten::slice.Tensor({0}, 0, None, None, 1)", 1, {}, noAttrs, whole, "noop-view"});
+  kinds.push_back({"same_reshape", ".reshape({0}.shape)", false, "aten::slice_scatter({0}, {1}, 0, None, None, 1)",
+                   "aten::slice.Tensor({0}, 0, None, None, 1)", 1, {}, noAttrs, whole, "noop-view"});
   return kinds;
 }
 
@@ -154,7 +165,7 @@ void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
   write.replace(write.find("{view}"), 6, "{out0}" + view.python);
   // fill_'s ATen proxy: maximum with the 0-d value has input 0's shape and dtype, and its values lie
   // between input 0's and the fill value's, as the filled tensor's do.
-  OpSpec s = viewWriteEntry(view.name + "_" + method.name, "inplace-view", "stmt:{out0} = {0}\n" + write,
+  OpSpec s = viewWriteEntry(view.name + "_" + method.name, view.family.empty() ? "inplace-view" : view.family, "stmt:{out0} = {0}\n" + write,
                             method.scalarOperand ? "aten::maximum({0}, {1})" : view.aten, view, method);
   auto shapeOf = view.shape;
   bool scalar = method.scalarOperand;
@@ -178,7 +189,8 @@ void addViewWrite(OpCatalog& c, const ViewKind& view, const WriteMethod& method)
 /// 0's shape. The ATen spelling is the view alone (the output's shape).
 void addStaleView(OpCatalog& c, const ViewKind& view, const WriteMethod& method) {
   std::string python = "stmt:{out0}_base = {0}\n{out0} = {out0}_base" + view.python + "\n{out0}_base." + method.name + "({1})";
-  OpSpec s = viewWriteEntry(view.name + "_read_before_" + method.name, "stale-view", python, view.atenView, view, method);
+  OpSpec s = viewWriteEntry(view.name + "_read_before_" + method.name, view.family.empty() ? "stale-view" : view.family,
+                            python, view.atenView, view, method);
   s.view = true;  // returns a view of the input 0 it writes (or of its clone)
   s.propose = [](const OpContext& ctx, int, Rng&) { return ctx.x(); };
   auto shapeOf = view.shape;
@@ -246,8 +258,58 @@ void addExpandWrites(OpCatalog& c) {
 
 }  // namespace
 
+/// Reinplacing bait (family "reinplace-bait"): a functional result that a later write must not reach. A
+/// zero `pad` is a copy in eager, then written in place (`{out0} = F.pad(x, (0, 0)); {out0}.add_(y)`): a
+/// compiler that drops the pad as a no-op must not write into x. A `slice_scatter` result whose input a
+/// later `zero_()` overwrites: a compiler that reinplaces the scatter into its input loses the result. The
+/// zeroed tensor is input 0 itself when nothing else reads it, else its clone (the emitter's in-place rule).
+void addReinplaceBait(OpCatalog& c) {
+  {
+    OpSpec s = entry("pad_zero_add_", "reinplace-bait", "stmt:{out0} = torch.nn.functional.pad({0}, (0, 0))\n{out0}.add_({1})",
+                     "aten::add.Tensor({0}, {1})", kFloats);
+    s.accepts = {kFloats, kFloats};
+    s.minInputs = s.maxInputs = 2;
+    s.minRank = 1;
+    s.propose = [](const OpContext& ctx, int, Rng&) { return ctx.x(); };
+    s.infer = [](const OpContext& ctx) {
+      require(ctx.x(1).shape == ctx.x().shape && ctx.x(1).dtype == ctx.x().dtype, "the added values must match input 0");
+      return std::vector<TensorType>{ctx.x()};
+    };
+    s.range = [](const OpContext& ctx) { return std::vector<Interval>{addI(ctx.ranges[0], ctx.ranges[1])}; };
+    c.add(std::move(s));
+  }
+  {
+    OpSpec s = entry("slice_scatter_then_zero_", "reinplace-bait",
+                     "stmt:{out0} = torch.slice_scatter({0}, {1}, {dim}, {start}, {end})\n{0}.zero_()",
+                     "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)", kNumeric);
+    s.accepts = {kNumeric, kNumeric};
+    s.minInputs = s.maxInputs = 2;
+    s.minRank = 1;
+    s.inplace = true;  // it writes input 0 (zeros), and returns the scatter's result
+    s.attrs = {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64)};
+    s.sample = [](OpContext& ctx, Rng& rng) { drawSliceAttrs(ctx, rng); };
+    auto sliceShape = [](const OpContext& ctx) {
+      int d = checkedDim(ctx, "dim");
+      int64_t start = ctx.attrInt("start"), end = ctx.attrInt("end");
+      require(start < end && end <= ctx.x().shape[d], "the scattered part must be a non-empty part of dim");
+      std::vector<int64_t> shape = ctx.x().shape;
+      shape[d] = end - start;
+      return shape;
+    };
+    s.propose = [sliceShape](const OpContext& ctx, int, Rng&) { return TensorType{sliceShape(ctx), ctx.x().dtype, ctx.x().device}; };
+    s.infer = [sliceShape](const OpContext& ctx) {
+      require(ctx.x(1).shape == sliceShape(ctx) && ctx.x(1).dtype == ctx.x().dtype,
+              "the scattered values must have the slice's shape and input 0's dtype");
+      return std::vector<TensorType>{ctx.x()};
+    };
+    s.range = [](const OpContext& ctx) { return std::vector<Interval>{unionI(ctx.ranges[0], ctx.ranges[1])}; };
+    c.add(std::move(s));
+  }
+}
+
 void addInplaceViewOps(OpCatalog& c) {
   addExpandWrites(c);
+  addReinplaceBait(c);
   auto written = [](Interval, Interval other) { return other; };
   const std::vector<WriteMethod> methods{{"add_", "{view}.add_({1})", false, false, addI},
                                          {"mul_", "{view}.mul_({1})", false, false, mulI},

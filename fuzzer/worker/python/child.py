@@ -466,14 +466,24 @@ class ContractError(Exception):
     """The program file does not follow the tcfuzz program contract (docs/programs.md)."""
 
 
+class ConditioningRefused(Exception):
+    """The ill-conditioning check's perturbed run cannot stand for the program's conditioning."""
+
+
 class CompileConfigError(Exception):
     """The job's compile configuration names something torch does not have."""
 
 
 def _perturbed(inputs, perturb):
     """The ill-conditioning check's inputs (perturbed_inputs), each in its original's layout (_with_layout_of).
+    Raises ConditioningRefused when an input holds NaN or an infinity: those stay where they are, so eager's
+    spread would measure only the finite rest (complex logaddexp of infinite parts looked ill-conditioned).
     Inputs that share a storage (an aliased pair) stay aliased: the largest of them carries the moved values
     into one copy of the storage, and the others view it."""
+    for t in pytree.tree_leaves(inputs):
+        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) and not torch.isfinite(t).all():
+            raise ConditioningRefused("the inputs hold non-finite values, which a few ulps cannot move: eager's "
+                                      "spread on them says nothing of conditioning")
     moved = perturbed_inputs(inputs, perturb)
     groups = {}
     for i, t in enumerate(inputs):
