@@ -46,6 +46,16 @@ int checkedDim(const OpContext& ctx, const std::string& attr) {
   return static_cast<int>(d);
 }
 
+/// Input 0's shape with dim `dim` cut to [start, end) (ShapeError when that is no non-empty part of it).
+std::vector<int64_t> slicedShape(const OpContext& ctx) {
+  int d = checkedDim(ctx, "dim");
+  int64_t start = ctx.attrInt("start"), end = ctx.attrInt("end");
+  require(start < end && end <= ctx.x().shape[d], "the sliced part must be a non-empty part of dim");
+  std::vector<int64_t> s = ctx.x().shape;
+  s[d] = end - start;
+  return s;
+}
+
 std::vector<ViewKind> viewKinds() {
   std::vector<ViewKind> kinds;
   kinds.push_back({"narrow", ".narrow({dim}, {start}, {length})", false, "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)",
@@ -56,27 +66,14 @@ std::vector<ViewKind> viewKinds() {
                      ctx.attrs["length"] = ctx.attrInt("end") - ctx.attrInt("start");
                    },
                    [](const OpContext& ctx) {
-                     int d = checkedDim(ctx, "dim");
-                     int64_t start = ctx.attrInt("start"), end = ctx.attrInt("end");
-                     require(start < end && end <= ctx.x().shape[d], "the narrowed part must be a non-empty part of dim");
-                     require(ctx.attrInt("length") == end - start, "length must be end - start");
-                     std::vector<int64_t> s = ctx.x().shape;
-                     s[d] = end - start;
-                     return s;
+                     require(ctx.attrInt("length") == ctx.attrInt("end") - ctx.attrInt("start"), "length must be end - start");
+                     return slicedShape(ctx);
                    }});
   kinds.push_back({"slice", "[(slice(None),) * {dim} + (slice({start}, {end}),)]", true,
                    "aten::slice_scatter({0}, {1}, {dim}, {start}, {end}, 1)",
                    "aten::slice.Tensor({0}, {dim}, {start}, {end}, 1)", 1,
                    {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64)},
-                   [](OpContext& ctx, Rng& rng) { drawSliceAttrs(ctx, rng); },
-                   [](const OpContext& ctx) {
-                     int d = checkedDim(ctx, "dim");
-                     int64_t start = ctx.attrInt("start"), end = ctx.attrInt("end");
-                     require(start < end && end <= ctx.x().shape[d], "the sliced part must be a non-empty part of dim");
-                     std::vector<int64_t> s = ctx.x().shape;
-                     s[d] = end - start;
-                     return s;
-                   }});
+                   [](OpContext& ctx, Rng& rng) { drawSliceAttrs(ctx, rng); }, slicedShape});
   kinds.push_back({"select", ".select({dim}, {index})", false, "aten::select_scatter({0}, {1}, {dim}, {index})", "aten::select.int({0}, {dim}, {index})", 1,
                    {intAttr("dim", 0, 7), intAttr("index", 0, 64)},
                    [](OpContext& ctx, Rng& rng) {
@@ -288,17 +285,9 @@ void addReinplaceBait(OpCatalog& c) {
     s.inplace = true;  // it writes input 0 (zeros), and returns the scatter's result
     s.attrs = {intAttr("dim", 0, 7), intAttr("start", 0, 64), intAttr("end", 1, 64)};
     s.sample = [](OpContext& ctx, Rng& rng) { drawSliceAttrs(ctx, rng); };
-    auto sliceShape = [](const OpContext& ctx) {
-      int d = checkedDim(ctx, "dim");
-      int64_t start = ctx.attrInt("start"), end = ctx.attrInt("end");
-      require(start < end && end <= ctx.x().shape[d], "the scattered part must be a non-empty part of dim");
-      std::vector<int64_t> shape = ctx.x().shape;
-      shape[d] = end - start;
-      return shape;
-    };
-    s.propose = [sliceShape](const OpContext& ctx, int, Rng&) { return TensorType{sliceShape(ctx), ctx.x().dtype, ctx.x().device}; };
-    s.infer = [sliceShape](const OpContext& ctx) {
-      require(ctx.x(1).shape == sliceShape(ctx) && ctx.x(1).dtype == ctx.x().dtype,
+    s.propose = [](const OpContext& ctx, int, Rng&) { return TensorType{slicedShape(ctx), ctx.x().dtype, ctx.x().device}; };
+    s.infer = [](const OpContext& ctx) {
+      require(ctx.x(1).shape == slicedShape(ctx) && ctx.x(1).dtype == ctx.x().dtype,
               "the scattered values must have the slice's shape and input 0's dtype");
       return std::vector<TensorType>{ctx.x()};
     };
