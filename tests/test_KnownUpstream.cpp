@@ -188,6 +188,30 @@ TEST(KnownUpstream, SearchesComeFromTheOpsTheExceptionAndItsMessageAndTheConfig)
   EXPECT_EQ(upstreamSearchQueries(avgPoolGradientBug()).front().second, "avg_pool2d mul torch.compile");
 }
 
+TEST(KnownUpstream, ABugWhoseBisectionNamesRemoveNoopOpsListsThatFamilyWithoutBeingMarkedKnown) {
+  // A 25-minute campaign's finding: the compiled backward of a diagonal write into a clone of a 1x1 input
+  // overwrites the input; the bisector names joint_graph_passes / remove_noop_ops, the pass of three open
+  // upstream issues. The report lists them to compare; it does not claim the bug is one of them.
+  std::vector<KnownIssue> known = projectList();
+  BugReport bug = avgPoolGradientBug();
+  bug.signature.ops = {"diagonal_mul_"};
+  bug.repro.verdict = "mutation-divergence";
+  bug.bisect = {true, "inductor", "joint_graph_passes", 3, "remove_noop_ops", ""};
+  EXPECT_EQ(matchKnownIssue(known, bug), nullptr);
+  std::vector<UpstreamIssue> family = matchKnownFamily(known, bug);
+  std::vector<int64_t> numbers;
+  for (const UpstreamIssue& i : family) numbers.push_back(i.number);
+  EXPECT_EQ(numbers, (std::vector<int64_t>{197893, 198031, 198131}));
+  bug.knownFamily = family;
+  std::string md = renderReportMarkdown(bug, "");
+  EXPECT_NE(md.find("**A known family.** The bisected culprit (`joint_graph_passes / remove_noop_ops`)"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- [#198031](https://github.com/pytorch/pytorch/issues/198031) (open)"), std::string::npos) << md;
+  EXPECT_EQ(reportMeta(bug)["upstream"]["known_family"].size(), 3u);
+  bug.bisect.debugInfo = "pointless_view";  // another culprit: no family
+  EXPECT_TRUE(matchKnownFamily(known, bug).empty());
+}
+
 TEST(KnownUpstream, AKnownBugIsMarkedInItsReportAndListedAfterTheNewOnes) {
   BugReport known = avgPoolGradientBug(), fresh = crashBug();
   known.hits = 40;  // more hits and still after the new crash: new bugs come first

@@ -318,6 +318,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
     });
     b.collectEnv = env;
     b.campaign = fs::absolute(root_).string();
+    b.knownFamily = oracles::matchKnownFamily(settings_.knownIssues, b);
     if (const oracles::KnownIssue* known = oracles::matchKnownIssue(settings_.knownIssues, b)) b.knownUpstream = known->issue;
     else findPossibleDuplicates(b, upstreamRefused);
     oracles::writeReportFolder(b, oracles::renderRepro(b.repro, b.title), root_ / "crashes" / b.id, settings_.secrets);

@@ -95,7 +95,8 @@ const std::vector<std::string>& pythonFormNames() {
   static const std::vector<std::string> kNames{"enumerate",  "while",     "zip",       "generator", "grow-while-iterating",
                                                "closure",    "dict",      "set",       "namedtuple", "dataclass",
                                                "local-class", "no-grad",  "tensor-hook", "closure-state", "dict-state",
-                                               "module-list", "module-dict", "sequential", "print", "tolist"};
+                                               "module-list", "module-dict", "sequential", "print", "tolist",
+                                               "autocast"};
   return kNames;
 }
 

@@ -136,6 +136,14 @@ const std::vector<PythonForm> kForms{
      "        values = $OUT.tolist()  # back into Python lists: a graph break without capture_scalar_outputs\n"
      "        $OUT = $OUT * (len(values) % 2 + 1) if isinstance(values, list) else $OUT\n",
      "", "", "", "", false, true},
+    // mul is on no CPU autocast list, so the values stay float32 (autocast's bfloat16 matmuls would leave the
+    // float64 reference, which autocast never narrows, by bfloat16's rounding): what is tested is how Dynamo
+    // and AOTAutograd carry the autocast state through the regions.
+    {"autocast", false, false,
+     "        with torch.autocast(\"cpu\", dtype=torch.bfloat16):  # an autocast region, and a region that turns it off\n"
+     "            $OUT = $OUT * 2\n"
+     "            with torch.autocast(\"cpu\", enabled=False):\n"
+     "                $OUT = $OUT * 0.75\n"},
 };
 
 }  // namespace

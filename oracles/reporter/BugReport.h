@@ -93,6 +93,7 @@ struct BugReport {
   std::optional<bool> shortReproVerified;  ///< short_repro.py run in the sandbox reproduced the bug
   TraceOutcome trace;         ///< the rendered structured trace (dir absolute), copied into the folder's tlparse/
   std::optional<UpstreamIssue> knownUpstream;  ///< the known upstream issue it matches (KnownUpstream)
+  std::vector<UpstreamIssue> knownFamily;       ///< open issues of the pass its bisection names (matchKnownFamily)
   std::vector<UpstreamIssue> possibleDuplicates;  ///< what a search of the tracker found (--check-upstream)
   TorchInfo torch;            ///< the worker torch the case was triaged on (its zygote's hello)
   std::vector<std::string> seenOnTorch;  ///< the torch versions its raw findings were made on, in release order

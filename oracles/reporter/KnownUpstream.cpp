@@ -124,6 +124,12 @@ std::vector<KnownIssue> loadKnownIssues(const std::filesystem::path& file) {
     k.symptom = stringField(key, "symptom", file, i);
     k.exceptionType = stringField(key, "exception_type", file, i);
     k.component = stringField(key, "component", file, i);
+    k.bisect = stringField(key, "bisect", file, i);
+    if (entry.contains("family")) {
+      if (!entry["family"].is_boolean())
+        throw std::runtime_error(fmt::format("{}: issues[{}].family must be true or false", file.string(), i));
+      k.family = entry["family"].get<bool>();
+    }
     if (key.contains("ops")) {
       if (!key["ops"].is_array())
         throw std::runtime_error(fmt::format("{}: issues[{}].key.ops must be an array of op names", file.string(), i));
@@ -143,21 +149,39 @@ std::vector<KnownIssue> loadKnownIssues(const std::filesystem::path& file) {
   return known;
 }
 
+namespace {
+
+/// Whether `bug` matches every field `k`'s key sets.
+bool keyMatches(const KnownIssue& k, const BugReport& bug, const std::vector<std::string>& ops) {
+  std::string symptom = bug.repro.verdict.empty() ? bug.signature.symptom : bug.repro.verdict;
+  std::string culprit = bug.bisect.ran ? bug.bisect.subsystem + " " + bug.bisect.debugInfo : "";
+  if (!k.symptom.empty() && k.symptom != symptom) return false;
+  if (!k.exceptionType.empty() && k.exceptionType != bug.signature.exceptionType) return false;
+  if (!k.component.empty() && bug.component.find(k.component) == std::string::npos) return false;
+  if (k.backward && *k.backward != bug.repro.backward) return false;
+  if (!k.bisect.empty() && culprit.find(k.bisect) == std::string::npos) return false;
+  return std::all_of(k.ops.begin(), k.ops.end(), [&](const std::string& op) {
+    return std::find(ops.begin(), ops.end(), signatureOpName(op)) != ops.end();
+  });
+}
+
+}  // namespace
+
 const KnownIssue* matchKnownIssue(const std::vector<KnownIssue>& known, const BugReport& bug) {
   std::vector<std::string> ops = bugOps(bug);
-  std::string symptom = bug.repro.verdict.empty() ? bug.signature.symptom : bug.repro.verdict;
-  for (const KnownIssue& k : known) {
-    if (!k.symptom.empty() && k.symptom != symptom) continue;
-    if (!k.exceptionType.empty() && k.exceptionType != bug.signature.exceptionType) continue;
-    if (!k.component.empty() && bug.component.find(k.component) == std::string::npos) continue;
-    if (k.backward && *k.backward != bug.repro.backward) continue;
-    if (!std::all_of(k.ops.begin(), k.ops.end(), [&](const std::string& op) {
-          return std::find(ops.begin(), ops.end(), signatureOpName(op)) != ops.end();
-        }))
-      continue;
-    return &k;
-  }
+  for (const KnownIssue& k : known)
+    if (!k.family && keyMatches(k, bug, ops)) return &k;
   return nullptr;
+}
+
+std::vector<UpstreamIssue> matchKnownFamily(const std::vector<KnownIssue>& known, const BugReport& bug) {
+  std::vector<std::string> ops = bugOps(bug);
+  std::vector<UpstreamIssue> out;
+  for (const KnownIssue& k : known)
+    if (k.family && keyMatches(k, bug, ops) &&
+        std::none_of(out.begin(), out.end(), [&](const UpstreamIssue& i) { return i.number == k.issue.number; }))
+      out.push_back(k.issue);
+  return out;
 }
 
 std::string trackerSearchUrl(const std::string& terms) { return kTrackerSearch + urlEncode("is:issue " + terms); }

@@ -21,14 +21,22 @@ struct KnownIssue {
   std::string exceptionType;  ///< as a signature spells it: "InductorError(AssertionError)", "RuntimeError"
   std::string component;      ///< a part of what the ablation blames: "inductor", "aot_autograd", ...
   std::optional<bool> backward;  ///< the bug needs (true) or does not need (false) a backward pass
+  /// Words the compiler bisector's culprit must hold (its subsystem and debug info, e.g. "remove_noop_ops").
+  std::string bisect;
+  /// A family entry: its issue is one of several open bugs of the same pass. A match never marks a bug
+  /// as that issue; the report lists the family's issues to compare against (knownFamily).
+  bool family = false;
 };
 
 /// Reads a known-issues file ({"issues": [{"number", "url", "title", "state", "key": {...}}]}, as
 /// corpus/known-upstream.json). Throws std::runtime_error naming the file and what is wrong in it.
 std::vector<KnownIssue> loadKnownIssues(const std::filesystem::path& file);
 
-/// The first issue of `known` whose key `bug` matches; nullptr when none does.
+/// The first issue of `known` (family entries aside) whose key `bug` matches; nullptr when none does.
 const KnownIssue* matchKnownIssue(const std::vector<KnownIssue>& known, const BugReport& bug);
+/// The issues of every family entry of `known` whose key `bug` matches (for one whose bisected pass is
+/// where those issues live), each once, in the file's order.
+std::vector<UpstreamIssue> matchKnownFamily(const std::vector<KnownIssue>& known, const BugReport& bug);
 
 /// The bug's operators: the signature's (numeric), else the minimized program's node ops, sorted, unique.
 std::vector<std::string> bugOps(const BugReport& bug);

@@ -29,7 +29,10 @@ json upstreamJson(const BugReport& bug) {
   for (const UpstreamIssue& i : bug.possibleDuplicates) duplicates.push_back(issueJson(i));
   for (const auto& [label, terms] : upstreamSearchQueries(bug))
     searches.push_back({{"label", label}, {"terms", terms}, {"url", trackerSearchUrl(terms)}});
+  json family = json::array();
+  for (const UpstreamIssue& i : bug.knownFamily) family.push_back(issueJson(i));
   return {{"known", bug.knownUpstream ? issueJson(*bug.knownUpstream) : json()},
+          {"known_family", family},
           {"possible_duplicates", duplicates},
           {"searches", searches}};
 }

@@ -436,6 +436,14 @@ void renderUpstream(std::string& md, const BugReport& bug) {
   };
   if (bug.knownUpstream)
     md += fmt::format("**Known upstream issue** {}.\n\n", issueLine(*bug.knownUpstream));
+  if (!bug.knownFamily.empty()) {
+    md += fmt::format("**A known family.** The bisected culprit ({}) is where these upstream issues live; compare "
+                      "them before filing, this may be one of them:\n\n",
+                      code(oneLine(bug.bisect.subsystem + (bug.bisect.debugInfo.empty() ? "" : " / " + bug.bisect.debugInfo),
+                                   kCellLimit)));
+    for (const UpstreamIssue& i : bug.knownFamily) md += "- " + issueLine(i) + "\n";
+    md += "\n";
+  }
   if (!bug.possibleDuplicates.empty()) {
     md += "Possible duplicates (the tracker's closest matches):\n\n";
     for (const UpstreamIssue& i : bug.possibleDuplicates) md += "- " + issueLine(i) + "\n";
