@@ -63,6 +63,20 @@ std::string shapeProblem(const InputAlias& a, const std::vector<int64_t>& base, 
   return fmt::format("unknown alias kind '{}'", a.kind);
 }
 
+/// Every kind (with its dims and start) that could view a tensor of `shape` in `base`: the kinds' own rules
+/// (shapeProblem) then pick the ones that fit. An as-strided view starts `asStridedStart` elements in.
+std::vector<InputAlias> kindsOver(const Source& base, const std::vector<int64_t>& from, const std::vector<int64_t>& shape,
+                                  int64_t asStridedStart) {
+  int rank = static_cast<int>(from.size());
+  std::vector<InputAlias> kinds{{base.name, "same"}, {base.name, "full-slice"}, {base.name, "expand"}};
+  for (int a = 0; a < rank; ++a)
+    for (int b = a + 1; b < rank; ++b) kinds.push_back({base.name, "transpose", {a, b}});
+  for (int d = 0; d < rank && static_cast<int>(shape.size()) == rank; ++d)
+    kinds.push_back({base.name, "narrow", {d}, std::max<int64_t>(0, from[d] - shape[d])});
+  kinds.push_back({base.name, "as-strided", {}, asStridedStart});
+  return kinds;
+}
+
 bool writtenDirectly(const Graph& g, const Source& s) {
   return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
     return !n.inputs.empty() && n.inputs[0] == s.value && writesIntoProgramInput(g, n);
@@ -176,16 +190,9 @@ std::vector<InputAlias> aliasCandidates(const Graph& g, const OpCatalog& catalog
   if (std::any_of(g.inputs.begin(), g.inputs.end(), [&](const Source& o) { return o.alias.base == s.name; })) return out;
   for (const Source& base : g.inputs) {
     if (base.value == s.value || !base.alias.none()) continue;
-    const std::vector<int64_t>& from = g.typeOf(base.value).shape;
-    int rank = static_cast<int>(from.size());
-    std::vector<InputAlias> kinds{{base.name, "same"}, {base.name, "full-slice"}, {base.name, "expand"}};
-    for (int a = 0; a < rank; ++a)
-      for (int b = a + 1; b < rank; ++b) kinds.push_back({base.name, "transpose", {a, b}});
-    for (int d = 0; d < rank && t.rank() == rank; ++d)
-      kinds.push_back({base.name, "narrow", {d}, std::max<int64_t>(0, from[d] - t.shape[d])});
     int64_t extent = storageExtent(g, base);
-    kinds.push_back({base.name, "as-strided", {}, std::clamp<int64_t>(extent - t.numel(), 0, 1)});
-    for (const InputAlias& a : kinds) {
+    for (const InputAlias& a : kindsOver(base, g.typeOf(base.value).shape, t.shape,
+                                         std::clamp<int64_t>(extent - t.numel(), 0, 1))) {
       if (std::any_of(out.begin(), out.end(), [&](const InputAlias& o) { return o.base == a.base && o.kind == a.kind; }))
         continue;
       Graph trial = g;
@@ -227,17 +234,11 @@ bool addReaderAlias(Graph& g, const OpCatalog& catalog, const std::map<std::stri
   trial.nodes.push_back({"sub", {o, z}, {read}});
   std::replace(trial.outputs.begin(), trial.outputs.end(), o, read);
   Source& mine = trial.inputs.back();
-  const std::vector<int64_t>& from = g.typeOf(x->value).shape;
   int64_t spare = storageExtent(g, *x) - trial.typeOf(z).numel();
-  std::vector<InputAlias> kinds{{x->name, "same"}, {x->name, "full-slice"}, {x->name, "expand"},
-                                {x->name, "as-strided", {}, rng.uniform(0, std::min<int64_t>(spare, 3))}};
-  for (int a = 0; a < static_cast<int>(from.size()); ++a)
-    for (int b = a + 1; b < static_cast<int>(from.size()); ++b) kinds.push_back({x->name, "transpose", {a, b}});
-  for (int d = 0; d < static_cast<int>(from.size()) && trial.typeOf(z).rank() == static_cast<int>(from.size()); ++d)
-    kinds.push_back({x->name, "narrow", {d}, std::max<int64_t>(0, from[d] - trial.typeOf(z).shape[d])});
   std::vector<InputAlias> fit;
   std::vector<double> w;
-  for (const InputAlias& a : kinds) {
+  for (const InputAlias& a : kindsOver(*x, g.typeOf(x->value).shape, trial.typeOf(z).shape,
+                                       rng.uniform(0, std::min<int64_t>(spare, 3)))) {
     mine.alias = a;
     if (kindWeight(weights, a.kind) > 0 && aliasProblem(trial, mine).empty() && fitsCatalogRules(trial, catalog, mine)) {
       fit.push_back(a);

@@ -29,7 +29,6 @@ struct ProgramFigures {
   int64_t withWrittenInput = 0;     // forward writes into a program input (Node::writesInput)
   int64_t withAliasedInputs = 0;    // two program inputs share storage (InputAlias)
   int64_t withWriteThroughAlias = 0;  // forward writes into an input that shares storage with another
-  int64_t withNoOpViewWrite = 0;    // a write through a full slice, or a view or reshape to the same shape
   /// Programs holding a node of each family of kFamilyShares (writes through an expanded view, aten
   /// backward ops, 16-bit round trips, int64 past int32), by family.
   std::map<std::string, int64_t> withFamily;

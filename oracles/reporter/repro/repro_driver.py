@@ -52,16 +52,13 @@ def restrided(t, like, view):
                                                                like.stride())
 
 
-def layout_copy(t, dtype=None, device=None):
-    """A copy of tensor t, in `dtype` and on `device` when given, with t's sizes, strides and storage offset,
-    and a view exactly when t is one: its whole storage is copied, so a slice, a transposed or expanded view
-    or an input with a storage offset reaches the model as make_inputs made it (clone() and to() would make
-    it dense, at offset 0). A tensor that requires grad keeps clone() (its copy must stay in its graph); so do
-    non-strided tensors."""
-    whole = _whole_storage_copy(t, dtype or t.dtype, device or t.device)
-    if whole is None:
-        return t.to(device=device or t.device, dtype=dtype or t.dtype, copy=True)
-    return restrided(whole, t, t._is_view())
+def layout_copy(t, dtype=None):
+    """A copy of tensor t, in `dtype` when given, with t's sizes, strides and storage offset, and a view exactly
+    when t is one: its whole storage is copied, so a slice, a transposed or expanded view or an input with a
+    storage offset reaches the model as make_inputs made it (clone() and to() would make it dense, at offset
+    0). A tensor that requires grad keeps a plain copy (its copy must stay in its graph); so do non-strided
+    tensors. layout_copies copies several, aliasing kept."""
+    return layout_copies([t], (lambda _: dtype) if dtype else None)[0]
 
 
 def _whole_storage_copy(t, dtype, device):
@@ -79,7 +76,7 @@ def _whole_storage_copy(t, dtype, device):
 
 
 def layout_copies(inputs, dtype_of=None, device=None):
-    """layout_copy of every tensor in `inputs` (a list, nested or not), aliasing kept as it is: tensors that
+    """layout_copy of every tensor in `inputs` (a list, nested or not), on `device` when given, aliasing kept as it is: tensors that
     share a storage get views of one copy of it (x and x[1:], x and x.t() stay aliased), a view of another
     input is a view of that input's copy (its ._base, which torch.compile reads, is kept), and a tensor passed
     twice is one copy passed twice. dtype_of(t): the copy's dtype (default t's)."""
