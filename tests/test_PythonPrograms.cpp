@@ -97,6 +97,23 @@ TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAnd
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
 }
 
+TEST_F(ProgramTesterTest, UnderDynamicShapesCall4KeepsTheSizeOfAnAliasedPairAndResizesTheOtherInputs) {
+  // x1 = x0[:]; forward fills x0. Call 4 resizes x2 alone: resizing x0 and x1 one by one would give x1 a base
+  // that no argument is, which AOTAutograd refuses (an AssertionError the program itself never meets).
+  TestSettings s = settings("inductor");
+  s.compile.dynamic = true;
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/aliased_fill_resized.py"), s);
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  EXPECT_EQ(r.runs.compiled.status, oracles::RunStatus::Ok) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.eager.outputs);
+  oracles::LoadedOutputs eager = oracles::loadOutputs(*r.runs.eager.outputs, r.runs.eager.jobDir);
+  std::vector<std::string> call4;
+  for (const auto& l : eager.leaves)
+    if (l.role == "resized") call4.push_back(l.name == "resized: inputs" ? l.repr : l.name);
+  EXPECT_EQ(call4, (std::vector<std::string>{"dim 0 of input 2: 5 -> 4", "resized (dim 0 of input 2: 5 -> 4): output 0",
+                                             "resized (dim 0 of input 2: 5 -> 4): output 1"}));
+}
+
 TEST_F(ProgramTesterTest, ABranchOnTensorDataUnderFullgraphIsUnsupportedByDesignNeverAFinding) {
   TestSettings s = settings("eager");
   s.compile.fullgraph = true;

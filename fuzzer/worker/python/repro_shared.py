@@ -113,16 +113,27 @@ def detached_copies(inputs):
                          else t for t in inputs])
 
 
+def aliased_positions(inputs):
+    """The positions of the top-level strided tensor inputs that share their storage with another input."""
+    owners = [t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) and t.layout == torch.strided else None
+              for t in inputs]
+    return {i for i, key in enumerate(owners) if key is not None and owners.count(key) > 1}
+
+
 def resized_inputs(inputs):
     """Call 4's candidate inputs under dynamic shapes: [(what, inputs)], to be tried in order.
     A candidate resizes one dim (dim 0, then the last dim) of every top-level tensor input whose size there
     is the most common one of 2 or more (the larger on a tie). A size n >= 3 becomes n - 1 by dropping the
     first slice, so the storage offset moves too; n == 2 becomes 3 by repeating the first slice (Dynamo
-    specializes sizes 0 and 1). Shrunk tensors keep their strides; every tensor is a fresh copy."""
+    specializes sizes 0 and 1). Shrunk tensors keep their strides; every tensor is a fresh copy. An input
+    that shares its storage with another keeps its size: resizing the members of an aliased pair one by one
+    would part them, or leave a view of a base no argument is (torch.compile then fails on inputs the
+    program never gets, a harness-made finding)."""
     candidates, seen = [], set()
+    aliased = aliased_positions(inputs)
     for where in ("dim 0", "the last dim"):
         dims = {i: 0 if where == "dim 0" else t.dim() - 1 for i, t in enumerate(inputs)
-                if isinstance(t, torch.Tensor) and t.dim() > 0}
+                if isinstance(t, torch.Tensor) and t.dim() > 0 and i not in aliased}
         counts = {}
         for i, d in dims.items():
             if inputs[i].shape[d] >= 2:
@@ -166,11 +177,11 @@ def moved_inputs(inputs):
     one) keeps its offset, and so does an input that shares its storage with another (moving one of an aliased
     pair would part it)."""
     args, moved = detached_copies(inputs), []
-    owners = [t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor) and t.layout == torch.strided]
+    aliased = aliased_positions(inputs)
     for i, t in enumerate(inputs):
         if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.storage_offset() == 0:
             continue
-        if owners.count(t.untyped_storage().data_ptr()) > 1:
+        if i in aliased:
             continue
         if t.numel() and any(s == 0 and n > 1 for n, s in zip(t.shape, t.stride())):
             continue
@@ -195,7 +206,7 @@ def later_call_leaves(role, inputs, probe, restore, call):
     if role == "resized":
         candidates = resized_inputs(inputs)
         what, args = (first_accepted(candidates, probe, "skipped: eager rejects every other size") if candidates
-                      else ("skipped: no input dim of size 2 or more", None))
+                      else ("skipped: no input that shares no storage has a dim of size 2 or more", None))
     else:
         found = moved_inputs(inputs)
         if found is None:
