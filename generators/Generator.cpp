@@ -60,6 +60,7 @@ json GenPolicy::toJson() const {
           {"alias_weights", aliasWeights},
           {"boundary_chance", boundaryChance},
           {"boundary_weights", boundaryWeights},
+          {"complex_boundary_chance", complexBoundaryChance},
           {"idiom_chance", idiomChance},
           {"idiom_weights", idiomWeights},
           {"python_constructs", pythonConstructs.toJson()}};
@@ -91,7 +92,7 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   static const char* kKeys[] = {"min_nodes", "max_nodes", "max_inputs", "max_outputs", "max_rank", "max_dim",
                                 "max_elements", "fresh_operand_chance", "parameter_chance", "reuse_chance", "dtype_weights",
                                 "family_weights", "op_weights", "input_layout_chance", "layout_weights", "merge_ops",
-                                "boundary_chance", "boundary_weights", "idiom_chance", "idiom_weights", "input_write_chance",
+                                "boundary_chance", "boundary_weights", "complex_boundary_chance", "idiom_chance", "idiom_weights", "input_write_chance",
                                 "input_fill_chance", "input_alias_chance", "alias_read_after_write_chance", "alias_weights", "python_constructs"};
   for (const auto& [k, _] : doc.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
@@ -128,6 +129,7 @@ GenPolicy GenPolicy::fromJson(const json& doc) {
   chance("alias_read_after_write_chance", p.aliasReadAfterWriteChance);
   namedWeights("alias_weights", p.aliasWeights, aliasKinds());
   chance("boundary_chance", p.boundaryChance);
+  chance("complex_boundary_chance", p.complexBoundaryChance);
   namedWeights("boundary_weights", p.boundaryWeights, boundaryKinds());
   chance("idiom_chance", p.idiomChance);
   namedWeights("idiom_weights", p.idiomWeights, idiomNames);
@@ -451,7 +453,8 @@ void Generator::drawLayouts(Graph& g, Rng& rng, const std::set<std::string>& kee
     if (rng.chance(policy_.inputLayoutChance) && !readByDenseInputOp(g, catalog_, s.value))
       s.layout = randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng);
     DType d = g.typeOf(s.value).dtype;
-    if ((isFloat(d) || isInt(d)) && rng.chance(policy_.boundaryChance))
+    if ((isFloat(d) || isInt(d)) ? rng.chance(policy_.boundaryChance)
+                                 : isComplex(d) && policy_.complexBoundaryChance > 0 && rng.chance(policy_.complexBoundaryChance))
       s.boundary = randomBoundary(g.typeOf(s.value), s.dist, policy_.boundaryWeights, rng);
   }
 }

@@ -131,6 +131,7 @@ TEST(BoundaryValues, ProblemsAndJsonForm) {
   Distribution plain{"uniform", -2, 2}, narrowed{"uniform", 0.05, 2};
   BoundaryValues b{{"nonfinite", "ties"}, 0.25};
   EXPECT_EQ(boundaryProblem(b, f, plain), "");
+  EXPECT_EQ(boundaryProblem(b, TensorType{{4}, DType::Complex64}, plain), "");  // parts of a complex input
   EXPECT_NE(boundaryProblem(b, i, plain).find("floating"), std::string::npos);
   EXPECT_NE(boundaryProblem(b, f, narrowed).find("value domain"), std::string::npos);
   EXPECT_NE(boundaryProblem(BoundaryValues{{"huge"}, 0.1}, f, plain).find("unknown boundary"), std::string::npos);
@@ -293,7 +294,7 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
   OpCatalog catalog = makeDefaultCatalog();
   GenPolicy policy;
   policy.inputLayoutChance = 1;
-  policy.boundaryChance = 1;
+  policy.boundaryChance = policy.complexBoundaryChance = 1;
   for (const std::string& kind : boundaryKinds()) policy.boundaryWeights[kind] = 1;  // the off-by-default ones too
   Generator generator(catalog, policy, 17);
   PythonEmitter emitter(catalog);
@@ -305,7 +306,7 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
   aliasing.inputAliasChance = aliasing.aliasReadAfterWriteChance = 1;
   Generator aliasGenerator(catalog, aliasing, 17);
   json cases = json::array();
-  int laidOut = 0, withBoundary = 0, aliases = 0;
+  int laidOut = 0, withBoundary = 0, complexWithBoundary = 0, aliases = 0;
   for (uint64_t i = 0; i < 300; ++i) {
     Graph g = i < 200 ? generator.generate(i) : aliasGenerator.generate(i);
     json expect = json::array();
@@ -313,6 +314,7 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
       const TensorType& t = g.typeOf(s.value);
       laidOut += !s.layout.contiguous();
       withBoundary += !s.boundary.empty();
+      complexWithBoundary += !s.boundary.empty() && isComplex(t.dtype);
       Geometry geometry = sourceGeometry(g, s);
       bool contiguous = s.alias.none() ? !isNonContiguous(s.layout, t) : isContiguous(t.shape, geometry.strides);
       expect.push_back({{"shape", t.shape},
@@ -334,6 +336,7 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
   }
   EXPECT_GT(laidOut, 150);
   EXPECT_GT(withBoundary, 50);
+  EXPECT_GT(complexWithBoundary, 0);  // the values land in the real part, the imaginary part or both
   EXPECT_GT(aliases, 70);
   std::ofstream(dir / "cases.json") << cases.dump();
   std::ofstream(dir / "check.py") << R"PY(
@@ -342,8 +345,8 @@ import torch
 sys.path.insert(0, sys.argv[2])
 from repro_shared import layout_copies, widen_inputs
 problems = 0
-seen = set()  # the boundary kinds some input shows
-shows = {
+seen = set()  # the boundary kinds some input shows, and "complex <kind>" for those a complex input shows
+shown = {
     "signed_zero": lambda x: bool(((x == 0) & torch.signbit(x)).any()),
     "denormal": lambda x: bool(((x != 0) & (x.abs() < torch.finfo(x.dtype).tiny)).any()),
     "tiny": lambda x: bool((x.abs() == torch.finfo(x.dtype).tiny).any()),
@@ -352,6 +355,8 @@ shows = {
     "nonfinite": lambda x: bool((~x.isfinite()).any()),
     "int_limits": lambda x: bool(((x == torch.iinfo(x.dtype).max) | (x == torch.iinfo(x.dtype).min)).any()),
 }
+shows = {kind: (lambda test: lambda x: test(torch.view_as_real(x) if x.is_complex() else x))(test)
+         for kind, test in shown.items()}
 for case in json.load(open(sys.argv[1])):
     ns = runpy.run_path(case["file"])
     inputs = ns["make_inputs"](0)
@@ -373,10 +378,11 @@ for case in json.load(open(sys.argv[1])):
             problems += 1
             print(case["file"], "dtype", x.dtype, "want", want["dtype"])
         seen.update(kind for kind in want["boundary"] if shows[kind](x))
+        seen.update("complex " + kind for kind in want["boundary"] if x.is_complex() and shows[kind](x))
 print("problems", problems)
 print("boundary kinds seen:", " ".join(sorted(seen)))
-if seen != set(shows):
-    print("boundary kinds never seen:", " ".join(sorted(set(shows) - seen)))
+if not set(shows) <= seen or not any(kind.startswith("complex ") for kind in seen):
+    print("boundary kinds never seen:", " ".join(sorted(set(shows) - seen)), "(or none on a complex input)")
     problems += 1
 sys.exit(1 if problems else 0)
 )PY";

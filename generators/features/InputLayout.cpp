@@ -335,7 +335,8 @@ std::string boundaryProblem(const BoundaryValues& b, const TensorType& t, const 
       return "the input is drawn for an op's value domain (an index); its dtype's limits would leave it";
     return "";
   }
-  if (!isFloat(t.dtype)) return fmt::format("boundary values need a floating input, not {}", dtypeName(t.dtype));
+  if (!isFloat(t.dtype) && !isComplex(t.dtype))
+    return fmt::format("boundary values need a floating or complex input, not {}", dtypeName(t.dtype));
   if (dist.kind != "uniform" || dist.low > -1 || dist.high < 1)
     return "the input is drawn for an op's value domain; boundary values would leave it";
   return "";
@@ -366,7 +367,17 @@ const char* boundaryValuesHelper() {
   return R"PY(def boundary_values(x, g, share, kinds):
     """tcfuzz's boundary-value inputs: "ties" rounds x to quarters, then `share` of its elements become
     values of the other kinds (-0.0, denormals, the smallest normal, +-max, +-inf and NaN; for an
-    integer input, its dtype's limits and their neighbours)."""
+    integer input, its dtype's limits and their neighbours). In a complex input each such value lands in
+    the real part, the imaginary part or both, the other part kept (inf+2j, 0.5-infj, nan+nanj)."""
+    if x.is_complex():
+        re, im = boundary_values(x.real, g, 0.0, kinds), boundary_values(x.imag, g, 0.0, kinds)  # "ties" rounds
+        if set(kinds) <= {"ties"}:
+            return torch.complex(re, im)
+        values = boundary_values(torch.zeros(x.shape, dtype=x.real.dtype), g, 1.0, kinds)  # all of kinds' values
+        keep = torch.rand(x.shape, generator=g, dtype=torch.float64) >= share
+        part = torch.randint(3, x.shape, generator=g)  # 0: the real part, 1: the imaginary part, 2: both
+        re, im = torch.where(keep | (part == 1), re, values), torch.where(keep | (part == 0), im, values)
+        return torch.complex(re, im)
     if not x.is_floating_point():
         info = torch.iinfo(x.dtype)
         values = torch.tensor([info.max, info.min, info.max - 1, info.min + 1], dtype=torch.int64).to(x.dtype)
