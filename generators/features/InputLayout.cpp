@@ -369,29 +369,24 @@ const char* boundaryValuesHelper() {
     values of the other kinds (-0.0, denormals, the smallest normal, +-max, +-inf and NaN; for an
     integer input, its dtype's limits and their neighbours). In a complex input each such value lands in
     the real part, the imaginary part or both, the other part kept (inf+2j, 0.5-infj, nan+nanj)."""
-    if x.is_complex():
-        re, im = boundary_values(x.real, g, 0.0, kinds), boundary_values(x.imag, g, 0.0, kinds)  # "ties" rounds
-        if set(kinds) <= {"ties"}:
-            return torch.complex(re, im)
-        values = boundary_values(torch.zeros(x.shape, dtype=x.real.dtype), g, 1.0, kinds)  # all of kinds' values
-        keep = torch.rand(x.shape, generator=g, dtype=torch.float64) >= share
-        part = torch.randint(3, x.shape, generator=g)  # 0: the real part, 1: the imaginary part, 2: both
-        re, im = torch.where(keep | (part == 1), re, values), torch.where(keep | (part == 0), im, values)
-        return torch.complex(re, im)
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.is_complex():
         info = torch.iinfo(x.dtype)
         values = torch.tensor([info.max, info.min, info.max - 1, info.min + 1], dtype=torch.int64).to(x.dtype)
     else:
-        info = torch.finfo(x.dtype)
+        info = torch.finfo(x.dtype)  # a complex dtype's: its parts'
         if "ties" in kinds:
-            x = (x * 4).round() / 4
+            x = torch.complex((x.real * 4).round() / 4, (x.imag * 4).round() / 4) if x.is_complex() else (x * 4).round() / 4
         table = {"signed_zero": [-0.0], "denormal": [info.tiny / 4, -info.tiny / 2], "tiny": [info.tiny, -info.tiny],
                  "extremes": [info.max, -info.max], "nonfinite": [float("inf"), float("-inf"), float("nan")]}
-        values = torch.tensor([v for kind in kinds for v in table.get(kind, [])], dtype=torch.float64).to(x.dtype)
+        values = torch.tensor([v for kind in kinds for v in table.get(kind, [])], dtype=torch.float64).to(x.real.dtype)
     if values.numel() == 0:
         return x
     keep = torch.rand(x.shape, generator=g, dtype=torch.float64) >= share
     pick = torch.randint(values.numel(), x.shape, generator=g)
+    if x.is_complex():
+        part = torch.randint(3, x.shape, generator=g)  # 0: the real part, 1: the imaginary part, 2: both
+        return torch.complex(torch.where(keep | (part == 1), x.real, values[pick]),
+                             torch.where(keep | (part == 0), x.imag, values[pick]))
     return torch.where(keep, x, values[pick])
 )PY";
 }
