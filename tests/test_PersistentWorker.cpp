@@ -178,6 +178,21 @@ TEST_F(WarmWorker, AProgramThatMonkeypatchesTorchRetiresTheChild) {
   EXPECT_EQ(next.child.stateLeak, "");
 }
 
+TEST_F(WarmWorker, AGlobalModuleHookAProgramLeavesBehindIsGoneBeforeTheNextJob) {
+  auto before = run("tests/programs/linear_tanh_sum.py", "hook-a");
+  ASSERT_TRUE(before.ok() && before.outputs) << before.summary();
+  auto hooked = run("tests/programs/planted/global_module_hook.py", "hook-b");
+  ASSERT_TRUE(hooked.ok()) << hooked.summary();
+  EXPECT_EQ(hooked.child.stateLeak, "");  // put back, not a leak
+  auto after = run("tests/programs/linear_tanh_sum.py", "hook-c");
+  ASSERT_TRUE(after.ok() && after.outputs) << after.summary();
+  EXPECT_TRUE(after.child.persistent);
+  EXPECT_GT(after.child.jobsBefore, 0);  // the same warm child ran the hook's program
+  oracles::Comparator comparator;
+  EXPECT_TRUE(comparator.identical(oracles::loadOutputs(*before.outputs, before.jobDir),
+                                   oracles::loadOutputs(*after.outputs, after.jobDir)));
+}
+
 TEST(PersistentWorker, ResultsEqualThoseOfAFreshChildOverGeneratedPrograms) {
   // 120 generated programs in eager and fp64, every fifth also compiled with aot_eager and every
   // fiftieth with Inductor: a warm persistent child and a fresh child per job must agree on the

@@ -89,8 +89,8 @@ TEST_F(PythonConstructsTest, TheEmitterWritesEachConstruct) {
   g.schedule = {{"class-attr", 0.5}, {"global", -1.25}, {"instance-attr", 2.0}};
   std::string py = PythonEmitter(catalog).emit(g);
   for (const char* expected : {
-           "OFFSET = 0.0\nCALLS = 0\n",
-           "class Model(nn.Module):\n    scale = 1.0",
+           "OFFSET = 0.5\nCALLS = 0\n",
+           "class Model(nn.Module):\n    scale = 2.0",
            "        self.calls = 0\n        self.trace = []\n",
            "        global CALLS\n",
            "        if x0.flatten()[0].item() > 0.25:\n            v1 = torch.tanh(x0)  # [4] float32\n"
@@ -123,6 +123,31 @@ TEST_F(PythonConstructsTest, LoopsAndHooksAreWrittenAndAScheduleStepRemovesTheHo
   EXPECT_TRUE(planPythonConstructs(g, catalog).mutatesState());  // the pre-hook appends to self.seen
   g.hook = "forward";
   EXPECT_NE(PythonEmitter(catalog).emit(g).find("self._hook = self.register_forward_hook(double_floating_outputs)"), std::string::npos);
+  // The process-wide hooks: one at a time per process, the pre-hook's list a compared global.
+  g.hook = "global-pre";
+  py = PythonEmitter(catalog).emit(g);
+  for (const char* expected : {
+           "MODULE_CALLS = []  # the global pre-hook appends each module call's class name\n"
+           "GLOBAL_HOOK = None  # the handle of the one global hook this program registers\n",
+           "    if not isinstance(module, torch._dynamo.eval_frame.OptimizedModule):\n"
+           "        MODULE_CALLS.append(type(module).__name__)\n",
+           "        global GLOBAL_HOOK\n"
+           "        if GLOBAL_HOOK is not None:  # a model built again in this process: one global hook at a time\n"
+           "            GLOBAL_HOOK.remove()\n"
+           "        GLOBAL_HOOK = torch.nn.modules.module.register_module_forward_pre_hook(record_module_calls)\n"
+           "        self._hook = GLOBAL_HOOK\n",
+           "    \"\"\"the global-pre hook removed\"\"\"\n    model._hook.remove()\n",
+           "STATE_GLOBALS = (\"MODULE_CALLS\",)\n"})
+    EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
+  EXPECT_TRUE(planPythonConstructs(g, catalog).mutatesState());
+  g.hook = "global-forward";
+  py = PythonEmitter(catalog).emit(g);
+  EXPECT_NE(py.find("GLOBAL_HOOK = torch.nn.modules.module.register_module_forward_hook(double_model_outputs)"), std::string::npos);
+  EXPECT_NE(py.find("    if not isinstance(module, Model):  # submodules and the compiled wrapper keep their outputs\n"),
+            std::string::npos);
+  EXPECT_EQ(py.find("MODULE_CALLS"), std::string::npos);
+  EXPECT_EQ(Graph::fromJson(g.toJson()).hook, "global-forward");  // the IR keeps it
+  g.hook = "forward";
   // A loop needs an element along dim 0 (torch.stack refuses an empty list).
   g.typeOf(1).shape = {0};
   EXPECT_TRUE(planPythonConstructs(g, catalog).nodes[0].form.empty());

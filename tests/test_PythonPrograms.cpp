@@ -97,6 +97,51 @@ TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAnd
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
 }
 
+TEST_F(ProgramTesterTest, GlobalModuleHooksRunForEveryModuleButTheCompiledWrapperAndTheirRemovalIsCompared) {
+  // A global pre-hook records every module call (the model, then its ModuleList's three Scale blocks); a
+  // global forward hook doubles the model's floating outputs. A schedule step removes the hook: the compiled
+  // module must stop running it. Eager and Inductor agree on the outputs and on MODULE_CALLS after every call.
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  gen::Graph g;
+  int x0 = g.addValue({{3, 4}, gen::DType::Float32});
+  g.inputs.push_back({x0, "x0", {"uniform", -2, 2}});
+  int out = g.addValue({{3, 4}, gen::DType::Float32});
+  g.nodes.push_back({"tanh", {x0}, {out}});
+  g.nodes.back().python.form = "module-list";
+  g.outputs.push_back(out);
+  g.schedule = {{"remove-hook", 0}};
+  TempDir dir("tcfuzz-global-hooks");
+  for (const char* hook : {"global-pre", "global-forward"}) {
+    SCOPED_TRACE(hook);
+    g.hook = hook;
+    const auto program = dir.path() / (std::string(hook) + ".py");
+    std::ofstream(program) << gen::PythonEmitter(catalog).emit(g);
+    ProgramTestResult r = tester_->test(program, settings("inductor"));
+    EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+    EXPECT_EQ(r.runs.compiled.status, oracles::RunStatus::Ok);
+    ASSERT_TRUE(r.runs.eager.outputs);
+    oracles::LoadedOutputs eager = oracles::loadOutputs(*r.runs.eager.outputs, r.runs.eager.jobDir);
+    std::map<std::string, std::string> state;
+    std::map<std::string, at::Tensor> values;
+    for (const auto& l : eager.leaves) {
+      state[l.name] = l.repr;
+      if (l.index >= 0) values[l.role == "output" ? "output" : l.name] = eager.tensors[static_cast<size_t>(l.index)];
+    }
+    const std::string removed = std::string("schedule 1 (the ") + hook + " hook removed): ";
+    if (std::string(hook) == "global-pre") {
+      EXPECT_EQ(state["global MODULE_CALLS after forward"], "['Model', 'Scale', 'Scale', 'Scale']");
+      EXPECT_EQ(state[removed + "global MODULE_CALLS"], "[]");  // the state as built, and no hook since
+    } else {
+      ASSERT_TRUE(values.contains("output") && values.contains(removed + "output 0"));
+      at::Tensor hooked = values["output"].contiguous(), plain = values[removed + "output 0"].contiguous();
+      ASSERT_EQ(hooked.numel(), 12);
+      ASSERT_EQ(plain.numel(), 12);
+      for (int64_t k = 0; k < 12; ++k)  // the hook doubled the first call's output
+        EXPECT_EQ(hooked.data_ptr<float>()[k], 2 * plain.data_ptr<float>()[k]) << "element " << k;
+    }
+  }
+}
+
 TEST_F(ProgramTesterTest, UnderDynamicShapesCall4KeepsTheSizeOfAnAliasedPairAndResizesTheOtherInputs) {
   // x1 = x0[:]; forward fills x0. Call 4 resizes x2 alone: resizing x0 and x1 one by one would give x1 a base
   // that no argument is, which AOTAutograd refuses (an AssertionError the program itself never meets).

@@ -87,7 +87,7 @@ class Reader {
 const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "training", "calls"};
 const std::set<std::string> kOutputStates{"scale", "offset"};
 const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook", "clear-cache", "requires-grad"};
-const std::set<std::string> kHooks{"forward", "forward-pre"};
+const std::set<std::string> kHooks{"forward", "forward-pre", "global-forward", "global-pre"};
 
 }  // namespace
 
@@ -444,7 +444,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   }
   if (root.has("hook")) {
     g.hook = root.at("hook").str();
-    if (!kHooks.contains(g.hook)) root.at("hook").fail(fmt::format("unknown hook '{}' (forward or forward-pre)", g.hook));
+    if (!kHooks.contains(g.hook)) root.at("hook").fail(fmt::format("unknown hook '{}' (forward, forward-pre, global-forward or global-pre)", g.hook));
   }
   return g;
 }

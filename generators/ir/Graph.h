@@ -202,7 +202,8 @@ class Graph {
   /// The calls after the first, each after a state change (PythonConstructs.h); empty: one call.
   std::vector<ScheduleStep> schedule;
   /// A hook on the model (PythonConstructs.h): "" none, "forward" (doubles the floating outputs) or
-  /// "forward-pre" (records the input shapes in the attribute `seen`).
+  /// "forward-pre" (records the input shapes in the attribute `seen`); "global-forward" and "global-pre" are
+  /// process-wide module hooks (doubling the model's floating outputs; appending each module call to MODULE_CALLS).
   std::string hook;
   Origin origin;
 

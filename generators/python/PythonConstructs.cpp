@@ -116,7 +116,7 @@ std::map<std::string, double> PythonConstructChances::defaultFormWeights() {
 
 json PythonConstructChances::toJson() const {
   return {{"graph_break", graphBreak}, {"branch", branch}, {"output_state", outputState}, {"counter", counter},
-          {"loop", loop}, {"form", form}, {"hook", hook}, {"schedule", schedule}, {"branch_weights", branchWeights},
+          {"loop", loop}, {"form", form}, {"hook", hook}, {"global_hook", globalHook}, {"schedule", schedule}, {"branch_weights", branchWeights},
           {"form_weights", formWeights}};
 }
 
@@ -126,7 +126,7 @@ PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
   std::map<std::string, double*> chances{{"graph_break", &c.graphBreak}, {"branch", &c.branch},
                                          {"output_state", &c.outputState}, {"counter", &c.counter},
                                          {"loop", &c.loop}, {"form", &c.form}, {"hook", &c.hook},
-                                         {"schedule", &c.schedule}};
+                                         {"global_hook", &c.globalHook}, {"schedule", &c.schedule}};
   std::map<std::string, std::pair<std::map<std::string, double>*, const char*>> weightMaps{
       {"branch_weights", {&c.branchWeights, "test"}}, {"form_weights", {&c.formWeights, "form"}}};
   for (const auto& [key, value] : doc.items()) {
@@ -157,7 +157,7 @@ bool PythonPlan::anyConstruct() const {
 }
 
 bool PythonPlan::mutatesState() const {
-  return counter || hook == "forward-pre" ||
+  return counter || hook == "forward-pre" || hook == "global-pre" ||
          std::any_of(forms.begin(), forms.end(), [](const std::string& f) { return pythonForm(f).keepsState; });
 }
 
@@ -174,6 +174,7 @@ std::vector<std::string> PythonPlan::stateGlobals() const {
   std::vector<std::string> names;
   if (globalOffset) names.push_back("OFFSET");
   if (counter) names.push_back("CALLS");
+  if (hook == "global-pre") names.push_back("MODULE_CALLS");
   for (const std::string& form : forms)
     if (std::string_view global = pythonForm(form).stateGlobal; !global.empty()) names.emplace_back(global);
   return names;
@@ -274,6 +275,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
   }
   if (rng.chance(chances.hook)) {
     g.hook = rng.chance(0.5) ? "forward" : "forward-pre";
+    if (rng.chance(chances.globalHook)) g.hook = "global-" + (g.hook == "forward" ? std::string("forward") : "pre");
     ++added;
   }
   PythonPlan plan = planPythonConstructs(g, catalog);
@@ -337,10 +339,15 @@ std::string PythonText::imports() const {
 
 std::string PythonText::moduleState() const {
   std::string out;
-  if (plan.globalOffset || plan.counter) {
+  bool globalHook = plan.hook.starts_with("global-");
+  if (plan.globalOffset || plan.counter || globalHook) {
     out = "# Module globals forward reads or writes (STATE_GLOBALS: compared after every call)\n";
-    if (plan.globalOffset) out += "OFFSET = 0.0\n";
+    // Never the neutral 0.0 or 1.0: an output `v + 0.0` or `v * 1.0` of an input view comes back as the input
+    // itself under Inductor (open upstream #197893), which would make every such program that known finding.
+    if (plan.globalOffset) out += "OFFSET = 0.5\n";
     if (plan.counter) out += "CALLS = 0\n";
+    if (plan.hook == "global-pre") out += "MODULE_CALLS = []  # the global pre-hook appends each module call's class name\n";
+    if (globalHook) out += "GLOBAL_HOOK = None  # the handle of the one global hook this program registers\n";
     out += "\n\n";
   }
   std::set<std::string_view> written;  // forms may share definitions (the submodule class)
@@ -350,7 +357,7 @@ std::string PythonText::moduleState() const {
 }
 
 std::string PythonText::classAttributes() const {
-  return plan.classScale ? "    scale = 1.0  # a class attribute forward reads; a schedule step may change it\n\n" : "";
+  return plan.classScale ? "    scale = 2.0  # a class attribute forward reads; a schedule step may change it\n\n" : "";
 }
 
 std::string PythonText::initState() const {
@@ -362,6 +369,16 @@ std::string PythonText::initState() const {
   if (plan.hook == "forward") out += "        self._hook = self.register_forward_hook(double_floating_outputs)\n";
   if (plan.hook == "forward-pre")
     out += "        self.seen = []\n        self._hook = self.register_forward_pre_hook(record_input_shapes)\n";
+  if (plan.hook.starts_with("global-")) {
+    // Global hooks live in torch for the whole process: a model built again replaces the last one's hook.
+    out += fmt::format("        global GLOBAL_HOOK\n"
+                       "        if GLOBAL_HOOK is not None:  # a model built again in this process: one global hook at a time\n"
+                       "            GLOBAL_HOOK.remove()\n"
+                       "        GLOBAL_HOOK = torch.nn.modules.module.register_module_forward{}_hook({})\n"
+                       "        self._hook = GLOBAL_HOOK\n",
+                       plan.hook == "global-pre" ? "_pre" : "",
+                       plan.hook == "global-pre" ? "record_module_calls" : "double_model_outputs");
+  }
   return out;
 }
 
@@ -372,6 +389,17 @@ std::string PythonText::hookFunction() const {
   if (plan.hook == "forward-pre")
     return "def record_input_shapes(module, args):  # a forward pre-hook that writes Python state\n"
            "    module.seen.append(tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor)))\n\n\n";
+  // A global hook runs for every module call in the process, the compiled wrapper's too: OptimizedModule fires
+  // global hooks once more than eager by design (upstream closed that as expected), so both hooks skip it.
+  if (plan.hook == "global-forward")
+    return "def double_model_outputs(module, args, output):  # a global forward hook: it runs after every module's forward\n"
+           "    if not isinstance(module, Model):  # submodules and the compiled wrapper keep their outputs\n"
+           "        return None\n"
+           "    return tuple(o * 2 if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in output)\n\n\n";
+  if (plan.hook == "global-pre")
+    return "def record_module_calls(module, args):  # a global forward pre-hook: it runs before every module's forward\n"
+           "    if not isinstance(module, torch._dynamo.eval_frame.OptimizedModule):\n"
+           "        MODULE_CALLS.append(type(module).__name__)\n\n\n";
   return "";
 }
 

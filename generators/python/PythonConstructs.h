@@ -36,6 +36,7 @@ struct PythonConstructChances {
   double loop = 0.2;         // a returned floating output rebuilt by a loop over its dim 0 (a loop form)
   double form = 0.35;        // a returned floating output through another Python form (PythonForms.h)
   double hook = 0.15;        // a forward hook (doubles floating outputs) or pre-hook (records input shapes)
+  double globalHook = 0.4;   // a drawn hook is process-wide (register_module_forward[_pre]_hook) instead of the model's
   double schedule = 0.7;     // a program that keeps state gets a schedule of 1 to 3 state changes
   std::map<std::string, double> branchWeights{{"item", 2}, {"tensor", 2}, {"any", 1}, {"flag", 1}, {"training", 1}, {"calls", 1}};
   /// Each form's weight among the loop forms (drawn with `loop`) or the others (drawn with `form`).

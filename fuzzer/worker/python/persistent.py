@@ -183,6 +183,14 @@ def _function_table_hash(names):
     return h.hexdigest()
 
 
+def global_hook_tables():
+    """torch.nn.Module's process-wide hook tables (register_module_forward_hook and kin), in a fixed order:
+    every dict of torch.nn.modules.module whose name starts with _global_."""
+    module = torch.nn.modules.module
+    return [table for name, table in sorted(vars(module).items())
+            if name.startswith("_global_") and isinstance(table, dict)]
+
+
 def state_fingerprint(function_names):
     """Torch's process-global state that one program could leave behind for the next: {name: value};
     `function_names` are the public names whose bindings are watched (public_function_names). An entry
@@ -200,6 +208,7 @@ def state_fingerprint(function_names):
                   torch.backends.cudnn.allow_tf32),
         "cuda_matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
         "functions": _function_table_hash(function_names),
+        "global_module_hooks": [len(table) for table in global_hook_tables()],
     }
     for name, stack in (("function_mode_stack", "torch.overrides:_get_current_function_mode_stack"),
                         ("dispatch_mode_stack", "torch.utils._python_dispatch:_get_current_dispatch_mode_stack")):
@@ -244,6 +253,7 @@ class CompilerBaseline:
         self.num_threads = torch.get_num_threads()
         self.default_dtype = torch.get_default_dtype()
         self.function_names = public_function_names()
+        self.global_hooks = [(table, dict(table)) for table in global_hook_tables()]
         self.fingerprint = state_fingerprint(self.function_names)
 
 
@@ -263,6 +273,9 @@ def reset_compiler_state(baseline):
         warnings.simplefilter("ignore", FutureWarning)
         for module, saved in baseline.configs:
             module.load_config(saved)
+    for table, built in baseline.global_hooks:  # a program's register_module_forward_hook and kin
+        table.clear()
+        table.update(built)
     torch.set_grad_enabled(True)
     torch.set_default_dtype(baseline.default_dtype)
     torch.set_num_threads(baseline.num_threads)

@@ -303,8 +303,10 @@ class PythonState:
         self.model, self.namespace, self.cls = model, namespace, type(model)
         self.global_names = [name for name in namespace.get("STATE_GLOBALS", ()) if name in namespace]
         self.built = [(where, key, copy.deepcopy(value)) for where, key, value in self._read()]
-        # The module's hooks as built: a schedule step may remove one (RemovableHandle.remove()).
-        hook_dicts = (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None))
+        # The module's hooks and torch's global module hooks as built: a schedule step may remove one
+        # (RemovableHandle.remove()).
+        hook_dicts = (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None),
+                      torch.nn.modules.module._global_forward_hooks, torch.nn.modules.module._global_forward_pre_hooks)
         self.hooks = [(d, dict(d)) for d in hook_dicts if isinstance(d, dict)]
         # Each submodule's train/eval flag as built: a schedule step may call model.train().
         self.modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
