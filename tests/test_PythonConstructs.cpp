@@ -333,6 +333,28 @@ TEST_F(PythonConstructsTest, GenerationDrawsEveryFormAndTheFiguresCountEach) {
     for (const Node& n : without.generate(i).nodes) EXPECT_NE(n.python.form, "closure");
 }
 
+TEST_F(PythonConstructsTest, GenerationDrawsEveryHookKindAndTheFiguresCountTheGlobalOnes) {
+  GenPolicy policy;
+  policy.pythonConstructs.hook = 1.0;
+  Generator generator(catalog, policy, 9);
+  std::map<std::string, int> drawn;
+  ProgramFigures figures;
+  for (uint64_t i = 0; i < 200; ++i) {
+    Graph p = generator.generate(i);
+    figures.add(p, catalog);
+    ++drawn[p.hook];
+  }
+  for (const char* kind : {"forward", "forward-pre", "global-forward", "global-pre"}) EXPECT_GT(drawn[kind], 20) << kind;
+  EXPECT_EQ(drawn[""], 0);
+  json shares = figures.toJson();
+  EXPECT_NEAR(shares["programs_with_a_hook"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(shares["programs_with_a_global_module_hook"].get<double>() * 200, drawn["global-forward"] + drawn["global-pre"], 1e-9);
+  policy.pythonConstructs.globalHook = 0;  // the policy's global_hook turns them off
+  Generator without(catalog, policy, 9);
+  for (uint64_t i = 0; i < 200; ++i) EXPECT_FALSE(without.generate(i).hook.starts_with("global-"));
+  EXPECT_EQ(PythonConstructChances::fromJson({{"global_hook", 0.25}}).globalHook, 0.25);
+}
+
 TEST_F(PythonConstructsTest, TransformsOfTheOpGraphCarryTheConstructsAlong) {
   Graph g = smallProgram();
   g.nodes[0].python.graphBreakBefore = true;

@@ -84,6 +84,7 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   });
   for (const std::string& form : plan.forms) ++withForm[form];
   withHook += !plan.hook.empty();
+  withGlobalHook += plan.hook.starts_with("global-");
   withPythonStateWrite += plan.mutatesState();
   withSchedule += !plan.schedule.empty();
   int longest = 0;
@@ -120,6 +121,7 @@ json ProgramFigures::toJson() const {
           {"programs_with_a_branch", share(withBranch, programs)},
           {"programs_with_a_loop", share(withLoop, programs)},
           {"programs_with_a_hook", share(withHook, programs)},
+          {"programs_with_a_global_module_hook", share(withGlobalHook, programs)},
           {"programs_writing_python_state", share(withPythonStateWrite, programs)},
           {"programs_with_a_call_schedule", share(withSchedule, programs)},
           {"mean_depth", share(depthSum, programs)},

@@ -37,7 +37,8 @@ struct ProgramFigures {
   int64_t withBranch = 0;           // an `if` in forward
   int64_t withLoop = 0;             // a loop over an output's dim 0 (a loop form)
   std::map<std::string, int64_t> withForm;  // programs whose nodes use each Python form (python/PythonForms.h)
-  int64_t withHook = 0;             // a forward hook or pre-hook on the model
+  int64_t withHook = 0;             // a forward hook or pre-hook on the model, or a global module hook
+  int64_t withGlobalHook = 0;       // a process-wide module hook (register_module_forward[_pre]_hook)
   int64_t withPythonStateWrite = 0; // forward writes an attribute, a list or a global
   int64_t withSchedule = 0;         // a call schedule: 2 calls or more with a state change in between
   int64_t depthSum = 0;             // longest chain of nodes from a source to an output
