@@ -454,7 +454,7 @@ void Generator::drawLayouts(Graph& g, Rng& rng, const std::set<std::string>& kee
       s.layout = randomLayout(g.typeOf(s.value), s.dist, policy_.layoutWeights, rng);
     DType d = g.typeOf(s.value).dtype;
     if ((isFloat(d) || isInt(d)) ? rng.chance(policy_.boundaryChance)
-                                 : isComplex(d) && policy_.complexBoundaryChance > 0 && rng.chance(policy_.complexBoundaryChance))
+                                 : isComplex(d) && rng.chance(policy_.complexBoundaryChance))
       s.boundary = randomBoundary(g.typeOf(s.value), s.dist, policy_.boundaryWeights, rng);
   }
 }

@@ -55,10 +55,9 @@ struct GenPolicy {
   std::map<std::string, double> aliasWeights{{"same", 1}, {"full-slice", 1}, {"transpose", 1},
                                              {"narrow", 2}, {"expand", 1}, {"as-strided", 2}};
   double boundaryChance = 0.05;                 // a floating input gets boundary values (InputLayout.h)
-  // A complex input gets them (in its real part, imaginary part or both). Off by default: how complex
-  // arithmetic places NaN, infinities and signed zeros at such values differs between eager's kernels and
-  // Inductor's decompositions, and which of those differences upstream accepts as bugs is not yet settled.
-  double complexBoundaryChance = 0;
+  // A complex input gets them (in its real part, imaginary part or both), as often as a floating one. The
+  // kinds are boundaryWeights', so +-inf and NaN parts come only where a policy turns "nonfinite" on.
+  double complexBoundaryChance = 0.05;
   std::map<std::string, double> boundaryWeights{{"signed_zero", 2}, {"denormal", 2}, {"tiny", 1},
                                                 {"ties", 2},        {"extremes", 0},   {"nonfinite", 0},
                                                 {"int_limits", 0}};
