@@ -135,6 +135,21 @@ TEST(KnownUpstream, AnInt64ArangeScaledPastInt32IsIssue175966) {
   EXPECT_EQ(matchKnownIssue(known, bug), nullptr);
 }
 
+TEST(KnownUpstream, AComplexValueViewedAsRealThatCompileRefusesIsIssue162561ByWhatItsMessageSays) {
+  // A complex-heavy campaign on torch 2.15 (dynamic=True): BackendCompilerFailed(RuntimeError) "self.stride(-1)
+  // must be 1 to view ComplexFloat as Float ..., but got s11". The wrapper type alone names many bugs.
+  std::vector<KnownIssue> known = projectList();
+  BugReport bug = crashBug();
+  bug.signature.exceptionType = "BackendCompilerFailed(RuntimeError)";
+  bug.signature.normalizedMessage =
+      "self.stride(N) must be N to view ComplexFloat as Float (different element sizes), but got <name>";
+  const KnownIssue* match = matchKnownIssue(known, bug);
+  ASSERT_NE(match, nullptr);
+  EXPECT_EQ(match->issue.number, 162561);
+  bug.signature.normalizedMessage = "self.stride(N) must be N to view Float as Half";  // another message
+  EXPECT_EQ(matchKnownIssue(known, bug), nullptr);
+}
+
 TEST(KnownUpstream, AGradientThroughABufferUpdatedInForwardIsTheOpenPartitionerFix197039) {
   // `tcfuzz gen --seed 11` program 27 on torch 2.15, judged with --backward: erf, masked_fill, then
   // buffer.lerp_(v.detach()) and dot(v, v + buffer); Inductor's backward recomputes the lerp from the

@@ -123,6 +123,7 @@ std::vector<KnownIssue> loadKnownIssues(const std::filesystem::path& file) {
       throw std::runtime_error(fmt::format("{}: issues[{}] needs a non-empty \"key\" object", file.string(), i));
     k.symptom = stringField(key, "symptom", file, i);
     k.exceptionType = stringField(key, "exception_type", file, i);
+    k.message = stringField(key, "message", file, i);
     k.component = stringField(key, "component", file, i);
     k.bisect = stringField(key, "bisect", file, i);
     if (entry.contains("family")) {
@@ -157,6 +158,7 @@ bool keyMatches(const KnownIssue& k, const BugReport& bug, const std::vector<std
   std::string culprit = bug.bisect.ran ? bug.bisect.subsystem + " " + bug.bisect.debugInfo : "";
   if (!k.symptom.empty() && k.symptom != symptom) return false;
   if (!k.exceptionType.empty() && k.exceptionType != bug.signature.exceptionType) return false;
+  if (!k.message.empty() && bug.signature.normalizedMessage.find(k.message) == std::string::npos) return false;
   if (!k.component.empty() && bug.component.find(k.component) == std::string::npos) return false;
   if (k.backward && *k.backward != bug.repro.backward) return false;
   if (!k.bisect.empty() && culprit.find(k.bisect) == std::string::npos) return false;

@@ -19,6 +19,9 @@ struct KnownIssue {
   std::string symptom;        ///< "numeric-divergence", "crash-mismatch", "status-mismatch"
   std::vector<std::string> ops;
   std::string exceptionType;  ///< as a signature spells it: "InductorError(AssertionError)", "RuntimeError"
+  /// Words the signature's normalized message must hold ("to view Complex"): a crash whose wrapper type is
+  /// shared by many bugs (BackendCompilerFailed(RuntimeError)) is told apart by what it says.
+  std::string message;
   std::string component;      ///< a part of what the ablation blames: "inductor", "aot_autograd", ...
   std::optional<bool> backward;  ///< the bug needs (true) or does not need (false) a backward pass
   /// Words the compiler bisector's culprit must hold (its subsystem and debug info, e.g. "remove_noop_ops").
