@@ -90,6 +90,10 @@ TEST(Ablation, OptionsWithoutWhichTheBugIsGoneAreNamed) {
                                             {"without cpp_wrapper", false}}),
                                       "inductor"),
             "inductor (needs dynamic, cpp_wrapper)");
+  // Without backward, forward also runs without grad mode: a bug that fails in compile needs the grad mode.
+  auto withoutBackward = rows({{"backend=eager", true}, {"without backward", false}});
+  EXPECT_EQ(oracles::componentAtFault(withoutBackward, "aot_eager"), "dynamo (needs backward)");
+  EXPECT_EQ(oracles::componentAtFault(withoutBackward, "aot_eager", true), "dynamo (needs grad mode, not a backward)");
 }
 
 TEST(Ablation, WithoutAblationTheBackendNamesTheComponent) {

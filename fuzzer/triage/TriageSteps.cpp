@@ -186,7 +186,10 @@ void ablate(CaseInTriage& c, TriageTools& tools) {
     t.ablation.push_back(oracles::ablationRow(variants[i], std::string(oracles::toString(results[i].verdict.verdict)),
                                               showsBug(t.baseline, results[i]),
                                               firstLine(results[i].verdict.reason, 240)));
-  t.component = oracles::componentAtFault(t.ablation, backend);
+  // A crash outside the backward phase shows before any backward runs (a divergence may sit in a leaf read
+  // after backward, so it keeps "backward").
+  bool beforeBackward = t.baseline.kind != "numeric" && !t.baseline.phase.empty() && t.baseline.phase != "backward";
+  t.component = oracles::componentAtFault(t.ablation, backend, beforeBackward);
 }
 
 void bisect(CaseInTriage& c, TriageTools& tools) {

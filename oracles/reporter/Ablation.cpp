@@ -49,7 +49,7 @@ AblationRow ablationRow(const AblationVariant& variant, const std::string& verdi
   return {variant.name, findingConfig(variant.rerun.compile, variant.rerun.backward), verdict, reproduces, summary};
 }
 
-std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend) {
+std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend, bool beforeBackward) {
   std::string component;
   if (reproducesUnder(rows, "eager")) component = "dynamo";
   else if (reproducesUnder(rows, "aot_eager")) component = "aot_autograd";
@@ -59,7 +59,10 @@ std::string componentAtFault(const std::vector<AblationRow>& rows, const std::st
   else component = "unknown (no backend variant reproduces)";
   std::vector<std::string> needed;
   for (const auto& row : rows)
-    if (row.variant.starts_with(kWithoutPrefix) && !row.reproduces) needed.push_back(row.variant.substr(kWithoutPrefix.size()));
+    if (row.variant.starts_with(kWithoutPrefix) && !row.reproduces) {
+      std::string option = row.variant.substr(kWithoutPrefix.size());
+      needed.push_back(option == "backward" && beforeBackward ? "grad mode, not a backward" : option);
+    }
   if (!needed.empty()) component += fmt::format(" (needs {})", fmt::join(needed, ", "));
   for (const auto& row : rows)
     if (row.variant == kCpuVariant) component += row.reproduces ? " (on CPU too)" : " (CUDA only)";

@@ -43,8 +43,11 @@ AblationRow ablationRow(const AblationVariant& variant, const std::string& verdi
 /// The component the rows of ablationVariants blame for a case compiled with `backend`: "dynamo",
 /// "aot_autograd", "aot_autograd (decompositions or partitioner)", "inductor", "backend X" or
 /// "unknown (no backend variant reproduces)", then " (needs a, b)" naming the options without which
-/// the bug is gone, then " (CUDA only)" or " (on CPU too)" when a kCpuVariant row says.
-std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend);
+/// the bug is gone, then " (CUDA only)" or " (on CPU too)" when a kCpuVariant row says. A run without backward
+/// also runs forward without grad mode: for a bug that shows before any backward (`beforeBackward`: a crash
+/// in compile or in the forward call), what it needs is named "grad mode", not "backward".
+std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend,
+                             bool beforeBackward = false);
 
 /// The component a bug found under `backend` is put on when no ablation ran.
 std::string componentOfBackend(const std::string& backend);
