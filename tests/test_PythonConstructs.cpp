@@ -129,7 +129,7 @@ TEST_F(PythonConstructsTest, LoopsAndHooksAreWrittenAndAScheduleStepRemovesTheHo
   for (const char* expected : {
            "MODULE_CALLS = []  # the global pre-hook appends each module call's class name\n"
            "GLOBAL_HOOK = None  # the handle of the one global hook this program registers\n",
-           "    if not isinstance(module, torch._dynamo.eval_frame.OptimizedModule):\n"
+           "    if not isinstance(module, (torch._dynamo.eval_frame.OptimizedModule, torch.fx.GraphModule)):  # compiler-made\n"
            "        MODULE_CALLS.append(type(module).__name__)\n",
            "        global GLOBAL_HOOK\n"
            "        if GLOBAL_HOOK is not None:  # a model built again in this process: one global hook at a time\n"

@@ -389,8 +389,10 @@ std::string PythonText::hookFunction() const {
   if (plan.hook == "forward-pre")
     return "def record_input_shapes(module, args):  # a forward pre-hook that writes Python state\n"
            "    module.seen.append(tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor)))\n\n\n";
-  // A global hook runs for every module call in the process, the compiled wrapper's too: OptimizedModule fires
-  // global hooks once more than eager by design (upstream closed that as expected), so both hooks skip it.
+  // A global hook runs for every module call in the process, the compiler's own modules' too: OptimizedModule
+  // fires global hooks once more than eager by design (upstream closed that as expected: global hooks are a
+  // debugging aid), and a backend such as aot_eager runs each graph as a GraphModule. Both hooks act only on
+  // the program's own modules.
   if (plan.hook == "global-forward")
     return "def double_model_outputs(module, args, output):  # a global forward hook: it runs after every module's forward\n"
            "    if not isinstance(module, Model):  # submodules and the compiled wrapper keep their outputs\n"
@@ -398,7 +400,7 @@ std::string PythonText::hookFunction() const {
            "    return tuple(o * 2 if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in output)\n\n\n";
   if (plan.hook == "global-pre")
     return "def record_module_calls(module, args):  # a global forward pre-hook: it runs before every module's forward\n"
-           "    if not isinstance(module, torch._dynamo.eval_frame.OptimizedModule):\n"
+           "    if not isinstance(module, (torch._dynamo.eval_frame.OptimizedModule, torch.fx.GraphModule)):  # compiler-made\n"
            "        MODULE_CALLS.append(type(module).__name__)\n\n\n";
   return "";
 }
