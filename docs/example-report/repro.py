@@ -356,6 +356,13 @@ def write_tensor_file(path, tensors):
             f.write(chunk)
 
 
+def global_hook_tables():
+    """torch.nn.Module's process-wide hook tables (register_module_forward_hook and kin), in a fixed order:
+    every dict of torch.nn.modules.module whose name starts with _global_."""
+    return [table for name, table in sorted(vars(torch.nn.modules.module).items())
+            if name.startswith("_global_") and isinstance(table, dict)]
+
+
 class PythonState:
     """The Python state a program keeps beside its tensors (docs/programs.md, "Python state"): the model's
     public instance attributes, its class's public data attributes, and the module globals the program
@@ -372,8 +379,8 @@ class PythonState:
         self.built = [(where, key, copy.deepcopy(value)) for where, key, value in self._read()]
         # The module's hooks and torch's global module hooks as built: a schedule step may remove one
         # (RemovableHandle.remove()).
-        hook_dicts = (getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None),
-                      torch.nn.modules.module._global_forward_hooks, torch.nn.modules.module._global_forward_pre_hooks)
+        hook_dicts = [getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None),
+                      *global_hook_tables()]
         self.hooks = [(d, dict(d)) for d in hook_dicts if isinstance(d, dict)]
         # Each submodule's train/eval flag as built: a schedule step may call model.train().
         self.modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []

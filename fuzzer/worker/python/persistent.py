@@ -31,6 +31,7 @@ import torch._dynamo
 import torch._inductor.config
 
 from child import execute_job, lift_address_space_limit, limit_address_space, redirect_job_output, sticky_cuda_error
+from repro_shared import global_hook_tables
 
 LEAK_FILE = "state_leak.txt"
 STICKY_FILE = "cuda_sticky.txt"  # the sticky CUDA error that retired the child (its context is unusable)
@@ -181,14 +182,6 @@ def _function_table_hash(names):
         for name in watched:
             h.update(f"{name}:{id(namespace.get(name))};".encode())
     return h.hexdigest()
-
-
-def global_hook_tables():
-    """torch.nn.Module's process-wide hook tables (register_module_forward_hook and kin), in a fixed order:
-    every dict of torch.nn.modules.module whose name starts with _global_."""
-    module = torch.nn.modules.module
-    return [table for name, table in sorted(vars(module).items())
-            if name.startswith("_global_") and isinstance(table, dict)]
 
 
 def state_fingerprint(function_names):
