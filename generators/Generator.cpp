@@ -408,6 +408,19 @@ void Generator::settleOutputs(Graph& g, GraphRepairer& repairer, Rng& rng) const
   // Return the values nothing reads (latest first); eliminateDeadNodes drops the rest.
   for (auto it = dangling.rbegin(); it != dangling.rend() && static_cast<int>(g.outputs.size()) < policy_.maxOutputs; ++it)
     g.outputs.push_back(*it);
+  // Around an LLM core, one output at least descends from it: else eliminateDeadNodes would drop the core
+  // with the surplus values that joins could not merge. The newest such value replaces the oldest output.
+  std::set<int> fromCore;
+  for (const Node& n : g.nodes)
+    if (n.core || std::any_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return fromCore.count(v) > 0; }))
+      fromCore.insert(n.outputs.begin(), n.outputs.end());
+  auto descends = [&](int v) { return fromCore.count(v) > 0; };
+  if (!g.outputs.empty() && std::none_of(g.outputs.begin(), g.outputs.end(), descends))
+    for (auto it = dangling.rbegin(); it != dangling.rend(); ++it)
+      if (descends(*it)) {
+        g.outputs.back() = *it;
+        break;
+      }
   if (g.outputs.empty()) g.outputs.push_back(g.values.back().id);
   std::reverse(g.outputs.begin(), g.outputs.end());
 }

@@ -169,7 +169,8 @@ bool Mutator::changePythonConstruct(Graph& g, Rng& rng) const {
 bool Mutator::toggleInputWrite(Graph& g, Rng& rng) const {
   // Marked nodes turn back to writing into a clone; an in-place node that reads a program input as input 0
   // starts writing into it. Where other nodes read that input too, the node gets an input of its own with
-  // the same type, distribution and layout, so the other readers still read an input nothing wrote.
+  // the same type, distribution and layout, so the other readers still read an input nothing wrote. A policy
+  // without input writes (input_write_chance 0) gets none from mutation either.
   std::vector<size_t> candidates;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -177,6 +178,7 @@ bool Mutator::toggleInputWrite(Graph& g, Rng& rng) const {
       candidates.push_back(i);
       continue;
     }
+    if (policy_.inputWriteChance <= 0) continue;
     const OpSpec* op = catalog_.find(n.op);
     const Source* input = n.inputs.empty() ? nullptr : g.sourceOf(n.inputs[0]);
     bool programInput = input && std::any_of(g.inputs.begin(), g.inputs.end(), [&](const Source& s) { return s.value == input->value; });

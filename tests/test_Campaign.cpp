@@ -325,8 +325,13 @@ TEST(Campaign, ResumeAfterKillNineLosesNoFinding) {
   int64_t maxIndex = countRows(db, "SELECT MAX(idx) FROM programs");
   int64_t maxFinding = countRows(db, "SELECT MAX(id) FROM findings");
 
-  auto resumed = runFuzz(fuzzArgs({"--resume", out.string(), "--max-programs", "2"}));
+  // No --llm on the resume's command line: the session keeps the campaign's --llm off.
+  auto resumed = runFuzz({"fuzz", "--resume", out.string(), "--sandbox", sandboxArg(), "--status", "log", "-j", "2",
+                          "--max-programs", "2"});
   ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("tcfuzz: the LLM is off as when the campaign started"), std::string::npos)
+      << resumed.output;
+  EXPECT_FALSE(fs::exists(out / "work" / "llm-server.log"));
   EXPECT_GE(countRows(db, "SELECT COUNT(*) FROM findings"), before);
   EXPECT_EQ(countRows(db, fmt::format("SELECT COUNT(*) FROM findings WHERE id <= {}", maxFinding)), before);
   EXPECT_EQ(countRows(db, fmt::format("SELECT COUNT(*) FROM programs WHERE idx > {}", maxIndex)), 2);

@@ -21,6 +21,18 @@ using nlohmann::json;
 class GeneratorTest : public ::testing::Test {
  protected:
   OpCatalog catalog = makeDefaultCatalog();
+
+  /// An LLM reply's program (JSON form), repaired as a proposal and marked as an ops-json core.
+  Graph llmCore(const std::string& reply) {
+    IntSolver solver(3);
+    ProposalOutcome proposal = proposalFromText(reply, catalog, GenPolicy{}.caps, 3, solver);
+    EXPECT_TRUE(proposal.graph) << proposal.rejection << ": " << proposal.detail;
+    Graph core = proposal.graph ? *proposal.graph : Graph{};
+    core.origin = Origin{};
+    core.origin.generator = "llm";
+    core.origin.strategy = "ops-json";
+    return core;
+  }
 };
 
 TEST_F(GeneratorTest, SameSeedAndIndexReplayTheSameProgram) {
@@ -53,18 +65,12 @@ TEST_F(GeneratorTest, NodeRangeReplacesThePolicyRange) {
 // another: what SmolLM2 writes) becomes the core of a program of the policy's size, valid, with no
 // dead node, its nodes marked, its input layout kept, deterministic in (seed, core, index, nodes).
 TEST_F(GeneratorTest, GrowBuildsAProgramAroundAnLlmCore) {
-  IntSolver solver(3);
-  ProposalOutcome proposal = proposalFromText(
+  Graph core = llmCore(
       R"({"inputs": [{"name": "x0", "shape": [4, 6], "dtype": "float32", "layout": {"kind": "transposed", "dims": [0, 1]}},
                     {"name": "x2", "shape": [5], "dtype": "float32"}],
           "nodes": [{"out": "a", "op": "sigmoid", "args": ["x0"]}, {"out": "b", "op": "relu", "args": ["x2"]}],
-          "outputs": ["a"]})",
-      catalog, GenPolicy{}.caps, 3, solver);
-  ASSERT_TRUE(proposal.graph) << proposal.rejection << ": " << proposal.detail;
-  Graph core = *proposal.graph;
-  core.origin = Origin{};
-  core.origin.generator = "llm";
-  core.origin.strategy = "ops-json";
+          "outputs": ["a"]})");
+  ASSERT_FALSE(core.nodes.empty());
   GenPolicy policy;
   Generator grower(catalog, policy, 17), again(catalog, policy, 17), grammar(catalog, policy, 17);
   size_t grownNodes = 0, grammarNodes = 0;
@@ -324,6 +330,38 @@ TEST_F(GeneratorTest, IdiomsGrowAsWholeUnits) {
     for (const auto& n : gen.generate(i).nodes) sdpa += n.op == "sdpa";
   EXPECT_GT(sdpa, 10);
   EXPECT_THROW(GenPolicy::fromJson(json{{"idiom_weights", {{"transformer", 1}}}}), std::invalid_argument);
+}
+
+// A nine-node attention core (the LLM fixtures' attention-json reply) grown at seed 41: at index 933 the joins
+// of surplus values fail and the newest values fill the outputs; one output must still descend from the core,
+// or dead-node elimination drops the whole core and the "LLM program" holds none of the LLM's nodes.
+TEST_F(GeneratorTest, AGrownProgramAlwaysKeepsAnOutputOfItsCore) {
+  Graph core = llmCore(
+      R"({"inputs": [{"name": "q", "shape": [2, 4, 8], "dtype": "float32"}, {"name": "k", "shape": [2, 4, 8], "dtype": "float32"}, {"name": "v", "shape": [2, 4, 8], "dtype": "float32"}],
+ "nodes": [{"out": "kt", "op": "transpose", "args": ["k"], "attrs": {"dim0": 1, "dim1": 2}},
+  {"out": "s", "op": "matmul", "args": ["q", "kt"], "attrs": {}},
+  {"out": "s2", "op": "mul_scalar", "args": ["s"], "attrs": {"value": 0.35}},
+  {"out": "m", "op": "amax", "args": ["s2"], "attrs": {"dim": [-1], "keepdim": true}},
+  {"out": "d", "op": "sub", "args": ["s2", "m"], "attrs": {}},
+  {"out": "e", "op": "exp", "args": ["d"], "attrs": {}},
+  {"out": "z", "op": "sum", "args": ["e"], "attrs": {"dim": [-1], "keepdim": true}},
+  {"out": "p", "op": "div", "args": ["e", "z"], "attrs": {}},
+  {"out": "o", "op": "matmul", "args": ["p", "v"], "attrs": {}}],
+ "outputs": ["o"]})");
+  ASSERT_FALSE(core.nodes.empty());
+  GenPolicy policy;
+  Generator grower(catalog, policy, 41);
+  for (uint64_t i = 900; i < 1000; ++i) {
+    Graph g = grower.grow(core, i, {4, 8});
+    ASSERT_EQ(firstInvalidNode(catalog, g), "") << i;
+    EXPECT_EQ(deadNodeCount(g), 0) << i;
+    Rng rng(i);
+    IntSolver replaySolver(i);
+    EXPECT_EQ(GraphRepairer(catalog, policy.caps, rng, replaySolver).repair(g).contentHash(), g.contentHash()) << i;
+    int marked = static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.core; }));
+    EXPECT_GE(marked, 1) << i;
+    EXPECT_GT(static_cast<int>(g.nodes.size()), marked) << i;
+  }
 }
 
 }  // namespace

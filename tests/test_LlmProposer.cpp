@@ -623,10 +623,10 @@ TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
         << py.substr(0, 600);
     fs::path stored = c.out / m[2].str();
     gen::Graph g = gen::Graph::load(stored.string());
-    EXPECT_EQ(gen::deadNodeCount(g), 0);
+    EXPECT_EQ(gen::deadNodeCount(g), 0) << stored;
     int core = static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [](const gen::Node& n) { return n.core; }));
-    EXPECT_GE(core, 1);
-    EXPECT_GT(static_cast<int>(g.nodes.size()), core);
+    EXPECT_GE(core, 1) << stored << "\n" << py;
+    EXPECT_GT(static_cast<int>(g.nodes.size()), core) << stored;
     fs::path replayDir = dir.path() / ("replay-" + std::to_string(llmPrograms));
     Finished again = runTcfuzz({"gen", "--from", stored.string(), "--out", replayDir.string()});
     ASSERT_EQ(again.exitCode, 0) << again.output;

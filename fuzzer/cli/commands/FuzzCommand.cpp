@@ -48,6 +48,9 @@ struct CampaignIdentity {
   std::vector<std::string> plugins;
   double timeout = 300;
   int64_t memoryMb = 4096;
+  /// The LLM a session uses unless its command line names one: --llm, and with remote --llm-url and
+  /// --llm-model (empty: a campaign recorded before tcfuzz kept them; the command line's then).
+  std::string llm, llmUrl, llmModel;
 
   json toJson() const {
     json p = json::object();
@@ -58,7 +61,8 @@ struct CampaignIdentity {
     if (pinned.backward) p["backward"] = *pinned.backward;
     if (pinned.inductorConfig) p["inductor_config"] = *pinned.inductorConfig;
     return {{"seed", seed},       {"device", device},   {"policy", policy.toJson()}, {"pinned", p},
-            {"plugins", plugins}, {"timeout", timeout}, {"memory_mb", memoryMb}};
+            {"plugins", plugins}, {"timeout", timeout}, {"memory_mb", memoryMb},
+            {"llm", {{"mode", llm}, {"url", llmUrl}, {"model", llmModel}}}};
   }
   static CampaignIdentity fromJson(const json& j) {
     CampaignIdentity id;
@@ -76,12 +80,23 @@ struct CampaignIdentity {
     id.plugins = j.at("plugins").get<std::vector<std::string>>();
     id.timeout = j.at("timeout").get<double>();
     id.memoryMb = j.at("memory_mb").get<int64_t>();
+    if (j.contains("llm")) {
+      id.llm = j["llm"].at("mode").get<std::string>();
+      id.llmUrl = j["llm"].at("url").get<std::string>();
+      id.llmModel = j["llm"].at("model").get<std::string>();
+    }
     return id;
   }
 };
 
-CampaignIdentity identityFromOptions(const Options& o, const std::set<std::string>& given) {
+CampaignIdentity identityFromOptions(const Options& o, const std::set<std::string>& given, const LlmSettings& llm) {
   CampaignIdentity id;
+  id.llm = llm.mode;
+  // A URL with credentials in it is not written down: a resume then needs --llm-url again.
+  if (llm.mode == "remote" && llm.endpoint.baseUrl.find('@') == std::string::npos) {
+    id.llmUrl = llm.endpoint.baseUrl;
+    id.llmModel = o.llmModel;
+  }
   id.seed = given.count("--seed") ? static_cast<uint64_t>(o.seed) : std::random_device{}() % 1000000000ULL;
   id.device = o.device;
   if (!o.policy.empty()) {
@@ -170,10 +185,10 @@ class SessionStop {
 
 /// The campaign's identity: a new campaign's from the options, recorded in its store; a resumed one's
 /// read back from its store (a settings flag given again is ignored, with a warning).
-CampaignIdentity campaignIdentity(const Options& o, const std::set<std::string>& given, FindingStore& store,
-                                  const fs::path& root, bool resume) {
+CampaignIdentity campaignIdentity(const Options& o, const std::set<std::string>& given, const LlmSettings& llm,
+                                  FindingStore& store, const fs::path& root, bool resume) {
   if (!resume) {
-    CampaignIdentity id = identityFromOptions(o, given);
+    CampaignIdentity id = identityFromOptions(o, given, llm);
     store.setMeta("identity", id.toJson().dump());
     store.setMeta("started_at", std::to_string(std::time(nullptr)));
     return id;
@@ -192,6 +207,26 @@ CampaignIdentity campaignIdentity(const Options& o, const std::set<std::string>&
     if (given.count(flag))
       std::cerr << fmt::format("tcfuzz: {} ignored: a resumed campaign keeps the settings it started with\n", flag);
   return id;
+}
+
+/// A resumed session's LLM: the command line's when it names one (--llm or --llm-url), else the one the
+/// campaign recorded, so that a resume keeps the campaign's program mix.
+LlmSettings sessionLlm(const Options& o, const std::set<std::string>& given, const CampaignIdentity& id,
+                       const SecretRedactor& secrets, LlmSettings fromCommandLine) {
+  if (given.count("--llm") || given.count("--llm-url") || id.llm.empty() || id.llm == fromCommandLine.mode)
+    return fromCommandLine;
+  Options recorded = o;
+  recorded.llm = id.llm;
+  if (id.llm == "remote") {
+    if (id.llmUrl.empty())
+      throw std::invalid_argument("this campaign used a remote LLM whose URL is not recorded (it held credentials): "
+                                  "give --llm-url and --llm-model again, or --llm off");
+    recorded.llmUrl = id.llmUrl;
+    if (!given.count("--llm-model")) recorded.llmModel = id.llmModel;
+  }
+  std::cerr << fmt::format("tcfuzz: the LLM is {} as when the campaign started (--llm changes it)\n",
+                           id.llm == "remote" ? id.llmModel + " at " + id.llmUrl : id.llm);
+  return llmSettingsFrom(recorded, given, secrets);
 }
 
 /// A session's settings: the campaign's identity, the command line's bounds and the workers' shape.
@@ -301,7 +336,8 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
   fs::path root = resume ? o.resume : o.output;
   CampaignOutput output(root, resume ? CampaignOutput::OpenMode::Resume : CampaignOutput::OpenMode::Fresh, secrets);
   FindingStore store(output.storePath(), secrets);
-  CampaignIdentity id = campaignIdentity(o, given, store, root, resume);
+  CampaignIdentity id = campaignIdentity(o, given, llmSettings, store, root, resume);
+  if (resume) llmSettings = sessionLlm(o, given, id, secrets, std::move(llmSettings));
   output.appendCmdline(argv);
 
   Options workerOptions = o;
