@@ -319,6 +319,17 @@ Graph Generator::grow(const Graph& core, uint64_t index, NodeRange nodes) {
     if (coreInputs.count(s.name) && !s.layout.contiguous() && readByDenseInputOp(g, catalog_, s.value)) s.layout = {};
   addInputAlias(g, catalog_, {policy_.aliasReadAfterWriteChance, policy_.inputAliasChance}, policy_.aliasWeights, rng);
   repairIllegalViews(g, catalog_);
+  // Python-level code around the core, as around a grammar program: the core's own constructs (its nodes'
+  // and its schedule and hook) when it wrote any, else the policy's draw on the grown program.
+  bool coreConstructs = !core.schedule.empty() || !core.hook.empty() ||
+                        std::any_of(core.nodes.begin(), core.nodes.end(), [](const Node& n) { return !n.python.empty(); });
+  if (coreConstructs) {
+    g.schedule = core.schedule;
+    g.hook = core.hook;
+  } else {
+    Rng python = Rng::forProgram(seed_ ^ kGrowStream ^ kPythonStream, index);
+    addPythonConstructs(g, catalog_, policy_.pythonConstructs, python);
+  }
   g = sourcesFirst(g);  // its stored IR replays through gen --from unchanged
   g.origin = core.origin;
   g.origin.seed = seed_;

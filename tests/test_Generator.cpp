@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "generators/Generator.h"
+#include "generators/python/PythonConstructs.h"
 #include "generators/features/Idioms.h"
 #include "generators/features/InputLayout.h"
 #include "generators/features/InputWrites.h"
@@ -74,7 +75,7 @@ TEST_F(GeneratorTest, GrowBuildsAProgramAroundAnLlmCore) {
   GenPolicy policy;
   Generator grower(catalog, policy, 17), again(catalog, policy, 17), grammar(catalog, policy, 17);
   size_t grownNodes = 0, grammarNodes = 0;
-  int keptWholeCore = 0, keptLayout = 0;
+  int keptWholeCore = 0, keptLayout = 0, withConstructs = 0;
   for (uint64_t i = 0; i < 200; ++i) {
     Graph g = grower.grow(core, i, {policy.minNodes, policy.maxNodes});
     ASSERT_EQ(firstInvalidNode(catalog, g), "") << "grown program " << i << "\n" << g.toJson().dump(1);
@@ -91,10 +92,12 @@ TEST_F(GeneratorTest, GrowBuildsAProgramAroundAnLlmCore) {
     EXPECT_GE(marked, 1) << i;
     EXPECT_GT(static_cast<int>(g.nodes.size()), marked) << i;  // something grew around it
     keptWholeCore += marked == 2;
+    withConstructs += planPythonConstructs(g, catalog).anyConstruct();
     for (const Source& s : g.inputs) keptLayout += s.name == "x0" && s.layout.kind == "transposed";
     grownNodes += g.nodes.size();
     grammarNodes += grammar.generate(i).nodes.size();
   }
+  EXPECT_GE(withConstructs, 100) << "grown programs get Python-level code as grammar programs do";
   EXPECT_GE(keptWholeCore, 180);  // the unused relu is kept too: settling joins or returns it
   EXPECT_GE(keptLayout, 190);     // x0 may only go when a merge fails and its sigmoid is dropped
   EXPECT_GE(grownNodes, grammarNodes) << "grown programs are at least as large as grammar programs";
@@ -330,6 +333,32 @@ TEST_F(GeneratorTest, IdiomsGrowAsWholeUnits) {
     for (const auto& n : gen.generate(i).nodes) sdpa += n.op == "sdpa";
   EXPECT_GT(sdpa, 10);
   EXPECT_THROW(GenPolicy::fromJson(json{{"idiom_weights", {{"transformer", 1}}}}), std::invalid_argument);
+}
+
+// A core that brings its own Python constructs (the JSON form's "python", "hook" and "schedule") keeps exactly
+// those in every program grown around it; the policy draws none on top.
+TEST_F(GeneratorTest, AGrownProgramKeepsItsCoresOwnConstructs) {
+  Graph core = llmCore(
+      R"({"inputs": [{"name": "x", "shape": [4, 8], "dtype": "float32"}],
+          "nodes": [{"out": "a", "op": "sigmoid", "args": ["x"]},
+                    {"out": "b", "op": "tanh", "args": ["a"], "python": {"graph_break_before": true}}],
+          "outputs": ["b"], "hook": "forward-pre"})");
+  ASSERT_EQ(core.nodes.size(), 2u);
+  GenPolicy policy;
+  Generator grower(catalog, policy, 5);
+  for (uint64_t i = 0; i < 50; ++i) {
+    Graph g = grower.grow(core, i, {policy.minNodes, policy.maxNodes});
+    EXPECT_EQ(g.hook, "forward-pre") << i;
+    EXPECT_TRUE(g.schedule.empty()) << i;
+    int breaks = 0, others = 0;
+    for (const Node& n : g.nodes) {
+      breaks += n.python.graphBreakBefore;
+      others += !n.python.empty() && !n.python.graphBreakBefore;
+      if (n.python.graphBreakBefore) EXPECT_TRUE(n.core && n.op == "tanh") << i;
+    }
+    EXPECT_LE(breaks, 1) << i;  // the tanh may be dropped by repair, never duplicated
+    EXPECT_EQ(others, 0) << i;
+  }
 }
 
 // A nine-node attention core (the LLM fixtures' attention-json reply) grown at seed 41: at index 933 the joins

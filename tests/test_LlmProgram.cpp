@@ -181,3 +181,47 @@ TEST(LlmProgram, RecordedRepliesOfTheLocalModelParseAsRecorded) {
   EXPECT_GE(valid, 3);
   EXPECT_GE(rejected, 2);
 }
+
+// The JSON form speaks the IR's Python constructs: a node's "python" (a graph break before it, a branch, output
+// state, a counter, a form) and the program's "hook" and "schedule". They build into the graph, come back out of
+// proposalOf (what few-shot and mutate prompts show), and the grammar lets a constrained model write them; a
+// construct outside the vocabulary is a schema rejection that names it.
+TEST(LlmProgram, PythonConstructsBuildFromTheFormAndComeBackOut) {
+  const char* text = R"({"inputs": [{"name": "x", "shape": [4, 8], "dtype": "float32"}],
+    "nodes": [{"out": "a", "op": "sigmoid", "args": ["x"]},
+              {"out": "b", "op": "tanh", "args": ["a"], "python": {"graph_break_before": true, "output_state": "scale"}},
+              {"out": "c", "op": "mul", "args": ["b", "x"], "python": {"form": "closure"}}],
+    "outputs": ["c"], "hook": "global-forward", "schedule": [{"change": "class-attr", "value": 0.5}]})";
+  ProposalOutcome out = build(text);
+  ASSERT_TRUE(out.graph) << out.rejection << ": " << out.detail;
+  const Graph& g = *out.graph;
+  ASSERT_EQ(g.nodes.size(), 3u);
+  EXPECT_TRUE(g.nodes[0].python.empty());
+  EXPECT_TRUE(g.nodes[1].python.graphBreakBefore);
+  EXPECT_EQ(g.nodes[1].python.outputState, "scale");
+  EXPECT_EQ(g.nodes[2].python.form, "closure");
+  EXPECT_EQ(g.hook, "global-forward");
+  ASSERT_EQ(g.schedule.size(), 1u);
+  EXPECT_EQ(g.schedule[0], (ScheduleStep{"class-attr", 0.5}));
+  json back = proposalOf(g);
+  EXPECT_EQ(back["nodes"][1]["python"], json::parse(R"({"graph_break_before": true, "output_state": "scale"})"));
+  EXPECT_EQ(back["hook"], "global-forward");
+  EXPECT_EQ(back["schedule"], json::parse(R"([{"change": "class-attr", "value": 0.5}])"));
+  ProposalOutcome again = build(back.dump());
+  ASSERT_TRUE(again.graph) << again.rejection << ": " << again.detail;
+  EXPECT_EQ(again.graph->contentHash(), g.contentHash());
+
+  ProposalOutcome unknown = build(R"({"inputs": [{"name": "x", "shape": [4], "dtype": "float32"}],
+    "nodes": [{"out": "a", "op": "relu", "args": ["x"], "python": {"form": "metaclass"}}]})");
+  EXPECT_FALSE(unknown.graph);
+  EXPECT_EQ(unknown.rejection, "schema");
+  EXPECT_NE(unknown.detail.find("unknown Python form 'metaclass'"), std::string::npos) << unknown.detail;
+  ProposalOutcome badHook = build(R"({"inputs": [{"name": "x", "shape": [4], "dtype": "float32"}],
+    "nodes": [{"out": "a", "op": "relu", "args": ["x"]}], "hook": "backward"})");
+  EXPECT_EQ(badHook.rejection, "schema");
+  EXPECT_NE(badHook.detail.find("unknown hook 'backward'"), std::string::npos) << badHook.detail;
+
+  std::string grammar = proposalGrammar(catalog(), {"relu"}, 4);
+  for (const char* key : {"graph_break_before", "output_state", "branch", "counter", "\\\"closure\\\"", "global-pre"})
+    EXPECT_NE(grammar.find(key), std::string::npos) << key;
+}

@@ -545,9 +545,9 @@ TEST(LlmProposer, StrongModelMutateRepliesRewriteQueuePrograms) {
     std::string strategy, reply, promptMark;
   };
   // The prompt mark is a piece of the queue program as the prompt shows it: emitted Python, or the
-  // proposal form (gen::proposalOf) as compact JSON.
+  // proposal form (gen::proposalOf) as compact JSON (keys sorted: a "hook" may come before "inputs").
   const std::vector<Case> cases{{"mutate-python", "rewrite-python", "def make_inputs(seed):"},
-                                {"mutate-json", "rewrite-json", "{\"inputs\":[{"}};
+                                {"mutate-json", "rewrite-json", "\"inputs\":[{\"dtype\":"}};
   for (const Case& k : cases) {
     SCOPED_TRACE(k.strategy);
     TempDir dir("tcfuzz-strongmutate");

@@ -11,6 +11,8 @@
 
 #include "TestWorkers.h"
 #include "fuzzer/worker/ProgramTester.h"
+#include "generators/Generator.h"
+#include "generators/llm/LlmProgram.h"
 #include "generators/llm/PythonLift.h"
 
 using namespace tcfuzz;
@@ -167,6 +169,9 @@ TEST_F(PythonLiftWorkers, HostileProgramsAreRejectedWithTheirReason) {
       {programWith("", "        return torch.load('w.pt')\n"), "attribute torch.load"},
       {programWith("torch.hub.load('pytorch/vision', 'resnet18')"), "attribute torch.hub"},
       {programWith("torch._C._get_tracing_state()"), "attribute torch._C"},
+      // Only the graph break's exact path passes below torch._dynamo, nothing under it or beside it.
+      {programWith("torch._dynamo.config.suppress_errors = True"), "attribute torch._dynamo"},
+      {programWith("", "        return torch._dynamo.graph_break.__globals__\n"), "attribute torch._dynamo"},
       {programWith("torch.os.system('id')"), "attribute torch.os"},
       {programWith("t = torch"), "module torch used as a value"},
       {programWith("", "        while True:\n            pass\n"), "while loop"},
@@ -240,6 +245,32 @@ TEST_F(PythonLiftWorkers, RecordedProgramLiftsToTheExpectedProposal) {
   EXPECT_EQ(r.lift["calls"], 5);
   EXPECT_EQ(r.lift["mapped"], 5);
   EXPECT_EQ(r.lift["unmapped"], json::object());
+}
+
+// torch._dynamo.graph_break() in an LLM's forward is a Dynamo-level construct the lift keeps: the next lifted
+// node breaks the graph before it, and the proposal builds into an IR node with graph_break_before. Twice,
+// in one child: the lift gives the child's torch its graph_break back.
+TEST_F(PythonLiftWorkers, AGraphBreakLiftsOntoTheNextNode) {
+  std::filesystem::path program =
+      writeProgram("graph_break.py", programWith("", "        y = torch.sigmoid(x)\n        torch._dynamo.graph_break()\n"
+                                                     "        return torch.tanh(y)\n"));
+  for (int run = 0; run < 2; ++run) {
+    oracles::RunResult r = lift(program);
+    ASSERT_TRUE(r.ok()) << r.summary() << r.stderrTail;
+    ASSERT_TRUE(r.lift.contains("proposal")) << r.lift.dump();
+    const json& nodes = r.lift["proposal"]["nodes"];
+    ASSERT_EQ(nodes.size(), 2u) << nodes.dump();
+    EXPECT_EQ(nodes[0]["op"], "sigmoid");
+    EXPECT_FALSE(nodes[0].contains("python"));
+    EXPECT_EQ(nodes[1]["op"], "tanh");
+    EXPECT_EQ(nodes[1]["python"], json::parse(R"({"graph_break_before": true})"));
+    gen::IntSolver solver(1);
+    gen::ProposalOutcome built = gen::buildProposal(r.lift["proposal"], catalog(), gen::GenPolicy{}.caps, 1, solver);
+    ASSERT_TRUE(built.graph) << built.rejection << ": " << built.detail;
+    ASSERT_EQ(built.graph->nodes.size(), 2u);
+    EXPECT_FALSE(built.graph->nodes[0].python.graphBreakBefore);
+    EXPECT_TRUE(built.graph->nodes[1].python.graphBreakBefore);
+  }
 }
 
 TEST_F(PythonLiftWorkers, ForwardThatRaisesIsAnExceptionResult) {

@@ -153,6 +153,25 @@ NodePython pythonFromJson(const Reader& r) {
   return p;
 }
 
+/// A program's schedule and hook (the keys "schedule" and "hook" of `root`) into `g`.
+void programPythonFromJson(const Reader& root, Graph& g) {
+  if (root.has("schedule")) {
+    Reader steps = root.at("schedule");
+    for (size_t i = 0; i < steps.size(); ++i) {
+      Reader s = steps.at(i);
+      s.onlyKeys({"change", "value"});
+      ScheduleStep step{s.at("change").str(), s.has("value") ? s.at("value").number() : 0.0};
+      if (!kScheduleChanges.contains(step.change))
+        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode, remove-hook, clear-cache or requires-grad)", step.change));
+      g.schedule.push_back(step);
+    }
+  }
+  if (root.has("hook")) {
+    g.hook = root.at("hook").str();
+    if (!kHooks.contains(g.hook)) root.at("hook").fail(fmt::format("unknown hook '{}' (forward, forward-pre, global-forward or global-pre)", g.hook));
+  }
+}
+
 json distToJson(const Distribution& d) {
   if (d.kind == "bernoulli") return {{"kind", d.kind}, {"p", d.p}};
   return {{"kind", d.kind}, {"low", d.low}, {"high", d.high}};
@@ -204,6 +223,27 @@ void sha256Hex(const std::string& text, std::string& out) {
 }
 
 }  // namespace
+
+json nodePythonToJson(const NodePython& p) { return pythonToJson(p); }
+
+NodePython nodePythonFromJson(const json& doc, const std::string& source) {
+  return pythonFromJson(Reader(doc, source, ""));
+}
+
+json programPythonToJson(const Graph& g) {
+  json doc = json::object();
+  if (!g.schedule.empty()) {
+    json steps = json::array();
+    for (const auto& s : g.schedule) steps.push_back({{"change", s.change}, {"value", s.value}});
+    doc["schedule"] = std::move(steps);
+  }
+  if (!g.hook.empty()) doc["hook"] = g.hook;
+  return doc;
+}
+
+void programPythonFromJson(const json& doc, Graph& g, const std::string& source) {
+  programPythonFromJson(Reader(doc, source, ""), g);
+}
 
 int64_t TensorType::numel() const {
   int64_t n = 1;
@@ -285,12 +325,7 @@ json Graph::toJson() const {
   }
   doc["nodes"] = std::move(ns);
   doc["outputs"] = outputs;
-  if (!schedule.empty()) {  // only when set: older programs keep their hash
-    json steps = json::array();
-    for (const auto& s : schedule) steps.push_back({{"change", s.change}, {"value", s.value}});
-    doc["schedule"] = std::move(steps);
-  }
-  if (!hook.empty()) doc["hook"] = hook;
+  doc.update(programPythonToJson(*this));  // only when set: older programs keep their hash
   return doc;
 }
 
@@ -431,21 +466,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   Reader outs = root.at("outputs");
   if (outs.size() == 0) outs.fail("a program returns at least one value");
   for (size_t k = 0; k < outs.size(); ++k) g.outputs.push_back(use(outs.at(k)));
-  if (root.has("schedule")) {
-    Reader steps = root.at("schedule");
-    for (size_t i = 0; i < steps.size(); ++i) {
-      Reader s = steps.at(i);
-      s.onlyKeys({"change", "value"});
-      ScheduleStep step{s.at("change").str(), s.at("value").number()};
-      if (!kScheduleChanges.contains(step.change))
-        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode, remove-hook, clear-cache or requires-grad)", step.change));
-      g.schedule.push_back(step);
-    }
-  }
-  if (root.has("hook")) {
-    g.hook = root.at("hook").str();
-    if (!kHooks.contains(g.hook)) root.at("hook").fail(fmt::format("unknown hook '{}' (forward, forward-pre, global-forward or global-pre)", g.hook));
-  }
+  programPythonFromJson(root, g);
   return g;
 }
 

@@ -191,6 +191,7 @@ class GraphFormatError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+
 /// A whole program. Values are listed in definition order; nodes in execution order.
 class Graph {
  public:
@@ -229,6 +230,15 @@ class Graph {
   /// whatever made them.
   std::string contentHash() const;
 };
+
+/// A node's Python constructs in the IR's JSON vocabulary ({"graph_break_before": true, "branch": {...},
+/// "output_state": ..., "counter": true, "form": ...}), and back; GraphFormatError naming `source` when malformed.
+nlohmann::json nodePythonToJson(const NodePython& p);
+NodePython nodePythonFromJson(const nlohmann::json& doc, const std::string& source);
+/// A program's call schedule and hook ({"schedule": [{"change": ..., "value": ...}], "hook": ...}; keys
+/// only when set), and back into `g` (other keys of `doc` are not read).
+nlohmann::json programPythonToJson(const Graph& g);
+void programPythonFromJson(const nlohmann::json& doc, Graph& g, const std::string& source);
 
 /// Whether `n` writes into a program input itself: it asks to (writesInput), it reads that input as input 0,
 /// nothing else reads the input and no output returns it. The op must be in place (the emitter's check).

@@ -116,7 +116,7 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
                               IntSolver& solver, const ProposalLimits& limits) {
   ProposalOutcome out;
   try {
-    checkKeys(doc, "the program", {"inputs", "nodes"}, {"outputs"});
+    checkKeys(doc, "the program", {"inputs", "nodes"}, {"outputs", "schedule", "hook"});
     const json& inputs = doc["inputs"];
     const json& nodes = doc["nodes"];
     if (!inputs.is_array()) schema("'inputs' must be an array");
@@ -165,12 +165,23 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
     for (size_t i = 0; i < nodes.size(); ++i) {
       std::string where = fmt::format("nodes[{}]", i);
       const json& n = nodes[i];
-      checkKeys(n, where, {"out", "op", "args"}, {"attrs"});
+      checkKeys(n, where, {"out", "op", "args"}, {"attrs", "python"});
       declare(nameAt(n["out"], where + ".out"), where);
       nameAt(n["op"], where + ".op");
       if (!n["args"].is_array()) schema(where + ".args must be an array");
       for (const auto& a : n["args"]) nameAt(a, where + ".args[]");
       if (n.contains("attrs") && !n["attrs"].is_object()) schema(where + ".attrs must be an object");
+      if (n.contains("python")) try {
+          nodePythonFromJson(n["python"], where + ".python");
+        } catch (const GraphFormatError& e) {
+          schema(e.what());
+        }
+    }
+    Graph constructs;  // the program's schedule and hook, checked before anything is built
+    try {
+      programPythonFromJson(doc, constructs, "the program");
+    } catch (const GraphFormatError& e) {
+      schema(e.what());
     }
     if (doc.contains("outputs"))
       for (const auto& o : doc["outputs"]) nameAt(o, "outputs[]");
@@ -217,6 +228,8 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
         node.inputs.push_back(it->second);
       }
       node.attrs = n.value("attrs", json::object());
+      // Python constructs the program cannot hold are dropped where the program is written (planPythonConstructs).
+      if (n.contains("python")) node.python = nodePythonFromJson(n["python"], "python");
       size_t before = g.nodes.size();
       std::string why;
       if (!repairer.append(node, &why)) {
@@ -244,6 +257,8 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
     if (g.outputs.empty()) g.outputs.push_back(g.nodes.back().outputs.front());
     if (!out.dropped.empty() || out.undefinedArgs > 0 || !rebound.empty()) out.repaired = true;
     Graph compact = compactGraph(g);
+    compact.schedule = constructs.schedule;
+    compact.hook = constructs.hook;
     if (int reset = dropInvalidLayouts(compact) + dropInvalidAliases(compact, &catalog); reset > 0) {  // a layout that does not fit its input
       out.repaired = true;
       out.dropped.push_back(fmt::format("{} input layout(s), alias(es) or boundary values that did not fit (made plain)", reset));
@@ -306,10 +321,13 @@ json proposalOf(const Graph& g) {
     json args = json::array();
     for (int in : n.inputs) args.push_back(names.count(in) ? names[in] : fmt::format("v?{}", in));
     nodes.push_back({{"out", base}, {"op", n.op}, {"args", args}, {"attrs", n.attrs}});
+    if (!n.python.empty()) nodes.back()["python"] = nodePythonToJson(n.python);
   }
   json outputs = json::array();
   for (int o : g.outputs) outputs.push_back(names.count(o) ? names[o] : "");
-  return {{"inputs", inputs}, {"nodes", nodes}, {"outputs", outputs}};
+  json doc{{"inputs", inputs}, {"nodes", nodes}, {"outputs", outputs}};
+  doc.update(programPythonToJson(g));
+  return doc;
 }
 
 std::string proposalGrammar(const OpCatalog& catalog, const std::vector<std::string>& ops, int maxNodes) {
@@ -325,14 +343,21 @@ std::string proposalGrammar(const OpCatalog& catalog, const std::vector<std::str
   std::string dtypes;
   for (int i = 0; i < kDTypeCount; ++i)
     dtypes += fmt::format("{}\"\\\"{}\\\"\"", dtypes.empty() ? "" : " | ", dtypeName(static_cast<DType>(i)));
+  std::string forms;
+  for (const auto& f : pythonFormNames()) forms += fmt::format("{}\"\\\"{}\\\"\"", forms.empty() ? "" : " | ", f);
   maxNodes = std::max(1, maxNodes);
-  return fmt::format(R"(root ::= "{{" ws "\"inputs\":" ws "[" ws input ("," ws input){{0,2}} ws "]," ws "\"nodes\":" ws "[" ws node ("," ws node){{0,{}}} ws "]," ws "\"outputs\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ws "}}"
+  return fmt::format(R"(root ::= "{{" ws "\"inputs\":" ws "[" ws input ("," ws input){{0,2}} ws "]," ws "\"nodes\":" ws "[" ws node ("," ws node){{0,{}}} ws "]," ws "\"outputs\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ("," ws "\"hook\":" ws hook)? ws "}}"
 input ::= "{{" ws "\"name\":" ws newname "," ws "\"shape\":" ws "[" ws dim ("," ws dim){{0,3}} ws "]," ws "\"dtype\":" ws dtype ("," ws "\"layout\":" ws layout)? ws "}}"
 layout ::= "{{" ws "\"kind\":" ws (transposed | strided | expanded | "\"channels_last\"") ws "}}"
 transposed ::= "\"transposed\"," ws "\"dims\":" ws "[" [0-3] "," ws [0-3] "]"
 strided ::= "\"strided\"," ws "\"dim\":" ws [0-3] "," ws "\"step\":" ws [1-4] "," ws "\"offset\":" ws [0-4]
 expanded ::= "\"expanded\"," ws "\"dim\":" ws [0-3]
-node ::= "{{" ws "\"out\":" ws newname "," ws "\"op\":" ws op "," ws "\"args\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ("," ws "\"attrs\":" ws attrs)? ws "}}"
+node ::= "{{" ws "\"out\":" ws newname "," ws "\"op\":" ws op "," ws "\"args\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ("," ws "\"attrs\":" ws attrs)? ("," ws "\"python\":" ws python)? ws "}}"
+python ::= "{{" ws pyfield ("," ws pyfield){{0,2}} ws "}}"
+pyfield ::= "\"graph_break_before\": true" | "\"counter\": true" | "\"output_state\":" ws ("\"scale\"" | "\"offset\"") | "\"form\":" ws form | "\"branch\":" ws branch
+branch ::= "{{" ws "\"kind\":" ws ("\"item\"" | "\"tensor\"" | "\"any\"" | "\"flag\"" | "\"training\"") "," ws "\"operand\":" ws [0-2] "," ws "\"threshold\":" ws number ws "}}"
+form ::= {}
+hook ::= "\"forward\"" | "\"forward-pre\"" | "\"global-forward\"" | "\"global-pre\""
 attrs ::= "{{" ws (attr ("," ws attr){{0,4}})? ws "}}"
 attr ::= "\"" [a-z_] [a-z0-9_]{{0,23}} "\":" ws value
 value ::= number | "true" | "false" | "null" | string | "[" ws (number ("," ws number){{0,5}})? ws "]"
@@ -345,7 +370,7 @@ dtype ::= {}
 op ::= {}
 ws ::= [ \n]{{0,2}}
 )",
-                     maxNodes - 1, dtypes, opRule);
+                     maxNodes - 1, forms, dtypes, opRule);
 }
 
 }  // namespace tcfuzz::gen

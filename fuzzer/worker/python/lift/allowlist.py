@@ -17,6 +17,9 @@ LIFT_DENIED_PATHS = (
     "torch.backends", "torch.distributed", "torch.multiprocessing", "torch.compile", "torch._dynamo",
     "torch._inductor", "torch.jit", "torch.library", "torch.from_file",
 )
+# Whole attribute paths allowed below a denied one, exactly as written (nothing below them): the graph break a
+# Dynamo-level program marks, which the lift records as the next node's graph_break_before.
+LIFT_ALLOWED_PATHS = ("torch._dynamo.graph_break",)
 # Attribute names refused on any object: file and pickle access, raw memory, frames, str.format's
 # attribute traversal.
 LIFT_DENIED_ATTRIBUTES = frozenset({
@@ -230,6 +233,8 @@ class _ProgramChecker:
                 self.check_attribute(name)
             return
         path, obj = self.imported[base.id]
+        if ".".join([path] + chain) in LIFT_ALLOWED_PATHS:
+            return
         for name in chain:
             if not _is_module(obj):  # past the modules: a function or class, checked by name only
                 self.check_attribute(name)

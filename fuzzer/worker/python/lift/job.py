@@ -5,6 +5,7 @@ LiftRecorder, and its torch calls are mapped onto catalog ops through the lift t
 from the op catalog (generators/llm/PythonLift.h). Runs in a forked worker child (child.py).
 """
 
+import contextlib
 import re
 import time
 
@@ -48,7 +49,7 @@ def run_lift_job(run):
     run.seed_everything()
     recorder = LiftRecorder()
     t_run = time.monotonic()
-    with torch.no_grad(), recorder:
+    with torch.no_grad(), recorder, recorder.graph_breaks():
         output = model(*inputs)
     run.times["run_s"] = time.monotonic() - t_run
     run.mark("lift")
@@ -83,6 +84,26 @@ class LiftRecorder(TorchFunctionMode):
         result = func(*args, **kwargs)
         self.calls.append((func, args, kwargs, result))
         return result
+
+    @contextlib.contextmanager
+    def graph_breaks(self):
+        """While it is entered, torch._dynamo.graph_break() records GRAPH_BREAK among the calls (eager runs
+        nothing for it). The child's torch is restored on leaving: a persistent child serves other jobs."""
+        import torch._dynamo
+        original = torch._dynamo.graph_break
+
+        def record(*_args, **_kwargs):
+            self.calls.append((GRAPH_BREAK, (), {}, None))
+
+        torch._dynamo.graph_break = record
+        try:
+            yield
+        finally:
+            torch._dynamo.graph_break = original
+
+
+def GRAPH_BREAK():
+    """The marker LiftRecorder.graph_breaks records for torch._dynamo.graph_break()."""
 
 
 # x * y reaches a TorchFunctionMode as Tensor.mul, not Tensor.__mul__: the table's operator callees
@@ -395,6 +416,7 @@ class Lifter:
         self.inputs = []
         self.nodes = []
         self.fresh = 0
+        self.break_pending = False  # a graph_break() came since the last node: the next one breaks before it
 
     def check(self, t):
         dtype = _dtype_name(t.dtype)
@@ -471,6 +493,9 @@ class Lifter:
             self.check(t)
             self.names[id(t)] = out if k == 0 else f"{out}.{k}"
         self.nodes.append({"out": out, "op": entry["op"], "args": arg_names, "attrs": attrs})
+        if self.break_pending:
+            self.nodes[-1]["python"] = {"graph_break_before": True}
+            self.break_pending = False
         if outs[0]._base is not None:
             self.views_of.setdefault(id(outs[0]._base), set()).add(id(outs[0]))
         if entry["op"] in VIEW_WRITE_KINDS and len(reads) == 1 and outs[0]._base is not None:
@@ -497,6 +522,9 @@ class Lifter:
             self.add_input(t, f"x{i}", False)
         counted, mapped, unmapped = 0, 0, {}
         for func, args, kwargs, result in calls:
+            if func is GRAPH_BREAK:
+                self.break_pending = bool(self.nodes)  # a break before any node breaks nothing
+                continue
             outs = _result_tensors(result)
             if getattr(func, "__name__", "") == "__setitem__":
                 # x[...] = v writes x (and its base): a proposal that ignored it would compute something else.
