@@ -247,15 +247,18 @@ TEST_F(PythonLiftWorkers, RecordedProgramLiftsToTheExpectedProposal) {
   EXPECT_EQ(r.lift["unmapped"], json::object());
 }
 
-// torch._dynamo.graph_break() in an LLM's forward is a Dynamo-level construct the lift keeps: the next lifted
-// node breaks the graph before it, and the proposal builds into an IR node with graph_break_before. Twice,
-// in one child: the lift gives the child's torch its graph_break back.
+// torch._dynamo.graph_break() or a print() in an LLM's forward is a Dynamo-level construct the lift keeps: the
+// next lifted node breaks the graph before it, and the proposal builds into an IR node with graph_break_before.
+// A print at import time breaks nothing. Each program twice, in one child: the lift gives the child's torch its
+// graph_break back.
 TEST_F(PythonLiftWorkers, AGraphBreakLiftsOntoTheNextNode) {
-  std::filesystem::path program =
+  std::vector<std::filesystem::path> programs{
       writeProgram("graph_break.py", programWith("", "        y = torch.sigmoid(x)\n        torch._dynamo.graph_break()\n"
-                                                     "        return torch.tanh(y)\n"));
-  for (int run = 0; run < 2; ++run) {
-    oracles::RunResult r = lift(program);
+                                                     "        return torch.tanh(y)\n")),
+      writeProgram("print_break.py", programWith("print('loading')", "        y = torch.sigmoid(x)\n        print(y.shape, y)\n"
+                                                                       "        return torch.tanh(y)\n"))};
+  for (int run = 0; run < 4; ++run) {
+    oracles::RunResult r = lift(programs[static_cast<size_t>(run % 2)]);
     ASSERT_TRUE(r.ok()) << r.summary() << r.stderrTail;
     ASSERT_TRUE(r.lift.contains("proposal")) << r.lift.dump();
     const json& nodes = r.lift["proposal"]["nodes"];

@@ -33,7 +33,10 @@ def run_lift_job(run):
     if reason is not None:
         return {"status": "ok", "phase": "done", "lift": {"rejected": reason}, "times": run.times}
     table = LiftTable(spec.get("table") or [])
-    namespace = {"__name__": "tcfuzz_program", "__file__": path, "__builtins__": lift_builtins()}
+    recorder = LiftRecorder()
+    builtins = lift_builtins()
+    builtins["print"] = recorder.print_graph_break  # Dynamo breaks the graph at a print; the lift prints nothing
+    namespace = {"__name__": "tcfuzz_program", "__file__": path, "__builtins__": builtins}
     GUARD.watch(path, run.dir)  # a third line behind the allowlist and the OS sandbox
     exec(compile(source, path, "exec"), namespace)  # the child is the sandbox; the AST passed the allowlist
     run.mark("setup")
@@ -47,7 +50,6 @@ def run_lift_job(run):
     run.times["setup_s"] = time.monotonic() - t0
     run.mark("run")
     run.seed_everything()
-    recorder = LiftRecorder()
     t_run = time.monotonic()
     with torch.no_grad(), recorder, recorder.graph_breaks():
         output = model(*inputs)
@@ -78,6 +80,7 @@ class LiftRecorder(TorchFunctionMode):
     def __init__(self):
         super().__init__()
         self.calls = []
+        self.breaking = False  # inside graph_breaks(): graph_break() and print() record GRAPH_BREAK
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -87,19 +90,24 @@ class LiftRecorder(TorchFunctionMode):
 
     @contextlib.contextmanager
     def graph_breaks(self):
-        """While it is entered, torch._dynamo.graph_break() records GRAPH_BREAK among the calls (eager runs
-        nothing for it). The child's torch is restored on leaving: a persistent child serves other jobs."""
+        """While it is entered, torch._dynamo.graph_break() and the program's print() record GRAPH_BREAK among
+        the calls (eager runs nothing for them). The child's torch is restored on leaving: a persistent child
+        serves other jobs."""
         import torch._dynamo
         original = torch._dynamo.graph_break
 
-        def record(*_args, **_kwargs):
-            self.calls.append((GRAPH_BREAK, (), {}, None))
-
-        torch._dynamo.graph_break = record
+        torch._dynamo.graph_break = self.print_graph_break
+        self.breaking = True
         try:
             yield
         finally:
+            self.breaking = False
             torch._dynamo.graph_break = original
+
+    def print_graph_break(self, *_args, **_kwargs):
+        """The lifted program's graph_break() and print(): a GRAPH_BREAK in the forward, nothing elsewhere."""
+        if self.breaking:
+            self.calls.append((GRAPH_BREAK, (), {}, None))
 
 
 def GRAPH_BREAK():
