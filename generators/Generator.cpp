@@ -321,9 +321,7 @@ Graph Generator::grow(const Graph& core, uint64_t index, NodeRange nodes) {
   repairIllegalViews(g, catalog_);
   // Python-level code around the core, as around a grammar program: the core's own constructs (its nodes'
   // and its schedule and hook) when it wrote any, else the policy's draw on the grown program.
-  bool coreConstructs = !core.schedule.empty() || !core.hook.empty() ||
-                        std::any_of(core.nodes.begin(), core.nodes.end(), [](const Node& n) { return !n.python.empty(); });
-  if (coreConstructs) {
+  if (planPythonConstructs(core, catalog_).anyConstruct()) {
     g.schedule = core.schedule;
     g.hook = core.hook;
   } else {

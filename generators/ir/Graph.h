@@ -191,7 +191,6 @@ class GraphFormatError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-
 /// A whole program. Values are listed in definition order; nodes in execution order.
 class Graph {
  public:

@@ -162,6 +162,7 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
           schema(fmt::format("{}.boundary: {}", where, e.what()));
         }
     }
+    std::vector<NodePython> nodePython(nodes.size());  // each node's Python constructs, as the schema pass read them
     for (size_t i = 0; i < nodes.size(); ++i) {
       std::string where = fmt::format("nodes[{}]", i);
       const json& n = nodes[i];
@@ -172,7 +173,7 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
       for (const auto& a : n["args"]) nameAt(a, where + ".args[]");
       if (n.contains("attrs") && !n["attrs"].is_object()) schema(where + ".attrs must be an object");
       if (n.contains("python")) try {
-          nodePythonFromJson(n["python"], where + ".python");
+          nodePython[i] = nodePythonFromJson(n["python"], where + ".python");
         } catch (const GraphFormatError& e) {
           schema(e.what());
         }
@@ -229,7 +230,7 @@ ProposalOutcome buildProposal(const json& doc, const OpCatalog& catalog, const S
       }
       node.attrs = n.value("attrs", json::object());
       // Python constructs the program cannot hold are dropped where the program is written (planPythonConstructs).
-      if (n.contains("python")) node.python = nodePythonFromJson(n["python"], "python");
+      node.python = nodePython[i];
       size_t before = g.nodes.size();
       std::string why;
       if (!repairer.append(node, &why)) {

@@ -35,7 +35,7 @@ def run_lift_job(run):
     table = LiftTable(spec.get("table") or [])
     recorder = LiftRecorder()
     builtins = lift_builtins()
-    builtins["print"] = recorder.print_graph_break  # Dynamo breaks the graph at a print; the lift prints nothing
+    builtins["print"] = recorder.record_graph_break  # Dynamo breaks the graph at a print; the lift prints nothing
     namespace = {"__name__": "tcfuzz_program", "__file__": path, "__builtins__": builtins}
     GUARD.watch(path, run.dir)  # a third line behind the allowlist and the OS sandbox
     exec(compile(source, path, "exec"), namespace)  # the child is the sandbox; the AST passed the allowlist
@@ -95,8 +95,7 @@ class LiftRecorder(TorchFunctionMode):
         serves other jobs."""
         import torch._dynamo
         original = torch._dynamo.graph_break
-
-        torch._dynamo.graph_break = self.print_graph_break
+        torch._dynamo.graph_break = self.record_graph_break
         self.breaking = True
         try:
             yield
@@ -104,7 +103,7 @@ class LiftRecorder(TorchFunctionMode):
             self.breaking = False
             torch._dynamo.graph_break = original
 
-    def print_graph_break(self, *_args, **_kwargs):
+    def record_graph_break(self, *_args, **_kwargs):
         """The lifted program's graph_break() and print(): a GRAPH_BREAK in the forward, nothing elsewhere."""
         if self.breaking:
             self.calls.append((GRAPH_BREAK, (), {}, None))
