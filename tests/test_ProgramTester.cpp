@@ -326,6 +326,31 @@ TEST_F(ProgramTesterTest, PlantedSignedZerosAndFlushedSubnormalsAreLowSeverityFi
   EXPECT_TRUE(oracles::isFinding(flush.verdict.verdict));
 }
 
+TEST_F(ProgramTesterTest, ARecompileOnTheRepeatedCallIsALowSeverityRecompileStorm) {
+  // TEST FIXTURE program: a private counter changes at every call without changing a value, so Dynamo's guard
+  // on it fails when call 2 repeats call 1, as an unstable guard would.
+  ProgramTestResult storm = tester_->test(sourcePath("tests/programs/planted/unstable_guard.py"), settings("inductor"));
+  EXPECT_EQ(storm.verdict.verdict, oracles::Verdict::RecompileStorm) << storm.verdict.reason;
+  ASSERT_EQ(storm.runs.compiled.repeatRecompiles.size(), 1u);
+  EXPECT_NE(storm.runs.compiled.repeatRecompiles[0].find("_calls"), std::string::npos)
+      << storm.runs.compiled.repeatRecompiles[0];
+  EXPECT_TRUE(oracles::isFinding(storm.verdict.verdict));
+  EXPECT_FALSE(oracles::isWrongResult(storm.verdict.verdict));
+  oracles::Signature sig = oracles::signatureOf(storm.runs, storm.verdict, {});
+  EXPECT_EQ(sig.kind, "recompile");
+  EXPECT_NE(sig.normalizedMessage.find("_calls"), std::string::npos) << sig.normalizedMessage;
+
+  // Eager's own call 2 differs when the counter changes the values: the program drifts, and no storm is judged.
+  ProgramTestResult drift = tester_->test(sourcePath("tests/programs/private_state_drift.py"), settings("inductor"));
+  EXPECT_NE(drift.verdict.verdict, oracles::Verdict::RecompileStorm) << drift.verdict.reason;
+  EXPECT_FALSE(oracles::isFinding(drift.verdict.verdict)) << drift.verdict.reason;
+
+  // A plain program's repeated call runs Dynamo's cached code.
+  ProgramTestResult calm = tester_->test(sourcePath("corpus/conv1d_mean_linear.py"), settings("inductor"));
+  EXPECT_EQ(calm.verdict.verdict, oracles::Verdict::Agree) << calm.verdict.reason;
+  EXPECT_TRUE(calm.runs.compiled.repeatRecompiles.empty());
+}
+
 TEST_F(ProgramTesterTest, AProgramDynamoCapturesNoGraphOfIsNothingCompiled) {
   ProgramTestResult r = tester_->test(sourcePath("tests/programs/no_tensor_ops.py"), settings("inductor"));
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NothingCompiled) << r.verdict.reason;

@@ -276,6 +276,22 @@ TEST_F(ReproEndToEnd, PlantedSignedZerosReproduceAsSignedZero) {
   EXPECT_EQ(reproVerdict(r.stdoutTail), "signed-zero") << describe(r);
 }
 
+TEST_F(ReproEndToEnd, ARecompileOnTheRepeatedCallReproducesAsRecompileStorm) {
+  // TEST FIXTURE program: a private counter changes at every call without changing a value, so Dynamo's guard
+  // on it fails when call 2 repeats call 1, as an unstable guard would.
+  ReproCase c = makeCase("tests/programs/planted/unstable_guard.py", "inductor", "recompile-storm");
+  oracles::RunResult r = runRepro(c, "unstable_guard");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(r.exitCode.value_or(-1), 1) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "recompile-storm") << describe(r);
+  EXPECT_NE(r.stdoutTail.find("call 2 (the same inputs and state again) recompiles"), std::string::npos) << describe(r);
+  // When eager's own call 2 differs (the program drifts), the recompile is expected: no storm.
+  ReproCase drift = makeCase("tests/programs/private_state_drift.py", "inductor", "recompile-storm");
+  r = runRepro(drift, "private_state_drift");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "agree") << describe(r);
+}
+
 TEST_F(ReproEndToEnd, PlantedCompilerFailureReproducesAsCrashMismatch) {
   // TEST FIXTURE backend: raises on every compilation.
   ReproCase c = makeCase("corpus/conv1d_mean_linear.py", "tcfuzz_planted_raise", "crash-mismatch");

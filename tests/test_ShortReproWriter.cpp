@@ -142,6 +142,20 @@ TEST_F(ShortReproEndToEnd, PlantedNumericBugFailsTheAssertion) {
   EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
 }
 
+TEST_F(ShortReproEndToEnd, ARecompileOnTheRepeatedCallRaisesRecompileError) {
+  // TEST FIXTURE program: a private counter changes at every call without changing a value, so Dynamo's guard
+  // on it fails when call 2 repeats call 1, as an unstable guard would.
+  ReproCase c = makeCase("tests/programs/planted/unstable_guard.py", "inductor", "recompile-storm");
+  oracles::RunResult r = run(c, "unstable_guard");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+  EXPECT_NE(r.stderrTail.find("_calls"), std::string::npos) << describe(r);  // the guard that failed
+  // A program whose repeated call hits Dynamo's cache passes the same check.
+  ReproCase calm = makeCase("tests/programs/linear_tanh_sum.py", "inductor", "recompile-storm");
+  r = run(calm, "no_recompile");
+  EXPECT_FALSE(shortReproReproduces(calm, {}, r)) << describe(r);
+  EXPECT_EQ(r.exitCode.value_or(-1), 0) << describe(r);
+}
+
 TEST_F(ShortReproEndToEnd, ANaNThatCompiledTurnsFiniteFailsAlthoughSameWithAFloat64ReferenceExcusesIt) {
   // TEST FIXTURE backend: every NaN comes back as 0. log of a negative value is NaN in eager and in float64
   // alike, so same(fp64_ref=...) passes; the placement check does not. The first call and a later one.

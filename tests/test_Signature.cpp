@@ -505,3 +505,21 @@ TEST(StickyCudaError, IsItsOwnKindOfCrashWhetherRaisedOrFatal) {
   EXPECT_NE(crashOf(illegal).id(), crashOf(raised("compile", "AcceleratorError", "CUDA error: an illegal memory access was "
                                                   "encountered")).id());
 }
+
+TEST(Signature, ARecompileStormIsKeyedByTheGuardThatFailedNotWhereTheJobRan) {
+  // Dynamo quotes the user's line and a job-specific path after the guard: two jobs of one bug share a key.
+  TripleRun one, two;
+  one.compiled.repeatRecompiles = {"self._calls == 0 # self._calls += 1 # mp/tcfuzz-run-kYpNp3/jobs/000000-compiled/p.py:15 in forward"};
+  two.compiled.repeatRecompiles = {"self._calls == 0 # self._calls += 1 # mp/tcfuzz-run-Q2xaa1/jobs/000007-compiled/p.py:15 in forward"};
+  VerdictReport storm{Verdict::RecompileStorm, "call 2 recompiled", {}};
+  Signature a = signatureOf(one, storm, {"aten.tanh"}), b = signatureOf(two, storm, {"aten.tanh"});
+  EXPECT_EQ(a.id(), b.id());
+  EXPECT_EQ(a.kind, "recompile");
+  EXPECT_EQ(a.phase, "second-call");
+  EXPECT_EQ(a.normalizedMessage, normalizeMessage("self._calls == 0"));
+  EXPECT_TRUE(a.ops.empty());  // the guard, not the program's ops
+  two.compiled.repeatRecompiles = {"len(self.cache) == 2 # for k in self.cache: # p.py:9 in forward"};
+  EXPECT_NE(signatureOf(two, storm, {"aten.tanh"}).id(), a.id());
+  EXPECT_EQ(guardOfFailure("tensor 'x' size mismatch at index 0. expected 8, actual 7"),
+            "tensor 'x' size mismatch at index 0. expected 8, actual 7");
+}

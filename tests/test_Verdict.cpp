@@ -185,6 +185,16 @@ TEST(VerdictNames, AliasingIsAWrongResultWithItsOwnExitCodeAndStory) {
   EXPECT_TRUE(wrongResultStory(Verdict::CrashMismatch).empty());
 }
 
+TEST(VerdictNames, ARecompileStormIsALowSeverityFindingThatIsNoWrongResult) {
+  EXPECT_EQ(toString(Verdict::RecompileStorm), "recompile-storm");
+  EXPECT_EQ(parseVerdict("recompile-storm"), Verdict::RecompileStorm);
+  EXPECT_EQ(exitCodeFor(Verdict::RecompileStorm), 25);
+  EXPECT_TRUE(isFinding(Verdict::RecompileStorm));
+  EXPECT_FALSE(isWrongResult(Verdict::RecompileStorm));
+  EXPECT_FALSE(isWrongResultSymptom("recompile-storm"));
+  EXPECT_NE(wrongResultStory(Verdict::RecompileStorm).find("recompiles"), std::string_view::npos);
+}
+
 TEST(VerdictNames, PythonStateIsAMutationAndAScheduleCallALaterCall) {
   // The Python state after call 1 is state forward leaves behind; a schedule's call is a call after the first.
   EXPECT_EQ(wrongResultOfRole("python-state"), Verdict::MutationDivergence);

@@ -602,7 +602,7 @@ void Campaign::writeStats() {
   }
   for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "mutation-divergence",
                         "second-call-divergence", "aliasing-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
-                        "random-only", "nothing-compiled", "ill-conditioned"}) {
+                        "random-only", "nothing-compiled", "ill-conditioned", "signed-zero", "denormal-flush", "recompile-storm"}) {
     auto it = s.verdicts.find(v);
     kv.emplace_back(statsKey(v), std::to_string(it == s.verdicts.end() ? 0 : it->second));
   }

@@ -76,7 +76,7 @@ std::string componentTag(const std::string& component) {
 
 /// "wrong-result", "accepts-invalid", "hang" or "crash".
 std::string severityOf(const Signature& s) {
-  if (s.symptom == "signed-zero" || s.symptom == "denormal-flush") return "low";
+  if (s.symptom == "signed-zero" || s.symptom == "denormal-flush" || s.symptom == "recompile-storm") return "low";
   if (oracles::isWrongResultSymptom(s.symptom)) return "wrong-result";
   if (s.symptom == "status-mismatch") return "accepts-invalid";
   if (s.kind == "timeout") return "hang";
@@ -251,6 +251,12 @@ void title(CaseInTriage& c, TriageTools&) {
     else if (t.signature.symptom == "mutation-divergence" && best.backward)  // the state is read after backward
       said = "compiled forward and backward leave an input, buffer or parameter different from eager (read after backward)";
     t.title = fmt::format("{} {}: {} ({})", tag, said, uniqueOps(best.graph), configText(best));
+  } else if (t.signature.symptom == "recompile-storm") {
+    const auto& recompiles = c.bestRun.runs.compiled.repeatRecompiles;
+    std::string guard = recompiles.empty() ? t.signature.normalizedMessage : oracles::guardOfFailure(recompiles.front());
+    t.title = fmt::format("{} compiled module recompiles when called again with the same inputs and state (guard "
+                          "failure: {}): {} ({})",
+                          tag, firstLine(guard, 90), uniqueOps(best.graph), configText(best));
   } else if (t.signature.symptom == "status-mismatch") {
     t.title = fmt::format("{} compiled accepts what eager rejects ({}): {} ({})", tag,
                           firstLine(rawMessage(c.bestRun), 80), uniqueOps(best.graph), configText(best));

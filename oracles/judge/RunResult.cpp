@@ -163,6 +163,9 @@ RunResult runResultFromJson(const nlohmann::json& j) {
   if (auto it = j.find("random_ops"); it != j.end() && it->is_array())
     for (const auto& op : *it)
       if (op.is_string()) r.randomOps.push_back(op.get<std::string>());
+  if (auto it = j.find("repeat_recompiles"); it != j.end() && it->is_array())
+    for (const auto& why : *it)
+      if (why.is_string()) r.repeatRecompiles.push_back(why.get<std::string>());
   if (auto it = j.find("repeat_outputs"); it != j.end() && it->is_array())
     for (const auto& o : *it) r.repeatOutputs.push_back(outputSetFromJson(o));
   if (auto it = j.find("compile_facts"); it != j.end() && it->is_object()) {
@@ -201,6 +204,7 @@ nlohmann::json toJson(const RunResult& r) {
   if (r.times.backward > 0) j["times"]["backward_s"] = r.times.backward;
   if (r.times.extraCalls > 0) j["times"]["extra_calls_s"] = r.times.extraCalls;
   if (!r.randomOps.empty()) j["random_ops"] = r.randomOps;
+  if (!r.repeatRecompiles.empty()) j["repeat_recompiles"] = r.repeatRecompiles;
   if (!r.times.compilePhases.empty()) j["compile_phases"] = r.times.compilePhases;
   j["child"] = {{"persistent", r.child.persistent}, {"jobs_before", r.child.jobsBefore}};
   if (!r.child.stateLeak.empty()) j["child"]["state_leak"] = r.child.stateLeak;

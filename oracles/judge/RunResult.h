@@ -136,6 +136,9 @@ struct RunResult {
   ChildInfo child;
   std::vector<std::string> refusals;  ///< Refused: what the program tried, in order ("network: socket.connect ...")
   std::vector<std::string> randomOps;  ///< eager jobs: the random ops the program drew from ("aten.bernoulli_")
+  /// compiled jobs: the first guard failure of each recompile Dynamo made in call 2, which repeats call 1
+  /// exactly (fresh copies of the same inputs, the state as built); empty when it ran the cached code
+  std::vector<std::string> repeatRecompiles;
   std::string backwardNote;  ///< backward jobs: "ok", or why it was skipped ("skipped: no differentiable output")
   std::filesystem::path jobDir;
 

@@ -478,6 +478,10 @@ std::string messageHeadline(std::string_view message) {
   return std::string(trim(rest.substr(0, rest.find('\n'))));
 }
 
+std::string guardOfFailure(std::string_view failure) {
+  return std::string(trim(failure.substr(0, failure.find(" #"))));
+}
+
 Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const std::vector<std::string>& programOps) {
   Signature sig;
   sig.symptom = std::string(toString(verdict.verdict));
@@ -508,6 +512,14 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
       if (!failing->ok()) fillRun(sig, *failing, eagerSide ? "eager" : "compiled");
       break;
     }
+    case Verdict::RecompileStorm:
+      // The guard that failed on a call that changed nothing, normalized: one report per unstable guard.
+      sig.kind = "recompile";
+      sig.failingMode = "compiled";
+      sig.phase = "second-call";
+      if (!runs.compiled.repeatRecompiles.empty())
+        sig.normalizedMessage = normalizeMessage(guardOfFailure(runs.compiled.repeatRecompiles.front()));
+      break;
     case Verdict::Agree:
     case Verdict::Nondeterministic:
     case Verdict::InvalidProgram:

@@ -6,11 +6,13 @@
 //                                     exception type, the normalized message and the top 3 torch
 //                                     frames of the root cause.
 //   numeric-divergence                symptom + the sorted operator multiset of the program.
+//   recompile-storm                   symptom + kind "recompile" + compiled + phase second-call + the
+//                                     normalized guard failure of call 2's first recompile.
 //   agree, nondeterministic,          symptom only (a signature always exists, so callers never
 //   invalid-program                   have to special-case verdicts).
 //
 // Kinds: "exception", "timeout", "oom", "signal SIGSEGV" (or "signal 11" when only the number is
-// known, "exit 3" when the worker exited on its own), "numeric".
+// known, "exit 3" when the worker exited on its own), "numeric", "recompile".
 //
 // Wrapped exceptions. Torch wraps the real failure in its own types, in two ways:
 //   - chained blocks in the traceback ("The above exception was the direct cause of the following
@@ -81,7 +83,7 @@ namespace tcfuzz::oracles {
 
 struct Signature {
   std::string symptom;              ///< verdict spelling: "crash-mismatch", "numeric-divergence", ...
-  std::string kind;                 ///< "exception", "timeout", "oom", "signal SIGSEGV", "cuda-sticky-error", "numeric"; "" for non-findings
+  std::string kind;                 ///< "exception", "timeout", "oom", "signal SIGSEGV", "cuda-sticky-error", "numeric", "recompile"; "" for non-findings
   std::string failingMode;          ///< "compiled" or "eager" (the run that misbehaved); "" for numeric
   std::string phase;                ///< compile | run | backward | setup ... (crashes, timeouts, signals)
   std::string exceptionType;        ///< "InductorError(AssertionError)", "RuntimeError", ...
@@ -109,6 +111,11 @@ Signature signatureFromJson(const nlohmann::json& j);
 /// repeats); used only for numeric divergences. Never throws on odd inputs (a verdict that does
 /// not match the runs falls back to whichever run failed, then to the symptom alone).
 Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const std::vector<std::string>& programOps);
+
+/// The guard of a Dynamo guard failure as its recompile reasons write it, without the user code and the
+/// file Dynamo quotes after " #": "self._calls == 0   # self._calls += 1  # m.py:15 in forward" gives
+/// "self._calls == 0".
+std::string guardOfFailure(std::string_view failure);
 
 /// The normalized head of an exception message (rules above).
 std::string normalizeMessage(std::string_view message);

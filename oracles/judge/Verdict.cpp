@@ -26,6 +26,7 @@ constexpr std::pair<Verdict, std::string_view> kVerdictNames[] = {
     {Verdict::SignedZero, "signed-zero"},
     {Verdict::DenormalFlush, "denormal-flush"},
     {Verdict::AliasingDivergence, "aliasing-divergence"},
+    {Verdict::RecompileStorm, "recompile-storm"},
 };
 
 bool failedToLoad(const RunResult& r) { return !r.ok() && (r.phase == "load" || r.phase == "setup"); }
@@ -48,6 +49,17 @@ std::optional<VerdictReport> zeroSlip(const Comparison& cmp) {
                            {}};
     }
   return std::nullopt;
+}
+
+/// Eager's call 2 returned call 1's outputs exactly: the program kept no state of its own between the two
+/// calls (private attributes PythonState does not restore), so nothing a guard may watch changed.
+bool eagerRepeatsItself(const Comparator& comparator, const LoadedOutputs& eager) {
+  LoadedOutputs first{{}, eager.tensors}, second{{}, eager.tensors};
+  for (const OutputLeaf& leaf : eager.leaves) {
+    if (leaf.role == "output") first.leaves.push_back(leaf);
+    if (leaf.role == "second-call") second.leaves.push_back(leaf);
+  }
+  return !first.leaves.empty() && comparator.identical(first, second);
 }
 
 /// Call 1 has at least one output, and each depends on a random op.
@@ -103,6 +115,7 @@ int exitCodeFor(Verdict verdict) {
     case Verdict::SignedZero: return 22;
     case Verdict::DenormalFlush: return 23;
     case Verdict::AliasingDivergence: return 24;
+    case Verdict::RecompileStorm: return 25;
   }
   return 3;
 }
@@ -145,6 +158,10 @@ std::string_view wrongResultStory(Verdict verdict) {
        "An output of the compiled program shares storage with another tensor than eager mode's output does (a view "
        "of an input returned as a copy, or a fresh result returned as a view), so writes through it reach other "
        "tensors than in eager mode."},
+      {Verdict::RecompileStorm,
+       "Every value agrees, but the compiled module recompiles when it is called again with the same inputs and the "
+       "same module state: a guard fails on something that did not change, so each such call can recompile until "
+       "Dynamo's recompile limit sends the frame back to eager (the guard failure is on the verdict line below)."},
   };
   for (auto [v, story] : kStories)
     if (v == verdict) return story;
@@ -152,7 +169,8 @@ std::string_view wrongResultStory(Verdict verdict) {
 }
 
 bool isFinding(Verdict verdict) {
-  return verdict == Verdict::CrashMismatch || verdict == Verdict::StatusMismatch || isWrongResult(verdict);
+  return verdict == Verdict::CrashMismatch || verdict == Verdict::StatusMismatch || isWrongResult(verdict) ||
+         verdict == Verdict::RecompileStorm;
 }
 
 namespace {
@@ -239,12 +257,20 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
                                 "differs: a Dynamo bug, whatever the tolerance says",
                                 *differs, leaf.name.empty() ? "output" : leaf.name);
     report.comparison->leaves[*differs].reason = report.reason;
+  } else if (!compiled.repeatRecompiles.empty() && eagerRepeatsItself(comparator, eagerOut)) {
+    report.verdict = Verdict::RecompileStorm;
+    report.reason = fmt::format("every value agrees, but Dynamo recompiled {} time(s) in call 2, which repeats call 1 "
+                                "exactly (fresh copies of the same inputs, the state as built): guard failure: {}",
+                                compiled.repeatRecompiles.size(), compiled.repeatRecompiles.front().substr(0, 300));
   } else {
     report.verdict = Verdict::Agree;
     report.reason = "compiled matches eager within the fp64-arbitrated tolerance" + fp64Note;
     size_t random = std::count_if(cmp.leaves.begin(), cmp.leaves.end(), [](const LeafComparison& l) { return l.random; });
     if (random > 0) report.reason += fmt::format(" ({} of {} leaves depend on a random op: values not judged)", random,
                                                  cmp.leaves.size());
+    if (!compiled.repeatRecompiles.empty())
+      report.reason += "; call 2 recompiled, but eager's call 2 differs from its call 1 (the program keeps state of "
+                       "its own), so a recompile is expected";
   }
   return report;
 }

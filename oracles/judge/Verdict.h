@@ -25,21 +25,26 @@ namespace tcfuzz::oracles {
 /// else agrees (and eager is deterministic):
 /// SignedZero (compiled flips the sign of a zero on which eager and fp64 agree), DenormalFlush
 /// (compiled flushes to zero a subnormal that eager and fp64 both keep).
+/// RecompileStorm, low severity, judged only when every value agrees: Dynamo recompiled in call 2, which
+/// repeats call 1 exactly (fresh copies of the same inputs, the state as built), so a guard fails on what
+/// did not change and every later call can recompile until the recompile limit sends the frame to eager.
+/// Recompiles on calls that change something (fresh values, another size, a schedule step) are figures.
 enum class Verdict {
   Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram, StateLeakSuspect,
   SandboxRefusal, MutationDivergence, SecondCallDivergence, RandomOnly, NothingCompiled, IllConditioned,
-  SignedZero, DenormalFlush, AliasingDivergence
+  SignedZero, DenormalFlush, AliasingDivergence, RecompileStorm
 };
 
 /// "agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "nondeterministic", "invalid-program",
 /// "state-leak-suspect", "sandbox-refusal", "mutation-divergence", "second-call-divergence", "random-only",
-/// "nothing-compiled", "ill-conditioned", "signed-zero", "denormal-flush", "aliasing-divergence".
+/// "nothing-compiled", "ill-conditioned", "signed-zero", "denormal-flush", "aliasing-divergence",
+/// "recompile-storm".
 std::string_view toString(Verdict verdict);
 /// The verdict a toString spelling names, or nullopt.
 std::optional<Verdict> parseVerdict(std::string_view text);
 /// The process exit code `tcfuzz run` uses for a verdict (docs/oracle.md, "Verdicts and exit codes").
 int exitCodeFor(Verdict verdict);
-/// True for the verdicts that are findings (crash and status mismatches, and the wrong results).
+/// True for the verdicts that are findings (crash and status mismatches, the wrong results, recompile storms).
 bool isFinding(Verdict verdict);
 /// True for the findings judged by comparing values: numeric, mutation, second-call and aliasing
 /// divergences, signed zeros and flushed denormals.
@@ -51,7 +56,7 @@ bool isWrongResultSymptom(std::string_view symptom);
 /// anything else -> NumericDivergence.
 Verdict wrongResultOfRole(std::string_view role);
 /// The sentence a report opens with for a wrong result other than a numeric divergence (whose
-/// sentence carries its figures, ReportWriter); "" for any other verdict.
+/// sentence carries its figures, ReportWriter), or for a recompile storm; "" for any other verdict.
 std::string_view wrongResultStory(Verdict verdict);
 
 /// The compile configuration itself is wrong (unknown Inductor option, unknown backend): a usage

@@ -109,7 +109,7 @@ int severityRank(const std::string& severity) {
   if (severity == "hang") return 1;
   if (severity == "wrong-result") return 2;
   if (severity == "accepts-invalid") return 3;
-  if (severity == "low") return 4;  // signed zeros, flushed subnormals
+  if (severity == "low") return 4;  // signed zeros, flushed subnormals, recompile storms
   return 5;
 }
 

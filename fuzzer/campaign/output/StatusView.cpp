@@ -67,7 +67,7 @@ void StatusView::draw(const CampaignSnapshot& s) {
   text += "  verdicts\n";
   for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "mutation-divergence",
                         "second-call-divergence", "aliasing-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
-                        "random-only", "nothing-compiled", "ill-conditioned"})
+                        "random-only", "nothing-compiled", "ill-conditioned", "signed-zero", "denormal-flush", "recompile-storm"})
     text += fmt::format("    {:<20} {}\n", v, count(s, v));
   text += fmt::format("\n  findings       {:<14} unique signatures {}   last new: {}\n", s.findings, s.uniqueSignatures,
                       s.sinceLastNewSignature < 0 ? "none yet" : duration(s.sinceLastNewSignature) + " ago");

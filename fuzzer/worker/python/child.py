@@ -20,7 +20,7 @@ import torch._inductor.config
 import torch.utils._pytree as pytree
 
 from bisect_check import JobError, run_bisect  # noqa: F401  (JobError: raised by the bisect job)
-from compile_stats import compile_facts, compile_phases, install_compile_hooks
+from compile_stats import compile_facts, compile_phases, install_compile_hooks, recompiles_seen, recompiles_since
 from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, TextLeaf,
                             alias_notes, perturbed_inputs)
 from lift import run_lift_job
@@ -58,6 +58,7 @@ class ChildRun:
         self.random_ops = []
         self.tie_sources = {}  # id(an output leaf of call 1) -> IndexSources' (source, dim, same rank)
         self.written_inputs = frozenset()  # the program's WRITTEN_INPUTS: positions forward writes into
+        self.repeat_recompiles = []  # compiled jobs: the guard failures of recompiles in call 2 (a repeat of call 1)
 
     def mark(self, phase):
         """Records the phase on disk first, so a death in this phase is attributed to it."""
@@ -261,7 +262,10 @@ class ChildRun:
                     args = self.make_inputs(ns, seed, widen=mode == "fp64")
                     if backward:
                         args = self.grad_leaves(args)
+                mark = recompiles_seen()
                 out, _, _ = self.call(fn, args, mode, wrt, wrt_names, False)
+                if role == "second-call" and mode == "compiled" and not self.repeat_recompiles:
+                    self.repeat_recompiles = recompiles_since(mark)
                 entries += [(leaf, role, f"{role}: output {i}", leaf) for i, leaf in enumerate(pytree.tree_leaves(out))]
             for role in ("resized", "moved") if self.job.get("resized_call") else ("moved",):
                 entries += self.later_call(role, fn, model, inputs, mode, state)
@@ -357,6 +361,8 @@ class ChildRun:
         if mode == "compiled":
             result["compile_facts"] = compile_facts()
             result["compile_phases"] = compile_phases(self.compile_seconds)
+            if self.repeat_recompiles:
+                result["repeat_recompiles"] = self.repeat_recompiles
         return result
 
     # -- "script" jobs: a plain Python script (a repro.py) in a fresh interpreter -----------------

@@ -4,6 +4,7 @@ phase (compile_phases). Imported by child.py before any fork; nothing here runs 
 torch at import time. Per-process figures: a persistent child clears them between jobs
 (persistent.reset_compiler_state)."""
 
+import collections
 import functools
 import re
 
@@ -248,9 +249,27 @@ _DIGITS = re.compile(r"\d+")
 _COMPILE_ID = re.compile(r"^\[?\d+/\d+\]?:?\s*")  # "0/0: " before a guard failure
 
 
+# This process's latest recompiles, oldest first: each one's first guard failure as Dynamo wrote it.
+_RECOMPILES = collections.deque(maxlen=100)
+_RECOMPILE_TOTAL = [0]
+
+
 def _record_recompile(reasons):
     first = str(reasons[0]).strip().splitlines()[0] if reasons else "unknown"
     _count("recompile_reasons", _DIGITS.sub("N", _COMPILE_ID.sub("", first)))
+    _RECOMPILES.append(" ".join(_COMPILE_ID.sub("", first).split())[:NAME_CHARS * 5])
+    _RECOMPILE_TOTAL[0] += 1
+
+
+def recompiles_seen():
+    """How many recompiles this process's hook has seen: a mark for recompiles_since."""
+    return _RECOMPILE_TOTAL[0]
+
+
+def recompiles_since(mark):
+    """The first guard failure of each recompile since `mark` (recompiles_seen), oldest first (the latest 100)."""
+    n = min(_RECOMPILE_TOTAL[0] - mark, len(_RECOMPILES))
+    return list(_RECOMPILES)[-n:] if n > 0 else []
 
 
 def _wrap(owner, attr, make):

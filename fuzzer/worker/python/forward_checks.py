@@ -12,7 +12,9 @@ The leaves of one run, in the order every mode saves them (child.py) and repro.p
                        when call 1 ran backward: the state is read after the gradients)
   role "python-state"  the Python state after call 1 (repro_shared.PythonState): "self.calls after forward",
                        "Model.scale after forward", "global OFFSET after forward"; only for a program that keeps some
-  role "second-call"   call 2 (fresh copies of the same inputs, state restored): its outputs
+  role "second-call"   call 2 (fresh copies of the same inputs, state restored): its outputs. It repeats call 1
+                       exactly, so Dynamo must run its cached code: a compiled job reports the guard failures of
+                       any recompile call 2 made (result "repeat_recompiles"; the oracle's recompile-storm)
   role "fresh-inputs"  call 3 (make_inputs(seed + 1), state restored): its outputs
   role "resized"       jobs under dynamic=True only: call 4, inputs of another size (repro_shared.resized_inputs,
                        state restored). First a TextLeaf named "resized: inputs" saying which dim of which

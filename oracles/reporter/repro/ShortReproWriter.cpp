@@ -227,16 +227,18 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   bool numeric = verdict == "numeric-divergence";
   bool mutation = verdict == "mutation-divergence", later = verdict == "second-call-divergence";
   bool aliasing = verdict == "aliasing-divergence";
+  bool storm = verdict == "recompile-storm";  // call 2, a repeat of call 1, recompiles
   std::optional<LaterCallInputs> laterCall = later ? laterCallOfDivergingLeaf(repro) : std::nullopt;
   std::string failingRole = (mutation || later) ? leafField(repro, checkedLeaf(repro), "role", "") : "";
   bool scheduled = later && failingRole == "schedule";                      // a call of the program's schedule
-  bool pythonState = scheduled || (mutation && failingRole == "python-state");  // Python state is compared
+  // Python state is compared, or put back as built before a call
+  bool pythonState = scheduled || storm || (mutation && failingRole == "python-state");
   bool arbitrated = numeric || mutation || later;  // judged against a float64 run
-  if (!arbitrated && !aliasing && verdict != "crash-mismatch" && verdict != "status-mismatch")
+  if (!arbitrated && !aliasing && !storm && verdict != "crash-mismatch" && verdict != "status-mismatch")
     throw std::invalid_argument("short_repro.py cannot express the verdict '" + verdict + "'");
   // A mutation finding of a backward job reads the state after backward, as the worker does: the
   // compiled backward may be what writes into an input. Later calls and aliasing look at forwards only.
-  bool backward = repro.backward && !later && !aliasing;
+  bool backward = repro.backward && !later && !aliasing && !storm;
   bool random = drawsRandomNumbers(repro.programPy);
   bool casts = arbitrated && castsExplicitly(repro.programPy);
   std::string oneLineTitle = title;
@@ -374,6 +376,14 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        fn(*copies(inputs))");
     add("        again = torch.utils._pytree.tree_leaves(fn(*copies(inputs)))");
     add("        return again + torch.utils._pytree.tree_leaves(fn(*fresh))");
+  } else if (storm) {  // call 2 repeats call 1 (the same inputs, the state as built): Dynamo must not recompile
+    if (!aliased) add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
+    add(noGrad);
+    add("        fn = " + fn);
+    add("        fn(*copies(inputs))  # call 1 compiles");
+    add("        state_as_built(model, attrs)");
+    add("        torch._dynamo.config.error_on_recompile = compiled  # nothing changed, so nothing may recompile");
+    add("        return torch.utils._pytree.tree_leaves(fn(*copies(inputs)))  # call 2: RecompileError");
   } else if (aliasing) {  // per output: the input, buffer, parameter or earlier output it shares storage with
     add(noGrad);
     add("        out = torch.utils._pytree.tree_leaves(" + call + ")");
@@ -410,7 +420,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
                       leaf, tol, kNumericMessage, kPlacedHelper));
     else
       add(fmt::format("assert torch.equal(eager[{0}], compiled[{0}]), \"leaf {0}: {1}\"", leaf, kNumericMessage));
-  } else if (verdict == "crash-mismatch") {
+  } else if (verdict == "crash-mismatch" || storm) {
     add("run()");
     add(fmt::format("print(\"{} (eager); now the compiled run:\", flush=True)", kReferencePassed));
     add("run(compiled=True)");
@@ -425,6 +435,9 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
 }
 
 bool shortReproReproduces(const ReproCase& repro, const Signature& signature, const RunResult& run) {
+  if (repro.verdict == "recompile-storm")
+    return run.stdoutTail.find(kReferencePassed) != std::string::npos && run.status == RunStatus::Ok &&
+           run.exitCode.value_or(0) != 0 && run.stderrTail.find("RecompileError") != std::string::npos;
   if (isWrongResultSymptom(repro.verdict)) {
     std::string_view message = wrongResultMessage(repro);
     return !message.empty() && run.status == RunStatus::Ok && run.exitCode.value_or(0) != 0 &&

@@ -511,6 +511,35 @@ def gradients(out, wrt):
     return list(torch.autograd.grad(diff_outputs, wrt, grad_outputs, allow_unused=True))
 
 
+RECOMPILED_ON_REPEAT = []  # the compiled run's call 2: Dynamo's RecompileError messages
+
+
+def repeat_without_recompile(call, args, restore):
+    """Call 2 repeats call 1 exactly (fresh copies of the same inputs, the state as built), so Dynamo must run
+    its cached code: tries it under torch._dynamo.config.error_on_recompile, and a RecompileError (a guard
+    failing on what did not change: a recompile storm) is kept in RECOMPILED_ON_REPEAT. Returns fresh
+    copies of `args`, with the state restored, for the call whose outputs are judged."""
+    try:
+        with torch._dynamo.config.patch(error_on_recompile=True):
+            call(fresh_copies(args))
+    except torch._dynamo.exc.RecompileError as exc:
+        RECOMPILED_ON_REPEAT.append(str(exc))
+        print(f"compiled: call 2 (the same inputs and state again) recompiles:\n{exc}")
+    restore()
+    return fresh_copies(args)
+
+
+def repeats_itself(run_leaves):
+    """Eager's call 2 returned call 1's outputs exactly: the program kept no state of its own between them."""
+    leaves, _, roles = run_leaves
+    first = [leaf for leaf, role in zip(leaves, roles) if role == "output"]
+    second = [leaf for leaf, role in zip(leaves, roles) if role == "second-call"]
+    same = lambda a, b: (torch.equal(a, b) or bool(a.isnan().equal(b.isnan()) and a.nan_to_num(0.0).equal(b.nan_to_num(0.0)))
+                         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                         and a.dtype == b.dtype else a == b)
+    return bool(first) and len(first) == len(second) and all(same(a, b) for a, b in zip(first, second))
+
+
 def run(mode):
     """One run ("eager", "fp64" or "compiled"), as tcfuzz's worker made it: call 1's outputs (then its
     gradients, then what each output's storage is shared with), each input, buffer and parameter as
@@ -584,6 +613,8 @@ def run(mode):
         restore()
         if seed is None:
             args = fresh_copies(inputs)
+            if mode == "compiled":
+                args = repeat_without_recompile(call, args, restore)
         else:
             args = build_inputs(seed, widen=mode == "fp64")
             if CASE["backward"]:
@@ -657,6 +688,8 @@ def main():
         verdict = "invalid-program"  # both fail
     else:
         verdict = compare(eager, compiled, fp64)
+        if verdict == "agree" and RECOMPILED_ON_REPEAT and repeats_itself(eager):
+            verdict = "recompile-storm"  # every value agrees, but call 2 recompiled on what did not change
     print(f"expected: {CASE['verdict']}")
     print(f"tcfuzz-verdict: {verdict}")
     sys.exit(1 if verdict == CASE["verdict"] else 0)
