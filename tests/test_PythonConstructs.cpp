@@ -306,7 +306,20 @@ TEST_F(PythonConstructsTest, EveryFormIsWrittenWithItsModuleTextOnceAndItsStateC
         "    \"\"\"inputs with requires_grad flipped (the floating inputs forward does not write)\"\"\"\n"
         "    return flip_requires_grad\n"})
     EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
-  g.typeOf(0).dtype = DType::Int64;  // no floating input to flip
+  // A step that moves the program to float64: model.double(), and the function that widens the inputs.
+  g.schedule = {{"dtype", 0}};
+  ASSERT_EQ(planPythonConstructs(g, catalog).schedule.size(), 1u);
+  py = PythonEmitter(catalog).emit(g);
+  for (const char* expected :
+       {"def as_float64(inputs):", "    return [x.detach().double().requires_grad_(x.requires_grad)\n",
+        "    \"\"\"model.double(), and the floating inputs as float64 (another dtype)\"\"\"\n"
+        "    model.double()\n    return as_float64\n"})
+    EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
+  g.nodes[1].attrs["dtype"] = "float16";  // a node that names a dtype would mix it with float64
+  EXPECT_TRUE(planPythonConstructs(g, catalog).schedule.empty());
+  g.nodes[1].attrs.erase("dtype");
+  g.typeOf(0).dtype = DType::Int64;  // no floating input to flip or widen
+  g.schedule = {{"requires-grad", 0}, {"dtype", 0}};
   EXPECT_TRUE(planPythonConstructs(g, catalog).schedule.empty());
 }
 

@@ -61,8 +61,9 @@ TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAnd
     g.nodes.back().python.form = form;
     g.outputs.push_back(out);
   }
-  // train(): the submodules double; then x0 without requires_grad, so the compiled module must recompile.
-  g.schedule = {{"clear-cache", 0}, {"clear-cache", 0}, {"train-mode", 0}, {"requires-grad", 0}};
+  // train(): the submodules double; then x0 without requires_grad, so the compiled module must recompile;
+  // then model.double() with x0 as float64: another dtype, another recompile.
+  g.schedule = {{"clear-cache", 0}, {"clear-cache", 0}, {"train-mode", 0}, {"requires-grad", 0}, {"dtype", 0}};
   TempDir dir("tcfuzz-forms");
   const auto program = dir.path() / "every_form.py";
   std::ofstream(program) << gen::PythonEmitter(catalog).emit(g);
@@ -88,10 +89,23 @@ TEST_F(ProgramTesterTest, EveryPythonFormRunsBitIdenticalUnderTheEagerBackendAnd
   EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): closure cell TALLY.count"], "2");
   EXPECT_EQ(state["schedule 2 (model.cache.clear() (the dict forward passes to remember)): self.cache"], "{0: (3, 4)}");
   EXPECT_EQ(state["schedule 3 (model.train(not model.training): eval() to train() and back): closure cell TALLY.count"], "3");
+  // The local-class form makes a new class at every call: Dynamo's guard on its identity fails on call 2 by
+  // design, which is no recompile storm.
+  ASSERT_FALSE(r.runs.compiled.repeatRecompiles.empty());
+  EXPECT_NE(r.runs.compiled.repeatRecompiles[0].find("<locals>"), std::string::npos);
+  EXPECT_NE(r.verdict.reason.find("anew at every call"), std::string::npos) << r.verdict.reason;
   int flipped = 0;
   for (const auto& l : r.verdict.comparison->leaves)
     flipped += l.name.starts_with("schedule 4 (inputs with requires_grad flipped") && l.name.find(": output ") != std::string::npos;
   EXPECT_EQ(flipped, static_cast<int>(g.outputs.size()));
+  int widened = 0;
+  for (const auto& l : r.runs.eager.outputs->leaves)
+    widened += l.name.starts_with("schedule 5 (model.double(), and the floating inputs as float64") &&
+               l.name.find(": output ") != std::string::npos && l.dtype == "float64";
+  EXPECT_EQ(widened, static_cast<int>(g.outputs.size()));
+  // Every later call starts from the model as built: call 1 of the eager job's second run is float32 again.
+  for (const auto& l : r.runs.eager.outputs->leaves)
+    if (l.role == "output") EXPECT_EQ(l.dtype, "float32") << l.name;
 
   r = tester_->test(program, settings("inductor"));
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;

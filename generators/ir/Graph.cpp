@@ -86,7 +86,7 @@ class Reader {
 
 const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "training", "calls"};
 const std::set<std::string> kOutputStates{"scale", "offset"};
-const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook", "clear-cache", "requires-grad"};
+const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook", "clear-cache", "requires-grad", "dtype"};
 const std::set<std::string> kHooks{"forward", "forward-pre", "global-forward", "global-pre"};
 
 }  // namespace
@@ -162,7 +162,7 @@ void programPythonFromJson(const Reader& root, Graph& g) {
       s.onlyKeys({"change", "value"});
       ScheduleStep step{s.at("change").str(), s.has("value") ? s.at("value").number() : 0.0};
       if (!kScheduleChanges.contains(step.change))
-        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode, remove-hook, clear-cache or requires-grad)", step.change));
+        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode, remove-hook, clear-cache, requires-grad or dtype)", step.change));
       g.schedule.push_back(step);
     }
   }

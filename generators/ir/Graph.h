@@ -138,8 +138,10 @@ struct NodePython {
 /// "class-attr" (Model.scale = value), "instance-attr" (model.scale = value, shadowing the class
 /// attribute), "global" (OFFSET = value), "flag" (model.flag = not model.flag), "train-mode"
 /// (model.train(not model.training)), "remove-hook" (the module's hook removed) or "clear-cache"
-/// (model.cache.clear(), the dict the "dict-state" form keeps) or "requires-grad" (the call's floating
-/// inputs that forward does not write get their requires_grad flipped); value is used by the first three only.
+/// (model.cache.clear(), the dict the "dict-state" form keeps), "requires-grad" (the call's floating
+/// inputs that forward does not write get their requires_grad flipped) or "dtype" (model.double(), and the
+/// call's floating inputs as float64: another dtype, which Dynamo must recompile for); value is used by the
+/// first three only.
 struct ScheduleStep {
   std::string change = "class-attr";
   double value = 0;

@@ -76,6 +76,14 @@ bool hasFlippableInput(const Graph& g) {
   return false;
 }
 
+/// Whether a schedule step can move the program to float64 (model.double() and float64 inputs): it has a
+/// floating input, and no node names a dtype (a cast, a layer of another dtype) that would then mix with it.
+bool hasRetypableInputs(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.attrs.is_object() && n.attrs.contains("dtype") && !n.attrs["dtype"].is_null()) return false;
+  return std::any_of(g.inputs.begin(), g.inputs.end(), [&](const Source& s) { return isFloat(g.typeOf(s.value).dtype); });
+}
+
 /// Draws a form of the loop kind (`loop`) or of the others, by the policy's weights; "" when none weighs.
 std::string drawForm(const PythonConstructChances& chances, bool loop, Rng& rng) {
   std::vector<std::string> names;
@@ -204,6 +212,7 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
                  : s.change == "remove-hook" ? !plan.hook.empty()
                  : s.change == "clear-cache" ? plan.forms.contains("dict-state")
                  : s.change == "requires-grad" ? hasFlippableInput(g)
+                 : s.change == "dtype"       ? hasRetypableInputs(g)
                                              : plan.classScale;
     if (holds) plan.schedule.push_back(s);
   }
@@ -288,6 +297,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
   if (plan.forms.contains("dict-state")) changes.push_back("clear-cache");
   // Flipping requires_grad joins a schedule that changes state already: it alone would schedule most programs.
   if (!changes.empty() && hasFlippableInput(g)) changes.push_back("requires-grad");
+  if (!changes.empty() && hasRetypableInputs(g)) changes.push_back("dtype");
   if (!changes.empty() && rng.chance(chances.schedule)) {
     int steps = static_cast<int>(rng.uniform(1, 3));
     for (int k = 0; k < steps; ++k) {
@@ -463,6 +473,10 @@ std::string PythonText::scheduleAndState() const {
              "    return [x.detach().requires_grad_(not x.requires_grad)\n"
              "            if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in written else x\n"
              "            for i, x in enumerate(inputs)]\n";
+    if (std::any_of(plan.schedule.begin(), plan.schedule.end(), [](const ScheduleStep& s) { return s.change == "dtype"; }))
+      out += "\n\ndef as_float64(inputs):  # what a step returns: the call's floating inputs as float64\n"
+             "    return [x.detach().double().requires_grad_(x.requires_grad)\n"
+             "            if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]\n";
     std::vector<std::string> names;
     for (size_t k = 0; k < plan.schedule.size(); ++k) {
       const ScheduleStep& s = plan.schedule[k];
@@ -485,6 +499,9 @@ std::string PythonText::scheduleAndState() const {
       } else if (s.change == "requires-grad") {
         doc = "inputs with requires_grad flipped (the floating inputs forward does not write)";
         body = "    return flip_requires_grad\n";
+      } else if (s.change == "dtype") {
+        doc = "model.double(), and the floating inputs as float64 (another dtype)";
+        body = "    model.double()\n    return as_float64\n";
       } else if (s.change == "clear-cache") {
         doc = "model.cache.clear() (the dict forward passes to remember)";
         body = "    model.cache.clear()\n";

@@ -517,8 +517,11 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
       sig.kind = "recompile";
       sig.failingMode = "compiled";
       sig.phase = "second-call";
-      if (!runs.compiled.repeatRecompiles.empty())
-        sig.normalizedMessage = normalizeMessage(guardOfFailure(runs.compiled.repeatRecompiles.front()));
+      for (const std::string& failure : runs.compiled.repeatRecompiles)
+        if (failure.find("<locals>") == std::string::npos) {  // the unstable guard (Verdict.cpp)
+          sig.normalizedMessage = normalizeMessage(guardOfFailure(failure));
+          break;
+        }
       break;
     case Verdict::Agree:
     case Verdict::Nondeterministic:

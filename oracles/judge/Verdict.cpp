@@ -62,6 +62,15 @@ bool eagerRepeatsItself(const Comparator& comparator, const LoadedOutputs& eager
   return !first.leaves.empty() && comparator.identical(first, second);
 }
 
+/// The first of call 2's recompiles whose guard watched an object that existed before the call, or nullptr. A
+/// guard on the identity of an object forward makes anew at every call (a class or function defined in it,
+/// "<locals>" in its name) fails by design: each call makes another object.
+const std::string* unstableGuard(const std::vector<std::string>& repeatRecompiles) {
+  for (const std::string& failure : repeatRecompiles)
+    if (failure.find("<locals>") == std::string::npos) return &failure;
+  return nullptr;
+}
+
 /// Call 1 has at least one output, and each depends on a random op.
 bool everyOutputRandom(const Comparison& cmp) {
   size_t outputs = 0;
@@ -257,11 +266,12 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
                                 "differs: a Dynamo bug, whatever the tolerance says",
                                 *differs, leaf.name.empty() ? "output" : leaf.name);
     report.comparison->leaves[*differs].reason = report.reason;
-  } else if (!compiled.repeatRecompiles.empty() && eagerRepeatsItself(comparator, eagerOut)) {
+  } else if (const std::string* guard = unstableGuard(compiled.repeatRecompiles);
+             guard && eagerRepeatsItself(comparator, eagerOut)) {
     report.verdict = Verdict::RecompileStorm;
     report.reason = fmt::format("every value agrees, but Dynamo recompiled {} time(s) in call 2, which repeats call 1 "
                                 "exactly (fresh copies of the same inputs, the state as built): guard failure: {}",
-                                compiled.repeatRecompiles.size(), compiled.repeatRecompiles.front().substr(0, 300));
+                                compiled.repeatRecompiles.size(), guard->substr(0, 300));
   } else {
     report.verdict = Verdict::Agree;
     report.reason = "compiled matches eager within the fp64-arbitrated tolerance" + fp64Note;
@@ -269,8 +279,11 @@ VerdictReport judge(const TripleRun& runs, const Comparator& comparator) {
     if (random > 0) report.reason += fmt::format(" ({} of {} leaves depend on a random op: values not judged)", random,
                                                  cmp.leaves.size());
     if (!compiled.repeatRecompiles.empty())
-      report.reason += "; call 2 recompiled, but eager's call 2 differs from its call 1 (the program keeps state of "
-                       "its own), so a recompile is expected";
+      report.reason += unstableGuard(compiled.repeatRecompiles)
+                           ? "; call 2 recompiled, but eager's call 2 differs from its call 1 (the program keeps state "
+                             "of its own), so a recompile is expected"
+                           : "; call 2 recompiled on a guard on an object forward makes anew at every call (a local "
+                             "class or function), which fails by design";
   }
   return report;
 }

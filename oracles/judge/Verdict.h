@@ -27,7 +27,9 @@ namespace tcfuzz::oracles {
 /// (compiled flushes to zero a subnormal that eager and fp64 both keep).
 /// RecompileStorm, low severity, judged only when every value agrees: Dynamo recompiled in call 2, which
 /// repeats call 1 exactly (fresh copies of the same inputs, the state as built), so a guard fails on what
-/// did not change and every later call can recompile until the recompile limit sends the frame to eager.
+/// did not change and every later call can recompile until the recompile limit sends the frame to eager. A
+/// guard on the identity of an object forward makes anew at every call (a local class or function) is left
+/// out: it fails by design.
 /// Recompiles on calls that change something (fresh values, another size, a schedule step) are figures.
 enum class Verdict {
   Agree, CrashMismatch, StatusMismatch, NumericDivergence, Nondeterministic, InvalidProgram, StateLeakSuspect,

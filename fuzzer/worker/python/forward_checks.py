@@ -45,7 +45,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from repro_shared import PythonState
+from repro_shared import PythonState, module_buffers, put_back_tensors
 
 FRESH_INPUT_SEED_OFFSET = 1  # call 3 uses make_inputs(seed + this)
 
@@ -117,6 +117,7 @@ class ModuleState:
         self.named = self._named(model)
         with torch.no_grad():
             self.snapshot = {name: t.detach().clone() for name, t in self.named}
+        self.buffers = module_buffers(model) if isinstance(model, torch.nn.Module) else {}
         self.python = PythonState(model, namespace or {})
 
     @staticmethod
@@ -131,13 +132,10 @@ class ModuleState:
         return found
 
     def restore(self):
-        """Copies the built values back in place (identity kept, so no compiled guard sees a new tensor),
-        and puts the built Python state back."""
-        with torch.no_grad():
-            for name, t in self.named:
-                saved = self.snapshot[name]
-                if t.shape == saved.shape and t.dtype == saved.dtype:
-                    t.copy_(saved)
+        """Puts the built tensors back (repro_shared.put_back_tensors: identity kept, so no compiled guard sees
+        a new tensor; dtypes too, after a schedule step's model.double()) and the built Python state."""
+        if isinstance(self.model, torch.nn.Module):
+            put_back_tensors(self.model, self.named, self.snapshot, self.buffers)
         self.python.restore()
 
     def alias_sources(self, args):

@@ -289,6 +289,33 @@ def write_tensor_file(path, tensors):
             f.write(chunk)
 
 
+def module_buffers(model):
+    """{(submodule name, key): buffer} as the model holds them now: where each buffer sits."""
+    return {(prefix, key): buf for prefix, module in model.named_modules()
+            for key, buf in module._buffers.items() if buf is not None}
+
+
+def put_back_tensors(model, named, snapshot, buffers):
+    """Puts the model's tensors back as built: the buffer objects `buffers` (module_buffers as built) where a
+    schedule step's model.double() put converted ones, each parameter's dtype, then the built values from
+    `snapshot` ({name: tensor}) copied in place into `named` ([(name, tensor)]): the same tensors, so no guard
+    sees a new one."""
+    for prefix, module in model.named_modules():
+        for key in list(module._buffers):
+            built = buffers.get((prefix, key))
+            if built is not None and module._buffers[key] is not built:
+                module._buffers[key] = built
+    with torch.no_grad():
+        for name, t in named:
+            saved = snapshot[name]
+            if t.shape != saved.shape:
+                continue
+            if t.dtype != saved.dtype:
+                t.data = saved.clone()
+            else:
+                t.copy_(saved)
+
+
 def global_hook_tables():
     """torch.nn.Module's process-wide hook tables (register_module_forward_hook and kin), in a fixed order:
     every dict of torch.nn.modules.module whose name starts with _global_."""

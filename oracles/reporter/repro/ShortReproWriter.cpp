@@ -350,8 +350,9 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        state_as_built(model, attrs)");
     add("        out = []");
     add("        for change in SCHEDULE:");
-    add("            change(model)");
-    add("            out += torch.utils._pytree.tree_leaves(fn(*copies(inputs))) + python_state(model)");
+    add("            changed = change(model)  # a step may return what it does to the inputs");
+    add("            args = changed(copies(inputs)) if callable(changed) else copies(inputs)");
+    add("            out += torch.utils._pytree.tree_leaves(fn(*args)) + python_state(model)");
     add("        return out");
   } else if (laterCall) {  // call 4 (inputs of another size) or the moved call, after a call on the first inputs
     std::string remade = laterCall->moved ? "x.new_zeros(x.numel() and 1 + sum((n - 1) * s for n, s in zip(x.shape, x.stride())))"
