@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "generators/Generator.h"
 #include "generators/python/PythonEmitter.h"
@@ -311,7 +313,8 @@ TEST_F(PythonConstructsTest, EveryFormIsWrittenWithItsModuleTextOnceAndItsStateC
   ASSERT_EQ(planPythonConstructs(g, catalog).schedule.size(), 1u);
   py = PythonEmitter(catalog).emit(g);
   for (const char* expected :
-       {"def as_float64(inputs):", "    return [x.detach().double().requires_grad_(x.requires_grad)\n",
+       {"def as_float64(inputs):",
+        "    return [x.detach().to(torch.complex128 if x.is_complex() else torch.float64).requires_grad_(x.requires_grad)\n",
         "    \"\"\"model.double(), and the floating inputs as float64 (another dtype)\"\"\"\n"
         "    model.double()\n    return as_float64\n"})
     EXPECT_NE(py.find(expected), std::string::npos) << "missing:\n" << expected << "\nin:\n" << py;
@@ -339,6 +342,19 @@ TEST_F(PythonConstructsTest, GenerationDrawsEveryFormAndTheFiguresCountEach) {
   json shares = figures.toJson()["programs_with_each_python_form"];
   EXPECT_EQ(shares.size(), pythonFormNames().size());
   EXPECT_NEAR(shares["closure"].get<double>() * 200, drawn["closure"], 1e-9);  // one per program at most here
+  // Each schedule change has its share, counted once per program; every one is drawn here.
+  std::map<std::string, int> scheduling;
+  for (uint64_t i = 0; i < 200; ++i) {
+    std::set<std::string> changes;
+    for (const ScheduleStep& s : generator.generate(i).schedule) changes.insert(s.change);
+    for (const std::string& c : changes) ++scheduling[c];
+  }
+  json changeShares = figures.toJson()["programs_with_each_schedule_change"];
+  ASSERT_EQ(changeShares.size(), scheduleChangeNames().size());
+  for (const std::string& change : scheduleChangeNames()) {
+    EXPECT_GT(scheduling[change], 0) << change;
+    EXPECT_NEAR(changeShares[change].get<double>() * 200, scheduling[change], 1e-9) << change;
+  }
   // A zero weight turns a form off.
   policy.pythonConstructs.formWeights["closure"] = 0;
   Generator without(catalog, policy, 5);

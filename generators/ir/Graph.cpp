@@ -86,10 +86,16 @@ class Reader {
 
 const std::set<std::string> kBranchKinds{"item", "tensor", "any", "flag", "training", "calls"};
 const std::set<std::string> kOutputStates{"scale", "offset"};
-const std::set<std::string> kScheduleChanges{"class-attr", "instance-attr", "global", "flag", "train-mode", "remove-hook", "clear-cache", "requires-grad", "dtype"};
 const std::set<std::string> kHooks{"forward", "forward-pre", "global-forward", "global-pre"};
 
 }  // namespace
+
+const std::vector<std::string>& scheduleChangeNames() {
+  static const std::vector<std::string> kNames{"class-attr", "instance-attr", "global",        "flag",
+                                               "train-mode", "remove-hook",   "clear-cache",   "requires-grad",
+                                               "dtype"};
+  return kNames;
+}
 
 const std::vector<std::string>& pythonFormNames() {
   static const std::vector<std::string> kNames{"enumerate",  "while",     "zip",       "generator", "grow-while-iterating",
@@ -161,8 +167,9 @@ void programPythonFromJson(const Reader& root, Graph& g) {
       Reader s = steps.at(i);
       s.onlyKeys({"change", "value"});
       ScheduleStep step{s.at("change").str(), s.has("value") ? s.at("value").number() : 0.0};
-      if (!kScheduleChanges.contains(step.change))
-        s.at("change").fail(fmt::format("unknown change '{}' (class-attr, instance-attr, global, flag, train-mode, remove-hook, clear-cache, requires-grad or dtype)", step.change));
+      const auto& changes = scheduleChangeNames();
+      if (std::find(changes.begin(), changes.end(), step.change) == changes.end())
+        s.at("change").fail(fmt::format("unknown change '{}' ({})", step.change, fmt::join(changes, ", ")));
       g.schedule.push_back(step);
     }
   }

@@ -142,6 +142,9 @@ struct NodePython {
 /// inputs that forward does not write get their requires_grad flipped) or "dtype" (model.double(), and the
 /// call's floating inputs as float64: another dtype, which Dynamo must recompile for); value is used by the
 /// first three only.
+/// The schedule changes the IR knows, in the order ScheduleStep's comment gives them.
+const std::vector<std::string>& scheduleChangeNames();
+
 struct ScheduleStep {
   std::string change = "class-attr";
   double value = 0;

@@ -1,6 +1,7 @@
 #include "generators/ir/ProgramFigures.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "generators/features/InputAliases.h"
@@ -87,6 +88,9 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   withGlobalHook += plan.hook.starts_with("global-");
   withPythonStateWrite += plan.mutatesState();
   withSchedule += !plan.schedule.empty();
+  std::set<std::string> changes;
+  for (const ScheduleStep& s : plan.schedule) changes.insert(s.change);
+  for (const std::string& change : changes) ++withScheduleChange[change];
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -137,6 +141,12 @@ json ProgramFigures::toJson() const {
     forms[std::string(f.name)] = share(found == withForm.end() ? 0 : found->second, programs);
   }
   figures["programs_with_each_python_form"] = forms;
+  json changes = json::object();  // every change, as for the forms
+  for (const std::string& change : scheduleChangeNames()) {
+    auto found = withScheduleChange.find(change);
+    changes[change] = share(found == withScheduleChange.end() ? 0 : found->second, programs);
+  }
+  figures["programs_with_each_schedule_change"] = changes;
   return figures;
 }
 

@@ -37,6 +37,7 @@ struct ProgramFigures {
   int64_t withBranch = 0;           // an `if` in forward
   int64_t withLoop = 0;             // a loop over an output's dim 0 (a loop form)
   std::map<std::string, int64_t> withForm;  // programs whose nodes use each Python form (python/PythonForms.h)
+  std::map<std::string, int64_t> withScheduleChange;  // programs whose schedule makes each change (ScheduleStep)
   int64_t withHook = 0;             // a forward hook or pre-hook on the model, or a global module hook
   int64_t withGlobalHook = 0;       // a process-wide module hook (register_module_forward[_pre]_hook)
   int64_t withPythonStateWrite = 0; // forward writes an attribute, a list or a global

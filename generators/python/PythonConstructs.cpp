@@ -76,11 +76,14 @@ bool hasFlippableInput(const Graph& g) {
   return false;
 }
 
-/// Whether a schedule step can move the program to float64 (model.double() and float64 inputs): it has a
-/// floating input, and no node names a dtype (a cast, a layer of another dtype) that would then mix with it.
+/// Whether a schedule step can move the program to float64 (model.double(), float64 and complex128 inputs): it
+/// has a floating input, no complex parameter (model.double() leaves those), and no node names a dtype (a cast,
+/// a layer of another dtype) that would then mix with it.
 bool hasRetypableInputs(const Graph& g) {
   for (const Node& n : g.nodes)
     if (n.attrs.is_object() && n.attrs.contains("dtype") && !n.attrs["dtype"].is_null()) return false;
+  for (const Source& p : g.params)
+    if (isComplex(g.typeOf(p.value).dtype)) return false;
   return std::any_of(g.inputs.begin(), g.inputs.end(), [&](const Source& s) { return isFloat(g.typeOf(s.value).dtype); });
 }
 
@@ -474,9 +477,9 @@ std::string PythonText::scheduleAndState() const {
              "            if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in written else x\n"
              "            for i, x in enumerate(inputs)]\n";
     if (std::any_of(plan.schedule.begin(), plan.schedule.end(), [](const ScheduleStep& s) { return s.change == "dtype"; }))
-      out += "\n\ndef as_float64(inputs):  # what a step returns: the call's floating inputs as float64\n"
-             "    return [x.detach().double().requires_grad_(x.requires_grad)\n"
-             "            if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]\n";
+      out += "\n\ndef as_float64(inputs):  # what a step returns: the call's floating inputs as float64, complex as complex128\n"
+             "    return [x.detach().to(torch.complex128 if x.is_complex() else torch.float64).requires_grad_(x.requires_grad)\n"
+             "            if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()) else x for x in inputs]\n";
     std::vector<std::string> names;
     for (size_t k = 0; k < plan.schedule.size(); ++k) {
       const ScheduleStep& s = plan.schedule[k];

@@ -414,23 +414,35 @@ class ValueMark:
         return f"<value {self.index}>"
 
 
+def _applying(changes):
+    """The function of the inputs that applies each of `changes` in turn."""
+    def transform(inputs):
+        for change in changes:
+            inputs = change(inputs)
+        return inputs
+    return transform
+
+
 def schedule_leaves(namespace, model, restore, call, python_state):
     """The leaves of the program's SCHEDULE (docs/programs.md), as [(leaf, name)]: from the state as built
     (restore()), each step (a function of the model; its docstring says what it changes) changes the
     model's, its class's or the module's state, then call() runs forward on fresh copies of the inputs,
     and its outputs and the Python state after it are read. A step may return a function of the inputs (a
-    list) that call(transform) applies to those copies (inputs with requires_grad flipped). [] when the
-    program declares no schedule."""
+    list: inputs with requires_grad flipped, or as float64) that call(transform) applies to those copies; like
+    a state change, it holds for every call after it, so transform applies each one so far in turn. [] when
+    the program declares no schedule."""
     steps = list(namespace.get("SCHEDULE", ()))
     if not steps:
         return []
     restore()
-    leaves = []
+    leaves, changes = [], []
     for k, step in enumerate(steps, 1):
         what = (step.__doc__ or step.__name__).strip().splitlines()[0]
         change = step(model)
+        if callable(change):
+            changes.append(change)
         label = f"schedule {k} ({what})"
-        leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call(change if callable(change) else None))]
+        leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call(_applying(list(changes)) if changes else None))]
         leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
     return leaves
 # <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: oracles/reporter/repro/repro_driver.py)

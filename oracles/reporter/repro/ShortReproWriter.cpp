@@ -349,9 +349,13 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        fn(*copies(inputs))  # call 1");
     add("        state_as_built(model, attrs)");
     add("        out = []");
+    add("        changes = []  # what the steps so far do to the inputs: each holds for every call after it");
     add("        for change in SCHEDULE:");
-    add("            changed = change(model)  # a step may return what it does to the inputs");
-    add("            args = changed(copies(inputs)) if callable(changed) else copies(inputs)");
+    add("            changed = change(model)");
+    add("            changes += [changed] if callable(changed) else []");
+    add("            args = copies(inputs)");
+    add("            for changed in changes:");
+    add("                args = changed(args)");
     add("            out += torch.utils._pytree.tree_leaves(fn(*args)) + python_state(model)");
     add("        return out");
   } else if (laterCall) {  // call 4 (inputs of another size) or the moved call, after a call on the first inputs
