@@ -252,12 +252,8 @@ void title(CaseInTriage& c, TriageTools&) {
       said = "compiled forward and backward leave an input, buffer or parameter different from eager (read after backward)";
     t.title = fmt::format("{} {}: {} ({})", tag, said, uniqueOps(best.graph), configText(best));
   } else if (t.signature.symptom == "recompile-storm") {
-    std::string guard = t.signature.normalizedMessage;
-    for (const std::string& failure : c.bestRun.runs.compiled.repeatRecompiles)
-      if (failure.find("<locals>") == std::string::npos) {  // the unstable guard (oracles/judge/Verdict.cpp)
-        guard = oracles::guardOfFailure(failure);
-        break;
-      }
+    const std::string* failure = oracles::unstableGuard(c.bestRun.runs.compiled.repeatRecompiles);
+    std::string guard = failure ? oracles::guardOfFailure(*failure) : t.signature.normalizedMessage;
     t.title = fmt::format("{} compiled module recompiles when called again with the same inputs and state (guard "
                           "failure: {}): {} ({})",
                           tag, firstLine(guard, 90), uniqueOps(best.graph), configText(best));

@@ -517,11 +517,8 @@ Signature signatureOf(const TripleRun& runs, const VerdictReport& verdict, const
       sig.kind = "recompile";
       sig.failingMode = "compiled";
       sig.phase = "second-call";
-      for (const std::string& failure : runs.compiled.repeatRecompiles)
-        if (failure.find("<locals>") == std::string::npos) {  // the unstable guard (Verdict.cpp)
-          sig.normalizedMessage = normalizeMessage(guardOfFailure(failure));
-          break;
-        }
+      if (const std::string* guard = unstableGuard(runs.compiled.repeatRecompiles))
+        sig.normalizedMessage = normalizeMessage(guardOfFailure(*guard));
       break;
     case Verdict::Agree:
     case Verdict::Nondeterministic:

@@ -62,15 +62,6 @@ bool eagerRepeatsItself(const Comparator& comparator, const LoadedOutputs& eager
   return !first.leaves.empty() && comparator.identical(first, second);
 }
 
-/// The first of call 2's recompiles whose guard watched an object that existed before the call, or nullptr. A
-/// guard on the identity of an object forward makes anew at every call (a class or function defined in it,
-/// "<locals>" in its name) fails by design: each call makes another object.
-const std::string* unstableGuard(const std::vector<std::string>& repeatRecompiles) {
-  for (const std::string& failure : repeatRecompiles)
-    if (failure.find("<locals>") == std::string::npos) return &failure;
-  return nullptr;
-}
-
 /// Call 1 has at least one output, and each depends on a random op.
 bool everyOutputRandom(const Comparison& cmp) {
   size_t outputs = 0;
@@ -83,6 +74,12 @@ bool everyOutputRandom(const Comparison& cmp) {
 }
 
 }  // namespace
+
+const std::string* unstableGuard(const std::vector<std::string>& repeatRecompiles) {
+  for (const std::string& failure : repeatRecompiles)
+    if (failure.find("<locals>") == std::string::npos) return &failure;
+  return nullptr;
+}
 
 std::optional<VerdictReport> sandboxRefusal(const TripleRun& runs) {
   for (auto [run, mode] : {std::pair{&runs.eager, "eager"}, {&runs.compiled, "compiled"}, {&runs.fp64, "fp64"}})

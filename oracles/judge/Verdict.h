@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "oracles/judge/Comparator.h"
 #include "oracles/judge/RunResult.h"
@@ -81,6 +82,11 @@ struct VerdictReport {
   std::string reason;
   std::optional<Comparison> comparison;  ///< present when both eager and compiled ran
 };
+
+/// The first of call 2's recompiles (RunResult::repeatRecompiles) whose guard watched an object that existed
+/// before the call, or nullptr. A guard on the identity of an object forward makes anew at every call (a class
+/// or function defined in it, "<locals>" in its name) fails by design: each call makes another object.
+const std::string* unstableGuard(const std::vector<std::string>& repeatRecompiles);
 
 /// The SandboxRefusal verdict when any of the runs was refused (RunStatus::Refused), else nullopt.
 std::optional<VerdictReport> sandboxRefusal(const TripleRun& runs);
