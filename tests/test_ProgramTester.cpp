@@ -557,6 +557,28 @@ TEST_F(ProgramTesterTest, ScriptJobReportsExitCodeAndOutput) {
   EXPECT_NE(r.jobDir.filename().string().find("script"), std::string::npos);
 }
 
+// A script (repro.py, short_repro.py, a trace) sees what a maintainer's first run sees: an Inductor cache of its
+// own, empty when it starts and gone when it ends, never the campaign's warm one.
+TEST_F(ProgramTesterTest, ScriptRunsWithAColdCacheOfItsOwn) {
+  auto script = writeFile(dir_->path() / "cache.py",
+                          "import os\n"
+                          "d = os.environ['TORCHINDUCTOR_CACHE_DIR']\n"
+                          "print(d)\n"
+                          "print(sorted(os.listdir(d)) if os.path.isdir(d) else 'absent')\n");
+  std::vector<std::string> dirs;
+  for (int k = 0; k < 2; ++k) {
+    oracles::RunResult r = tester_->runScript(script, settings("inductor"));
+    ASSERT_TRUE(r.ok()) << r.summary() << r.stderrTail;
+    std::string dir = r.stdoutTail.substr(0, r.stdoutTail.find('\n'));
+    EXPECT_NE(dir.find("cold-cache-"), std::string::npos) << r.stdoutTail;
+    std::string listed = r.stdoutTail.substr(dir.size() + 1);
+    EXPECT_TRUE(listed == "[]\n" || listed == "absent\n") << r.stdoutTail;  // empty, or made on first use
+    EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+    dirs.push_back(dir);
+  }
+  EXPECT_NE(dirs[0], dirs[1]);
+}
+
 TEST_F(ProgramTesterTest, ScriptKilledBySignalIsASignalResult) {
   auto script = writeFile(dir_->path() / "segv.py", "import os, signal\nprint('dying', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n");
   oracles::RunResult r = tester_->runScript(script, settings("inductor"));

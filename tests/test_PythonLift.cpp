@@ -14,6 +14,7 @@
 #include "generators/Generator.h"
 #include "generators/llm/LlmProgram.h"
 #include "generators/llm/PythonLift.h"
+#include "generators/python/PythonEmitter.h"
 
 using namespace tcfuzz;
 using nlohmann::json;
@@ -378,4 +379,35 @@ TEST_F(PythonLiftWorkers, InputsOutsideTheIrAreRefused) {
       "rank7_input.py", model + "def make_inputs(seed):\n    return (torch.zeros(1, 1, 1, 1, 1, 1, 2),)\n"));
   ASSERT_TRUE(rank7.ok()) << rank7.summary();
   EXPECT_EQ(rank7.lift["rejected"], "unsupported shape [1, 1, 1, 1, 1, 1, 2]");
+}
+
+// An LLM's `if` and `for` are Dynamo-level constructs the lift keeps, where the IR can hold them: each branch and
+// loop on a node forward only returns. A branch on tensor data reads a forward input the node reads (the IR's rule:
+// rounding must never pick the arm); one with no such node is counted as not placed. The test's own calls are no
+// nodes, and the flattened path is still the path eager took.
+TEST_F(PythonLiftWorkers, BranchesAndLoopsLiftOntoReturnedNodes) {
+  oracles::RunResult r = lift(sourcePath("tests/programs/llm/branches_and_loop.py"));
+  ASSERT_TRUE(r.ok()) << r.summary() << r.stderrTail;
+  ASSERT_TRUE(r.lift.contains("proposal")) << r.lift.dump();
+  EXPECT_EQ(r.lift["constructs"], json::parse(R"({"branches": 3, "loops": 1, "not_placed": 1})")) << r.lift.dump();
+  const json& nodes = r.lift["proposal"]["nodes"];
+  std::vector<std::string> ops;
+  for (const auto& n : nodes) ops.push_back(n["op"].get<std::string>());
+  EXPECT_EQ(ops, (std::vector<std::string>{"linear", "relu", "mul_scalar", "sigmoid", "sigmoid", "tanh", "add_scalar",
+                                           "mul"}));
+  // The last sigmoid is returned: the flag branch (the first branch that needs no operand) and the loop.
+  EXPECT_EQ(nodes[4]["python"], json::parse(R"({"branch": {"kind": "flag", "operand": 0, "threshold": 0.0},
+                                                "form": "enumerate"})"));
+  // y * z reads the forward input y: the item() branch reads it (operand 0).
+  EXPECT_EQ(nodes[7]["args"][0], "x1");
+  EXPECT_EQ(nodes[7]["python"], json::parse(R"({"branch": {"kind": "item", "operand": 0, "threshold": 0.25}})"));
+  for (size_t i : {0u, 1u, 2u, 3u, 5u, 6u}) EXPECT_FALSE(nodes[i].contains("python")) << nodes[i].dump();
+
+  gen::IntSolver solver(1);
+  gen::ProposalOutcome built = gen::buildProposal(r.lift["proposal"], catalog(), gen::GenPolicy{}.caps, 1, solver);
+  ASSERT_TRUE(built.graph) << built.rejection << ": " << built.detail;
+  std::string python = gen::PythonEmitter(catalog()).emit(*built.graph);
+  EXPECT_NE(python.find(".flatten()[0].item() > 0.25:"), std::string::npos) << python;
+  EXPECT_NE(python.find("if self.flag:"), std::string::npos) << python;
+  EXPECT_NE(python.find("enumerate("), std::string::npos) << python;
 }

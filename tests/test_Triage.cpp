@@ -328,7 +328,8 @@ TEST(TriageSteps, ABisectorResultWithNoneFieldsIsReadAsEmpty) {
 TEST(TriageSteps, ThePipelineRunsItsNamedStepsInOrder) {
   std::vector<std::string> names;
   for (const TriageStep& step : triageSteps()) names.push_back(std::string(step.name));
-  EXPECT_EQ(names, (std::vector<std::string>{"replay", "minimize", "repro", "ablate", "bisect", "title", "verify", "trace"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"replay", "minimize", "cold-check", "repro", "ablate", "bisect", "title", "verify",
+                                            "trace"}));
 }
 
 TEST(TriageConversions, ATriagedCaseSurvivesItsTriageRow) {

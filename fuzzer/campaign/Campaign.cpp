@@ -495,6 +495,7 @@ void Campaign::commitTrial(const Candidate& c, Trial& t) {
   totals_.maxProgramIndex = std::max(totals_.maxProgramIndex, c.index);
   totals_.verdicts[t.verdict]++;
   totals_.origins[c.origin]++;
+  if (!r.compileSkipped) dynamo_.add(r.runs.compiled.compileFacts ? &*r.runs.compiled.compileFacts : nullptr);
   totals_.torchSeconds += t.torchSeconds;
   sessionDone_++;
   sessionTorchSeconds_ += t.torchSeconds;
@@ -648,6 +649,7 @@ void Campaign::writeStats() {
     std::lock_guard lock(mutex_);
     ledger_.setLlmCpu(llmCpu);
     for (auto& line : ledger_.statsLines()) kv.push_back(std::move(line));
+    for (auto& line : dynamo_.statsLines()) kv.push_back(std::move(line));
   }
   if (extraStats_)
     for (auto& line : extraStats_()) kv.push_back(std::move(line));

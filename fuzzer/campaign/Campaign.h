@@ -23,6 +23,7 @@
 #include "fuzzer/campaign/FeatureSet.h"
 #include "fuzzer/campaign/output/FindingStore.h"
 #include "fuzzer/campaign/output/GpuStats.h"
+#include "fuzzer/campaign/DynamoFigures.h"
 #include "fuzzer/campaign/OriginLedger.h"
 #include "fuzzer/llm/LlmProposer.h"
 #include "fuzzer/worker/ProgramTester.h"
@@ -212,6 +213,7 @@ class Campaign {
   gen::Rng queueSampler_{0};  ///< draws for sampleQueueProgram
   CostAwareScheduler scheduler_;
   OriginLedger ledger_;        ///< this session's cost and yield per origin
+  DynamoFigures dynamo_;       ///< this session's graph breaks and recompiles, by kind and reason
   double sessionTorchSeconds_ = 0;
   double lastNewSignatureAt_ = 0;  ///< unix time
   std::chrono::steady_clock::time_point began_;

@@ -104,6 +104,7 @@ void replay(CaseInTriage& c, TriageTools& tools) {
   TriagedCase& t = c.result;
   t.originalNodes = static_cast<int>(c.start.graph.nodes.size());
   c.bestRun = tools.cases.test(c.start, c.settings, "replay");
+  c.startRun = c.bestRun;
   t.baseline = oracles::signatureOf(c.bestRun.runs, c.bestRun.verdict, oracles::opsOf(c.start.graph));
   if (!oracles::isFinding(c.bestRun.verdict.verdict)) {
     t.status = "unreproducible";
@@ -121,8 +122,10 @@ void minimize(CaseInTriage& c, TriageTools& tools) {
   auto key = [](const MinimizeCase& m) {
     return m.graph.contentHash() + m.compile.toJson().dump() + (m.backward ? "b" : "");
   };
+  TestSettings settings = c.settings;
+  settings.coldCache = c.coldCandidates;
   oracles::CandidateTest test = [&](const std::vector<MinimizeCase>& batch) {
-    std::vector<ProgramTestResult> results = tools.cases.testAll(batch, c.settings, "min");
+    std::vector<ProgramTestResult> results = tools.cases.testAll(batch, settings, "min");
     std::vector<bool> verdicts;
     for (size_t i = 0; i < batch.size(); ++i) {
       bool ok = showsBug(t.baseline, results[i]);
@@ -137,6 +140,36 @@ void minimize(CaseInTriage& c, TriageTools& tools) {
   if (auto it = accepted.find(key(c.best)); it != accepted.end()) c.bestRun = it->second;
   tools.log(fmt::format("minimized {} -> {} nodes in {} candidates", c.start.graph.nodes.size(),
                         c.best.graph.nodes.size(), t.minimization.candidatesTested));
+}
+
+/// A minimized case the campaign's warm cache decided: minimization tests candidates in fresh processes that
+/// share the campaign's Inductor cache, so a candidate can show the bug only through a graph or kernel an
+/// earlier candidate left there. A maintainer's run starts cold: the minimized case is tested once more with a
+/// cold cache, and when it does not show the bug there, minimization starts over from the original case with a
+/// cold cache for every candidate. A cache-only finding (its bug needs the warm cache) is left as it is.
+bool coldChecking(const CaseInTriage& c, const TriageSettings& s) {
+  return canMinimize(c, s) && !c.result.baseline.kind.starts_with("cache-only");
+}
+
+void coldCheck(CaseInTriage& c, TriageTools& tools) {
+  TriagedCase& t = c.result;
+  if (c.best.graph.contentHash() == c.start.graph.contentHash()) return;  // the campaign confirmed it cold
+  TestSettings cold = c.settings;
+  cold.coldCache = true;
+  ProgramTestResult r = tools.cases.test(c.best, cold, "cold");
+  if (showsBug(t.baseline, r)) {
+    c.bestRun = std::move(r);
+    return;
+  }
+  std::string note = fmt::format("cold-cache: the {}-node minimized case showed the bug only with the campaign's warm "
+                                 "cache ({} with a cold one); minimized again with a cold cache per candidate",
+                                 c.best.graph.nodes.size(), oracles::toString(r.verdict.verdict));
+  tools.log(note);
+  c.coldCandidates = true;
+  c.best = c.start;
+  c.bestRun = c.startRun;  // kept when no candidate is accepted
+  minimize(c, tools);
+  t.minimization.log.insert(t.minimization.log.begin(), note);
 }
 
 void recordRepro(CaseInTriage& c, TriageTools& tools) {
@@ -344,7 +377,8 @@ void trace(CaseInTriage& c, TriageTools& tools) {
 }
 
 constexpr TriageStep kSteps[] = {
-    {"replay", always, replay},    {"minimize", canMinimize, minimize}, {"repro", always, recordRepro},
+    {"replay", always, replay},    {"minimize", canMinimize, minimize}, {"cold-check", coldChecking, coldCheck},
+    {"repro", always, recordRepro},
     {"ablate", isDone, ablate},    {"bisect", isDone, bisect},          {"title", isDone, title},
     {"verify", verifying, verify}, {"trace", tracing, trace},
 };

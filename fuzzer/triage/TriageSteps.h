@@ -53,6 +53,8 @@ struct CaseInTriage {
   const std::vector<std::vector<std::string>>& opHints;  ///< op multisets of numeric bugs already minimized
   oracles::MinimizeCase best;   ///< the smallest case that still shows the bug (the start until minimized)
   ProgramTestResult bestRun;    ///< the test of `best`
+  ProgramTestResult startRun;   ///< the replay of `start`
+  bool coldCandidates = false;  ///< minimization tests each candidate with a cold cache (TestSettings::coldCache)
   TriagedCase result;
 };
 

@@ -42,6 +42,10 @@ struct TestSettings {
   /// A finding is tested again in fresh processes with a cold Inductor cache before it counts (see
   /// ProgramTestResult::confirmation).
   bool confirmFindings = false;
+  /// Every job of a test runs in a fresh process with a private, cold Inductor cache (removed after), as a
+  /// maintainer's first run would: triage's minimization when a case shows its bug only through what earlier
+  /// candidates left in the campaign's warm cache.
+  bool coldCache = false;
   /// A wrong result (oracles::isWrongResult) is checked for ill-conditioning before it counts: eager runs
   /// this many times more on inputs moved by up to conditioningUlps ulps (oracles/judge/Conditioning.h). 0: off.
   int conditioningRuns = 3;
@@ -93,7 +97,8 @@ class ProgramTester {
   PendingRun submitOne(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
 
   /// Runs a plain Python script (a repro.py) in a fresh interpreter inside a worker child, in its job
-  /// directory, under settings.limits. The result's exitCode, stdoutTail and stderrTail say what it did
+  /// directory, under settings.limits, with a private cold Inductor cache: what a script shows is what a
+  /// maintainer's first run shows, never what the campaign's warm cache remembers. The result's exitCode, stdoutTail and stderrTail say what it did
   /// (status Signal when the script was killed by a signal). `companions` are copied beside the script.
   /// With `trace`, torch's structured trace log is written to <jobDir>/torch_trace (kTraceDirName).
   oracles::RunResult runScript(const std::filesystem::path& script, const TestSettings& settings,
@@ -116,9 +121,11 @@ class ProgramTester {
 
  private:
   Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
-  /// One judged run of the three jobs; `cacheDir` non-empty: every job fresh with that private cache.
+  /// A new private cache folder under the jobs' root (the job creates it; the caller removes it).
+  std::filesystem::path newColdCache();
   /// Why r's fp64 run cannot change its verdict (TestSettings::fp64OnDemand); nullopt: it can, run it.
   std::optional<std::string> fp64Unneeded(const ProgramTestResult& r) const;
+  /// One judged run of the three jobs; `cacheDir` non-empty: every job fresh with that private cache.
   ProgramTestResult testOnce(const std::filesystem::path& program, const TestSettings& settings,
                              const std::filesystem::path& cacheDir);
   /// Re-tests the finding in `result` in fresh processes, first with a cold cache, then with the shared

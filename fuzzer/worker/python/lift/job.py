@@ -14,6 +14,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 from .allowlist import LiftRefused, check_program_ast, lift_builtins
+from .constructs import BRANCH, LOOP, ConstructRecorder, mark_constructs, place_constructs
 from program_guard import GUARD
 
 LIFT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "complex64", "complex128")
@@ -36,9 +37,10 @@ def run_lift_job(run):
     recorder = LiftRecorder()
     builtins = lift_builtins()
     builtins["print"] = recorder.record_graph_break  # Dynamo breaks the graph at a print; the lift prints nothing
-    namespace = {"__name__": "tcfuzz_program", "__file__": path, "__builtins__": builtins}
+    constructs = ConstructRecorder(recorder.calls)
+    namespace = {"__name__": "tcfuzz_program", "__file__": path, "__builtins__": builtins, **constructs.helpers()}
     GUARD.watch(path, run.dir)  # a third line behind the allowlist and the OS sandbox
-    exec(compile(source, path, "exec"), namespace)  # the child is the sandbox; the AST passed the allowlist
+    exec(mark_constructs(source, path), namespace)  # the child is the sandbox; the AST passed the allowlist
     run.mark("setup")
     run.seed_everything()
     model = namespace["Model"]()
@@ -52,7 +54,11 @@ def run_lift_job(run):
     run.seed_everything()
     t_run = time.monotonic()
     with torch.no_grad(), recorder, recorder.graph_breaks():
-        output = model(*inputs)
+        constructs.active = True
+        try:
+            output = model(*inputs)
+        finally:
+            constructs.active = False
     run.times["run_s"] = time.monotonic() - t_run
     run.mark("lift")
     try:
@@ -424,6 +430,8 @@ class Lifter:
         self.nodes = []
         self.fresh = 0
         self.break_pending = False  # a graph_break() came since the last node: the next one breaks before it
+        self.branches = []  # the BRANCH markers' (kind, threshold, tensors the test read), in order
+        self.loops = 0  # LOOP markers: loops forward entered
 
     def check(self, t):
         dtype = _dtype_name(t.dtype)
@@ -532,6 +540,12 @@ class Lifter:
             if func is GRAPH_BREAK:
                 self.break_pending = bool(self.nodes)  # a break before any node breaks nothing
                 continue
+            if func is BRANCH:
+                self.branches.append(args)
+                continue
+            if func is LOOP:
+                self.loops += 1
+                continue
             outs = _result_tensors(result)
             if getattr(func, "__name__", "") == "__setitem__":
                 # x[...] = v writes x (and its base): a proposal that ignored it would compute something else.
@@ -557,5 +571,7 @@ class Lifter:
                     outputs.append(name)
         if not outputs and self.nodes:
             outputs = [self.nodes[-1]["out"]]
+        dropped = place_constructs(self.nodes, outputs, self.names, self.branches, self.loops)
         return {"proposal": {"inputs": self.inputs, "nodes": self.nodes, "outputs": outputs},
-                "calls": counted, "mapped": mapped, "unmapped": unmapped}
+                "calls": counted, "mapped": mapped, "unmapped": unmapped,
+                "constructs": {"branches": len(self.branches), "loops": self.loops, "not_placed": dropped}}
