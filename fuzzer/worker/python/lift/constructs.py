@@ -67,13 +67,42 @@ def _threshold(test):
     return 0.0
 
 
+def _wrappable(test):
+    """Whether the test means the same inside a lambda: no walrus (it would bind in the lambda) and no
+    zero-argument super() (a lambda has no first argument to bind it to)."""
+    for n in ast.walk(test):
+        if isinstance(n, ast.NamedExpr):
+            return False
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super":
+            return False
+    return True
+
+
 class _ConstructMarker(ast.NodeTransformer):
+    """Marks the `if` and `for` statements of function bodies (a class body's names are not visible inside a
+    lambda, so its own statements stay as they are)."""
+
     def __init__(self):
         self.loops = 0
+        self.functions = 0
+
+    def visit_FunctionDef(self, node):
+        self.functions += 1
+        self.generic_visit(node)
+        self.functions -= 1
+        return node
+
+    def visit_ClassDef(self, node):
+        outer, self.functions = self.functions, 0
+        self.generic_visit(node)
+        self.functions = outer
+        return node
 
     def visit_If(self, node):
         self.generic_visit(node)
         test = node.test
+        if not self.functions or not _wrappable(test):
+            return node
         node.test = ast.Call(
             func=ast.Name(id=BRANCH_HELPER, ctx=ast.Load()),
             args=[ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
@@ -84,6 +113,8 @@ class _ConstructMarker(ast.NodeTransformer):
 
     def visit_For(self, node):
         self.generic_visit(node)
+        if not self.functions:
+            return node
         call = ast.Call(func=ast.Name(id=LOOP_HELPER, ctx=ast.Load()), args=[ast.Constant(self.loops)], keywords=[])
         self.loops += 1
         node.body.insert(0, ast.Expr(value=call))
