@@ -25,6 +25,7 @@ TEST(DynamoFigures, GraphBreakKindsComeFromTheReasonsFirstLine) {
             "dynamic_shape_op");
   EXPECT_EQ(graphBreakKindOf("Failed to trace builtin operator\n  Explanation: `print` ..."), "builtin");
   EXPECT_EQ(graphBreakKindOf("Data-dependent branching\n  Explanation: ..."), "data_dependent_branch");
+  EXPECT_EQ(graphBreakKindOf("Invalid call to __build_class__\n  Explanation: a class statement"), "class_definition");
   // The explanation lines never decide the kind: only the title does.
   EXPECT_EQ(graphBreakKindOf("Something new\n  Explanation: Tensor.item() is mentioned here"), "other");
 }

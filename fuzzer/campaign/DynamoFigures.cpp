@@ -25,6 +25,7 @@ const std::vector<KindRule>& breakRules() {
       {"data_dependent_branch", {"Data-dependent branching", "data dependent", "generic_jump"}},
       {"builtin", {"builtin"}},
       {"hook", {"hook"}},
+      {"class_definition", {"__build_class__"}},  // a class statement in forward
       {"unsupported_call", {"Unsupported", "unsupported", "Failed to trace"}},
   };
   return rules;

@@ -12,8 +12,8 @@
 namespace tcfuzz {
 
 /// The kind of a graph break, from the first line of the reason Dynamo counted (counters["graph_break"]):
-/// "graph_break_call", "item", "tolist", "builtin", "dynamic_shape_op", "data_dependent_branch", "hook",
-/// "unsupported_call" or "other".
+/// "graph_break_call", "item", "tolist", "dynamic_shape_op", "data_dependent_branch", "builtin", "hook",
+/// "class_definition", "unsupported_call" or "other".
 std::string graphBreakKindOf(const std::string& reason);
 /// The kind of the guard whose failure made a recompile, from Dynamo's text ("tensor 'x' dtype mismatch...",
 /// "G['OFFSET'] == 1.0", "___check_obj_id(...)"): "size", "stride", "dtype", "requires_grad", "device",
