@@ -144,3 +144,48 @@ TEST(PromptStrategy, CostlyStrategiesThatYieldNothingAreDrawnLessThanUnderAFlatC
   EXPECT_EQ(tcfuzz::PromptBandit::failureWeight(400, 4), tcfuzz::PromptBandit::kMaxFailureWeight);
   EXPECT_EQ(tcfuzz::PromptBandit::failureWeight(5, 0), 1);   // no mean yet
 }
+
+// A strategy whose replies never gave a program retires after kRetireAfter of them, once another strategy's
+// have: it is drawn only at the exploration picks. Its first program brings it back.
+TEST(PromptStrategy, AStrategyThatNeverGivesAProgramRetires) {
+  PromptBook book = PromptBook::builtIn(catalog());
+  tcfuzz::PromptBandit bandit(book, 5);
+  EXPECT_TRUE(bandit.retired().empty());
+  auto isPython = [&](size_t arm) { return book.strategy(bandit.arm(arm).strategy).form == "python"; };
+  auto play = [&](int picks, bool pythonWorks) {
+    int python = 0;
+    for (int i = 0; i < picks; ++i) {
+      size_t arm = bandit.pick();
+      if (isPython(arm)) {
+        ++python;
+        if (pythonWorks) bandit.reward(arm, 0.5);
+        else bandit.fail(arm, 2);
+      } else {
+        bandit.reward(arm, 0.3);
+      }
+    }
+    return python;
+  };
+  play(100, false);
+  std::vector<std::string> retired = bandit.retired();
+  std::vector<std::string> python;
+  for (const auto& s : book.strategies())
+    if (s.form == "python" && !s.repair) python.push_back(s.name);
+  EXPECT_EQ(retired, python);
+  EXPECT_EQ(bandit.toJson()["retired"], nlohmann::json(python));
+  // Retired, they are drawn at most at the exploration picks: every kExploreEvery-th.
+  EXPECT_LE(play(200, false), 200 / tcfuzz::PromptBandit::kExploreEvery);
+  // Once a Python reply gives a program, its strategy is drawable again.
+  int drawn = 0;
+  for (int i = 0; i < 500 && drawn == 0; ++i) {
+    size_t arm = bandit.pick();
+    if (isPython(arm)) {
+      bandit.reward(arm, 0.5);
+      ++drawn;
+      EXPECT_EQ(bandit.retired().size(), python.size() - 1) << bandit.arm(arm).strategy;
+    } else {
+      bandit.reward(arm, 0.3);
+    }
+  }
+  EXPECT_EQ(drawn, 1);
+}

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "oracles/infra/AtomicFile.h"
 #include "generators/llm/LlmProgram.h"
@@ -551,6 +552,8 @@ std::vector<std::pair<std::string, std::string>> LlmProposer::statsLines() const
   for (const auto& [reason, n] : s["all"]["rejections"].items())
     kv.emplace_back("llm_rejected_" + reason, std::to_string(n.get<int64_t>()));
   for (const auto& [name, st] : s["strategies"].items()) add("_" + statsName(name), st);
+  std::vector<std::string> retired = bandit_.retired();
+  kv.emplace_back("llm_retired_strategies", retired.empty() ? std::string("none") : fmt::format("{}", fmt::join(retired, ",")));
   return kv;
 }
 

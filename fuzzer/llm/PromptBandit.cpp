@@ -32,11 +32,31 @@ PromptBandit::PromptBandit(const gen::PromptBook& book, uint64_t seed)
     }
     ++sIdx;
   }
+  tallies_.resize(strategies_.size());
+}
+
+std::vector<bool> PromptBandit::drawableLocked() const {
+  std::vector<bool> drawable(tallies_.size(), true);
+  bool someProgram = std::any_of(tallies_.begin(), tallies_.end(), [](const Tally& t) { return t.programs > 0; });
+  if (!someProgram) return drawable;
+  for (size_t i = 0; i < tallies_.size(); ++i)
+    drawable[i] = tallies_[i].programs > 0 || tallies_[i].failures < kRetireAfter;
+  return drawable;
+}
+
+std::vector<std::string> PromptBandit::retired() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  std::vector<bool> drawable = drawableLocked();
+  for (size_t i = 0; i < drawable.size(); ++i)
+    if (!drawable[i]) out.push_back(strategies_.name(i));
+  return out;
 }
 
 size_t PromptBandit::pick() {
   std::lock_guard lock(mutex_);
-  int sIdx = static_cast<int>(strategies_.pick());
+  bool explore = ++picks_ % kExploreEvery == 0;
+  int sIdx = static_cast<int>(explore ? strategies_.pick() : strategies_.pick(drawableLocked()));
   const std::string& strategy = strategies_.name(static_cast<size_t>(sIdx));
   int tIdx = -1;
   if (auto it = targets_.find(strategy); it != targets_.end()) tIdx = static_cast<int>(it->second.pick());
@@ -50,6 +70,7 @@ void PromptBandit::reward(size_t arm, double reward) {
   std::lock_guard lock(mutex_);
   strategies_.reward(static_cast<size_t>(a.strategyIndex), reward);
   if (a.targetIndex >= 0) targets_.at(a.strategy).reward(static_cast<size_t>(a.targetIndex), reward);
+  tallies_[static_cast<size_t>(a.strategyIndex)].programs++;
 }
 
 void PromptBandit::addCost(double cpuSeconds) {
@@ -69,6 +90,7 @@ void PromptBandit::fail(size_t arm, double cpuSeconds) {
   double weight = failureWeight(cpuSeconds, replies_ ? costSum_ / static_cast<double>(replies_) : 0);
   strategies_.reward(static_cast<size_t>(a.strategyIndex), 0, weight);
   if (a.targetIndex >= 0) targets_.at(a.strategy).reward(static_cast<size_t>(a.targetIndex), 0, weight);
+  tallies_[static_cast<size_t>(a.strategyIndex)].failures++;
 }
 
 nlohmann::json PromptBandit::toJson() const {
@@ -76,6 +98,10 @@ nlohmann::json PromptBandit::toJson() const {
   nlohmann::json out{{"strategies", strategies_.toJson()},
                      {"mean_reply_cpu_s", replies_ ? costSum_ / static_cast<double>(replies_) : 0.0}};
   for (const auto& [name, b] : targets_) out["targets"][name] = b.toJson();
+  std::vector<bool> drawable = drawableLocked();
+  out["retired"] = nlohmann::json::array();
+  for (size_t i = 0; i < drawable.size(); ++i)
+    if (!drawable[i]) out["retired"].push_back(strategies_.name(i));
   return out;
 }
 

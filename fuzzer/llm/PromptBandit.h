@@ -42,6 +42,14 @@ class PromptBandit {
   /// cpuSeconds / meanSeconds, within [1, kMaxFailureWeight]; 1 while no mean is known.
   static double failureWeight(double cpuSeconds, double meanSeconds);
   static constexpr double kMaxFailureWeight = 8;
+  /// A strategy retires once kRetireAfter of its replies gave no program and none gave one, while another
+  /// strategy's replies have: a model that cannot write its form (a small model and the Python form) stops
+  /// costing CPU. A retired strategy is drawn only at every kExploreEvery-th pick (when every strategy is
+  /// drawable), and its first program brings it back.
+  static constexpr int kRetireAfter = 3;
+  static constexpr int kExploreEvery = 25;
+  /// The retired strategies' names, in book order.
+  std::vector<std::string> retired() const;
   /// The arm at `index` (std::out_of_range past the last); arms never change after construction.
   const Arm& arm(size_t index) const { return arms_.at(index); }
   /// {"strategies": per-strategy arms, "targets": {strategy: per-target arms}} (targets only when
@@ -55,6 +63,13 @@ class PromptBandit {
   std::map<std::string, gen::ThompsonBandit> targets_;  ///< per targeted strategy
   double costSum_ = 0;  ///< CPU seconds of every reply so far
   int64_t replies_ = 0;
+  struct Tally {
+    int64_t programs = 0, failures = 0;
+  };
+  std::vector<Tally> tallies_;  ///< per strategy: replies that gave a program, and that gave none
+  int64_t picks_ = 0;
+  /// Per strategy: may pick() draw it now (not retired)?
+  std::vector<bool> drawableLocked() const;
 };
 
 }  // namespace tcfuzz

@@ -192,7 +192,8 @@ ThompsonBandit::ThompsonBandit(std::vector<std::string> arms, uint64_t seed) : r
   for (auto& a : arms) arms_.push_back({std::move(a)});
 }
 
-size_t ThompsonBandit::pick() {
+size_t ThompsonBandit::pick(const std::vector<bool>& drawable) {
+  bool any = std::find(drawable.begin(), drawable.end(), true) != drawable.end();
   size_t best = 0;
   double bestSample = -1;
   for (size_t i = 0; i < arms_.size(); ++i) {
@@ -200,7 +201,8 @@ size_t ThompsonBandit::pick() {
     double x = std::gamma_distribution<double>(arms_[i].alpha, 1.0)(rng_.engine());
     double y = std::gamma_distribution<double>(arms_[i].beta, 1.0)(rng_.engine());
     double sample = x + y > 0 ? x / (x + y) : 0.5;
-    if (sample > bestSample) {
+    bool allowed = !any || (i < drawable.size() && drawable[i]);
+    if (allowed && sample > bestSample) {
       bestSample = sample;
       best = i;
     }

@@ -70,7 +70,10 @@ class ThompsonBandit {
  public:
   ThompsonBandit(std::vector<std::string> arms, uint64_t seed);
   /// Draws one sample per arm and returns the arm with the largest.
-  size_t pick();
+  size_t pick() { return pick({}); }
+  /// pick() among the arms whose `drawable` entry is true (every arm when `drawable` is empty or none is
+  /// true). A sample is drawn for every arm all the same, so the draws that follow do not depend on it.
+  size_t pick(const std::vector<bool>& drawable);
   /// Credits `arm` with reward r (clamped to [0, 1]), counted as `weight` pulls' worth of evidence.
   void reward(size_t arm, double r, double weight = 1);
   const std::string& name(size_t arm) const { return arms_.at(arm).name; }
