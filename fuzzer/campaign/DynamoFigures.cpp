@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "oracles/judge/Signature.h"
+
 namespace tcfuzz {
 
 namespace {
@@ -82,13 +84,10 @@ std::string share(int64_t part, int64_t whole) {
 }  // namespace
 
 std::string reasonTitle(const std::string& reason) {
-  std::string first = reason.substr(0, reason.find('\n'));
   // The user line and file Dynamo quotes after '#' differ per program: the guard is what precedes them.
-  first = first.substr(0, first.find(" #"));
+  std::string first = oracles::guardOfFailure(std::string_view(reason).substr(0, reason.find('\n')));
   first = std::regex_replace(first, std::regex(R"(\s+)"), " ");
-  while (!first.empty() && first.back() == ' ') first.pop_back();
-  if (first.size() > 100) first = first.substr(0, 100);
-  return first;
+  return first.substr(0, 100);
 }
 
 std::string graphBreakKindOf(const std::string& reason) { return kindOf(breakRules(), reasonTitle(reason)); }

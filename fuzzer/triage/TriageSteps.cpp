@@ -112,6 +112,11 @@ void replay(CaseInTriage& c, TriageTools& tools) {
   }
 }
 
+/// A minimization case's identity: its IR, compile configuration and backward flag.
+std::string caseKey(const MinimizeCase& m) {
+  return m.graph.contentHash() + m.compile.toJson().dump() + (m.backward ? "b" : "");
+}
+
 void minimize(CaseInTriage& c, TriageTools& tools) {
   TriagedCase& t = c.result;
   oracles::MinimizerPolicy policy = tools.settings.minimizer;
@@ -119,9 +124,7 @@ void minimize(CaseInTriage& c, TriageTools& tools) {
   policy.seed = c.settings.seed;
   oracles::Minimizer minimizer(tools.catalog, policy);
   std::map<std::string, ProgramTestResult> accepted;  // IR hash + config -> its test
-  auto key = [](const MinimizeCase& m) {
-    return m.graph.contentHash() + m.compile.toJson().dump() + (m.backward ? "b" : "");
-  };
+  auto key = caseKey;
   TestSettings settings = c.settings;
   settings.coldCache = c.coldCandidates;
   oracles::CandidateTest test = [&](const std::vector<MinimizeCase>& batch) {
@@ -153,7 +156,7 @@ bool coldChecking(const CaseInTriage& c, const TriageSettings& s) {
 
 void coldCheck(CaseInTriage& c, TriageTools& tools) {
   TriagedCase& t = c.result;
-  if (c.best.graph.contentHash() == c.start.graph.contentHash()) return;  // the campaign confirmed it cold
+  if (caseKey(c.best) == caseKey(c.start)) return;  // the campaign confirmed it cold
   TestSettings cold = c.settings;
   cold.coldCache = true;
   ProgramTestResult r = tools.cases.test(c.best, cold, "cold");

@@ -52,17 +52,19 @@ oracles::RunResult ProgramTester::runScript(const std::filesystem::path& script,
   asKind(job, "script");
   job.plugins = companions;  // a script job's plugins are files it reads beside itself; nothing runs them
   job.trace = trace;
-  job.cacheDir = newColdCache();
+  ColdCache cache = newColdCache();
+  job.cacheDir = cache.path;
   job.persistent = false;
-  std::filesystem::path cache = job.cacheDir;
-  oracles::RunResult r = pool_.submit(std::move(job)).get();
-  std::error_code ignored;
-  std::filesystem::remove_all(cache, ignored);
-  return r;
+  return pool_.submit(std::move(job)).get();
 }
 
-std::filesystem::path ProgramTester::newColdCache() {
-  return std::filesystem::absolute(jobsRoot_ / fmt::format("cold-cache-{:06d}", nextJob_++));
+ProgramTester::ColdCache::~ColdCache() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+ProgramTester::ColdCache ProgramTester::newColdCache() {
+  return ColdCache{std::filesystem::absolute(jobsRoot_ / fmt::format("cold-cache-{:06d}", nextJob_++))};
 }
 
 oracles::RunResult ProgramTester::bisect(const std::filesystem::path& program, const TestSettings& settings,
@@ -215,15 +217,8 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
 }
 
 ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
-  ProgramTestResult result;
-  if (settings.coldCache) {
-    std::filesystem::path cache = newColdCache();
-    result = testOnce(program, settings, cache);
-    std::error_code ignored;
-    std::filesystem::remove_all(cache, ignored);
-  } else {
-    result = testOnce(program, settings, {});
-  }
+  ProgramTestResult result =
+      settings.coldCache ? testOnce(program, settings, newColdCache().path) : testOnce(program, settings, {});
   if (settings.confirmFindings && oracles::isFinding(result.verdict.verdict)) confirm(program, settings, result);
   if (settings.conditioningRuns > 0 && oracles::isWrongResult(result.verdict.verdict))
     checkConditioning(program, settings, result);
@@ -274,10 +269,7 @@ void ProgramTester::confirm(const std::filesystem::path& program, const TestSett
   TestSettings fresh = settings;
   fresh.persistent = false;
   if (fresh.gpu.empty()) fresh.gpu = result.runs.compiled.child.gpu;  // again on the GPU that misbehaved
-  std::filesystem::path coldCache = newColdCache();
-  ProgramTestResult cold = testOnce(program, fresh, coldCache);
-  std::error_code ignored;
-  std::filesystem::remove_all(coldCache, ignored);
+  ProgramTestResult cold = testOnce(program, fresh, newColdCache().path);
   if (oracles::isFinding(cold.verdict.verdict)) {
     result = std::move(cold);
     result.confirmation = Confirmation::Confirmed;

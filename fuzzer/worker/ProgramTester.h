@@ -121,8 +121,13 @@ class ProgramTester {
 
  private:
   Job makeJob(const std::filesystem::path& program, RunMode mode, const TestSettings& settings);
-  /// A new private cache folder under the jobs' root (the job creates it; the caller removes it).
-  std::filesystem::path newColdCache();
+  /// A private Inductor cache folder under the jobs' root: the job creates it, and it is removed when the
+  /// ColdCache goes (a temporary lives to the end of the full expression that uses its path).
+  struct ColdCache {
+    std::filesystem::path path;
+    ~ColdCache();
+  };
+  ColdCache newColdCache();
   /// Why r's fp64 run cannot change its verdict (TestSettings::fp64OnDemand); nullopt: it can, run it.
   std::optional<std::string> fp64Unneeded(const ProgramTestResult& r) const;
   /// One judged run of the three jobs; `cacheDir` non-empty: every job fresh with that private cache.
