@@ -65,7 +65,7 @@ TEST_F(PythonConstructsTest, TheDefaultPolicyMeetsTheProgramShareTargets) {
 TEST_F(PythonConstructsTest, ConstructsDrawFromTheirOwnStreamSoTheOpGraphStaysTheSame) {
   GenPolicy none;
   none.pythonConstructs = PythonConstructChances::fromJson(
-      {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"form", 0}, {"hook", 0}, {"schedule", 0}});
+      {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"form", 0}, {"hook", 0}, {"schedule", 0}, {"hop", 0}});
   Generator with(catalog, GenPolicy{}, 7), without(catalog, none, 7);
   int differing = 0;
   for (uint64_t i = 0; i < 40; ++i) {

@@ -106,6 +106,12 @@ const std::vector<std::string>& pythonFormNames() {
   return kNames;
 }
 
+const std::vector<std::string>& hopKindNames() {
+  static const std::vector<std::string> kNames{"cond", "map", "while_loop", "scan", "checkpoint", "nested_compile_region",
+                                               "vmap", "grad", "autograd_function"};
+  return kNames;
+}
+
 bool isPythonForm(const std::string& name) {
   const auto& names = pythonFormNames();
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -122,11 +128,12 @@ json pythonToJson(const NodePython& p) {
   // The first loop form keeps the key it had before forms had names, so older programs hash the same.
   if (p.form == "enumerate") doc["loop"] = true;
   else if (!p.form.empty()) doc["form"] = p.form;
+  if (p.hop) doc["hop"] = {{"kind", p.hop->kind}, {"input", p.hop->input}, {"threshold", p.hop->threshold}};
   return doc;
 }
 
 NodePython pythonFromJson(const Reader& r) {
-  r.onlyKeys({"graph_break_before", "branch", "output_state", "counter", "loop", "form"});
+  r.onlyKeys({"graph_break_before", "branch", "output_state", "counter", "loop", "form", "hop"});
   NodePython p;
   bool loop = false;
   for (auto [key, field] : {std::pair{"graph_break_before", &p.graphBreakBefore}, std::pair{"counter", &p.counter},
@@ -151,6 +158,18 @@ NodePython pythonFromJson(const Reader& r) {
     t.operand = static_cast<int>(b.at("operand").integer(0, 64));
     t.threshold = b.at("threshold").number();
     p.branch = t;
+  }
+  if (r.has("hop")) {
+    Reader h = r.at("hop");
+    h.onlyKeys({"kind", "input", "threshold"});
+    HopConstruct c;
+    c.kind = h.at("kind").str();
+    const auto& kinds = hopKindNames();
+    if (std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end())
+      h.at("kind").fail(fmt::format("unknown higher-order op '{}' ({})", c.kind, fmt::join(kinds, ", ")));
+    if (h.has("input")) c.input = static_cast<int>(h.at("input").integer(0, 64));
+    if (h.has("threshold")) c.threshold = h.at("threshold").number();
+    p.hop = c;
   }
   if (r.has("output_state")) {
     p.outputState = r.at("output_state").str();

@@ -118,11 +118,24 @@ struct BranchTest {
 /// `scale`, "offset" adds the module global OFFSET. `counter`: before its code, forward counts the call in
 /// an instance attribute, an instance list and a module global. `form`: after its code, its output passes
 /// through a Python form (PythonConstructs.h's table: a loop over dim 0, a closure, a container, a
-/// dataclass, a grad-mode region, a tensor hook, ...), "" for none.
+/// dataclass, a grad-mode region, a tensor hook, ...), "" for none. `hop`: a higher-order op runs the node
+/// and the region above it (HigherOrderOps.h).
 /// The Python forms a node's output may pass through, by name: the loops over dim 0 first ("enumerate",
 /// "while", "zip", "generator", "grow-while-iterating"), then the others. PythonConstructs.cpp writes each.
 const std::vector<std::string>& pythonFormNames();
 bool isPythonForm(const std::string& name);
+
+/// A higher-order op around a node (HigherOrderOps.h): the node and the ancestors only it reads become the body
+/// of a function that `kind` runs (hopKindNames()). `input` and `threshold` are cond's predicate: the first
+/// element of the program input at position `input` compared with `threshold`.
+struct HopConstruct {
+  std::string kind = "cond";
+  int input = 0;
+  double threshold = 0;
+  bool operator==(const HopConstruct&) const = default;
+};
+/// The higher-order ops a region may be run by, in their table's order (HigherOrderOps.cpp).
+const std::vector<std::string>& hopKindNames();
 
 struct NodePython {
   bool graphBreakBefore = false;
@@ -130,7 +143,8 @@ struct NodePython {
   std::string outputState;
   bool counter = false;
   std::string form;
-  bool empty() const { return !graphBreakBefore && !branch && outputState.empty() && !counter && form.empty(); }
+  std::optional<HopConstruct> hop;
+  bool empty() const { return !graphBreakBefore && !branch && outputState.empty() && !counter && form.empty() && !hop; }
   bool operator==(const NodePython&) const = default;
 };
 

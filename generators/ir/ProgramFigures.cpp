@@ -91,6 +91,15 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   std::set<std::string> changes;
   for (const ScheduleStep& s : plan.schedule) changes.insert(s.change);
   for (const std::string& change : changes) ++withScheduleChange[change];
+  withHop += !plan.hopKinds.empty();
+  withTorchFunc += plan.hopKinds.contains("vmap") || plan.hopKinds.contains("grad") ||
+                   plan.hopKinds.contains("autograd_function");
+  for (const std::string& kind : plan.hopKinds) ++withHopKind[kind];
+  for (const auto& region : plan.hops)
+    if (region) {
+      ++regions;
+      regionNodes += static_cast<int64_t>(region->nodes.size());
+    }
   int longest = 0;
   for (int out : g.outputs) longest = std::max(longest, depth[out]);
   depthSum += longest;
@@ -128,6 +137,9 @@ json ProgramFigures::toJson() const {
           {"programs_with_a_global_module_hook", share(withGlobalHook, programs)},
           {"programs_writing_python_state", share(withPythonStateWrite, programs)},
           {"programs_with_a_call_schedule", share(withSchedule, programs)},
+          {"programs_with_a_higher_order_op", share(withHop, programs)},
+          {"programs_with_torch_func_or_an_autograd_function", share(withTorchFunc, programs)},
+          {"mean_region_nodes", share(regionNodes, regions)},
           {"mean_depth", share(depthSum, programs)},
           {"mean_fan_out", share(consumerSum, consumedValues)},
           {"shared_value_share", share(sharedValues, consumedValues)}};
@@ -147,6 +159,12 @@ json ProgramFigures::toJson() const {
     changes[change] = share(found == withScheduleChange.end() ? 0 : found->second, programs);
   }
   figures["programs_with_each_schedule_change"] = changes;
+  json hops = json::object();  // every higher-order op, as for the forms
+  for (const std::string& kind : hopKindNames()) {
+    auto found = withHopKind.find(kind);
+    hops[kind] = share(found == withHopKind.end() ? 0 : found->second, programs);
+  }
+  figures["programs_with_each_higher_order_op"] = hops;
   return figures;
 }
 

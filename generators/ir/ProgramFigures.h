@@ -38,6 +38,10 @@ struct ProgramFigures {
   int64_t withLoop = 0;             // a loop over an output's dim 0 (a loop form)
   std::map<std::string, int64_t> withForm;  // programs whose nodes use each Python form (python/PythonForms.h)
   std::map<std::string, int64_t> withScheduleChange;  // programs whose schedule makes each change (ScheduleStep)
+  std::map<std::string, int64_t> withHopKind;  // programs with a region each higher-order op runs
+  int64_t withHop = 0;        // a region run by a higher-order op or a torch.func transform (HigherOrderOps.h)
+  int64_t withTorchFunc = 0;  // a region run by torch.func (vmap, grad) or a custom autograd.Function
+  int64_t regions = 0, regionNodes = 0;  // regions and the nodes in them
   int64_t withHook = 0;             // a forward hook or pre-hook on the model, or a global module hook
   int64_t withGlobalHook = 0;       // a process-wide module hook (register_module_forward[_pre]_hook)
   int64_t withPythonStateWrite = 0; // forward writes an attribute, a list or a global

@@ -127,7 +127,7 @@ std::map<std::string, double> PythonConstructChances::defaultFormWeights() {
 
 json PythonConstructChances::toJson() const {
   return {{"graph_break", graphBreak}, {"branch", branch}, {"output_state", outputState}, {"counter", counter},
-          {"loop", loop}, {"form", form}, {"hook", hook}, {"global_hook", globalHook}, {"schedule", schedule}, {"branch_weights", branchWeights},
+          {"loop", loop}, {"form", form}, {"hook", hook}, {"global_hook", globalHook}, {"schedule", schedule}, {"hop", hop}, {"branch_weights", branchWeights},
           {"form_weights", formWeights}};
 }
 
@@ -137,7 +137,8 @@ PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
   std::map<std::string, double*> chances{{"graph_break", &c.graphBreak}, {"branch", &c.branch},
                                          {"output_state", &c.outputState}, {"counter", &c.counter},
                                          {"loop", &c.loop}, {"form", &c.form}, {"hook", &c.hook},
-                                         {"global_hook", &c.globalHook}, {"schedule", &c.schedule}};
+                                         {"global_hook", &c.globalHook}, {"schedule", &c.schedule},
+                                         {"hop", &c.hop}};
   std::map<std::string, std::pair<std::map<std::string, double>*, const char*>> weightMaps{
       {"branch_weights", {&c.branchWeights, "test"}}, {"form_weights", {&c.formWeights, "form"}}};
   for (const auto& [key, value] : doc.items()) {
@@ -165,6 +166,12 @@ PythonConstructChances PythonConstructChances::fromJson(const json& doc) {
 bool PythonPlan::anyConstruct() const {
   return !schedule.empty() || counter || !hook.empty() ||
          std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return !p.empty(); });
+}
+
+bool PythonText::inBody(size_t i) const {
+  return std::any_of(plan.hops.begin(), plan.hops.end(), [i](const std::optional<HopRegion>& r) {
+    return r && r->head != i && std::find(r->nodes.begin(), r->nodes.end(), i) != r->nodes.end();
+  });
 }
 
 bool PythonPlan::mutatesState() const {
@@ -206,6 +213,14 @@ PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog) {
     plan.classScale = plan.classScale || p.outputState == "scale";
     plan.globalOffset = plan.globalOffset || p.outputState == "offset";
     plan.nodes.push_back(std::move(p));
+  }
+  // Regions last: a body holds only nodes whose own constructs were all left out.
+  plan.hops.assign(g.nodes.size(), std::nullopt);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!plan.nodes[i].hop) continue;
+    plan.hops[i] = hopRegionOf(g, catalog, i, *plan.nodes[i].hop, plan.nodes);
+    if (plan.hops[i]) plan.hopKinds.insert(plan.hops[i]->kind);
+    else plan.nodes[i].hop.reset();
   }
   plan.hook = g.hook;
   for (const ScheduleStep& s : g.schedule) {
@@ -311,6 +326,8 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     }
     ++added;
   }
+  // Drawn last, so the constructs above are drawn as before; a region's body avoids the nodes they sit on.
+  if (addHopConstruct(g, catalog, chances.hop, rng)) ++added;
   return added;
 }
 
@@ -325,6 +342,7 @@ bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonCons
     if (!p.outputState.empty()) drops.push_back([&p] { p.outputState.clear(); });
     if (p.counter) drops.push_back([&p] { p.counter = false; });
     if (!p.form.empty()) drops.push_back([&p] { p.form.clear(); });
+    if (p.hop) drops.push_back([&p] { p.hop.reset(); });
   }
   if (!g.hook.empty()) drops.push_back([&g] { g.hook.clear(); });
   if (!drops.empty() && rng.chance(0.5)) {
@@ -332,9 +350,10 @@ bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonCons
     return true;
   }
   PythonConstructChances one = chances;
-  one.graphBreak = one.branch = one.outputState = one.counter = one.loop = one.form = one.hook = one.schedule = 0;
-  double* kinds[] = {&one.graphBreak, &one.branch, &one.outputState, &one.counter, &one.loop, &one.form, &one.hook, &one.schedule};
-  *kinds[rng.uniform(0, 7)] = 1;
+  one.graphBreak = one.branch = one.outputState = one.counter = one.loop = one.form = one.hook = one.schedule = one.hop = 0;
+  double* kinds[] = {&one.graphBreak, &one.branch, &one.outputState, &one.counter, &one.loop,
+                     &one.form,       &one.hook,   &one.schedule,    &one.hop};
+  *kinds[rng.uniform(0, 8)] = 1;
   if (one.schedule > 0) one.outputState = 1;  // a schedule changes state that an output reads
   std::string before = g.toJson().dump();
   addPythonConstructs(g, catalog, one, rng);
@@ -346,6 +365,7 @@ bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonCons
 std::string PythonText::imports() const {
   std::set<std::string_view> lines;
   for (const std::string& name : plan.forms) lines.insert(pythonForm(name).imports);
+  if (plan.hopKinds.contains("checkpoint")) lines.insert("import torch.utils.checkpoint\n");
   lines.erase("");
   return fmt::format("{}", fmt::join(lines, ""));
 }
@@ -366,7 +386,7 @@ std::string PythonText::moduleState() const {
   std::set<std::string_view> written;  // forms may share definitions (the submodule class)
   for (const PythonForm& f : pythonForms())  // the table's order, so the text never depends on the nodes'
     if (plan.forms.contains(std::string(f.name)) && written.insert(f.module).second) out += f.module;
-  return out;
+  return out + hopGlobalsText(plan.hopKinds);
 }
 
 std::string PythonText::classAttributes() const {

@@ -24,6 +24,7 @@
 #include "generators/ir/Graph.h"
 #include "generators/OpCatalog.h"
 #include "generators/ir/Rng.h"
+#include "generators/python/HigherOrderOps.h"
 
 namespace tcfuzz::gen {
 
@@ -38,6 +39,7 @@ struct PythonConstructChances {
   double hook = 0.15;        // a forward hook (doubles floating outputs) or pre-hook (records input shapes)
   double globalHook = 0.4;   // a drawn hook is process-wide (register_module_forward[_pre]_hook) instead of the model's
   double schedule = 0.7;     // a program that keeps state gets a schedule of 1 to 3 state changes
+  double hop = 0.3;          // a higher-order op or torch.func transform runs a region (HigherOrderOps.h)
   std::map<std::string, double> branchWeights{{"item", 2}, {"tensor", 2}, {"any", 1}, {"flag", 1}, {"training", 1}, {"calls", 1}};
   /// Each form's weight among the loop forms (drawn with `loop`) or the others (drawn with `form`).
   std::map<std::string, double> formWeights = defaultFormWeights();
@@ -60,6 +62,8 @@ struct PythonPlan {
   bool counter = false;                ///< self.calls, self.trace and the global CALLS
   std::string hook;                    ///< Graph::hook
   std::set<std::string> forms;         ///< the forms the nodes use (their module text is written once)
+  std::vector<std::optional<HopRegion>> hops;  ///< per node: the region its higher-order op runs, where it holds
+  std::set<std::string> hopKinds;      ///< the higher-order ops the regions use
 
   bool anyConstruct() const;
   /// A form holds submodules that act differently in train() (a train-mode step changes them).
@@ -96,6 +100,8 @@ struct PythonText {
   std::string initState() const;
   /// forward's first lines: the `global` statement of the globals forward writes.
   std::string forwardPrologue() const;
+  /// Whether node `i`'s code is written inside a region's body (at the region's head), not in place.
+  bool inBody(size_t i) const;
   /// forward lines before node `i`'s code: the counter, then the graph break.
   std::string beforeNode(size_t i) const;
   /// Node `i`'s one-line code `lhs = rhs  # comment`, inside its branch when it has one.

@@ -157,6 +157,7 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   }
 
   std::map<std::string, int> layerCount;
+  std::map<size_t, std::string> bodies;  // a region's body nodes' code, written at its head
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     const OpSpec* op = catalog_.find(node.op);
@@ -189,7 +190,7 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
     std::vector<TensorType> types;
     for (int v : node.outputs) types.push_back(g.typeOf(v));
     std::string comment = "  # " + typeComment(types) + (node.core ? " [LLM core]" : "");
-    std::string code = python.beforeNode(i);
+    std::string code;
     if (op->python.rfind("stmt:", 0) == 0) {
       std::string body = render(op->python.substr(5), *op, node, ins, outs, self);
       std::istringstream lines(body);
@@ -202,8 +203,23 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
       if (op->tupleResult && outs.size() == 1) lhs += ",";
       code += python.nodeCode(g, i, names, lhs, render(op->python, *op, node, ins, outs, self), comment);
     }
+    // A region's body nodes are written inside its function, at its head; their lines are the head's.
+    if (python.inBody(i)) {
+      bodies[i] = code;
+      forwardLine.push_back(-1);
+      continue;
+    }
+    if (const auto& region = plan.hops[i]) {
+      std::string body;
+      for (size_t j : region->nodes)
+        if (j != i) body += bodies[j];
+      code = hopRegionText(g, *region, names, body + code);
+    }
+    code = python.beforeNode(i) + code;
     linesSoFar += lineCount(code);
     forwardLine.push_back(linesSoFar);
+    if (const auto& region = plan.hops[i])
+      for (size_t j : region->nodes) forwardLine[j] = linesSoFar;
     std::string after = python.afterNode(g, i, names);
     linesSoFar += lineCount(after);
     forward << code << after;

@@ -160,6 +160,9 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     r.child.gpu = stringField(*it, "gpu");
   }
   if (auto it = j.find("outputs"); it != j.end() && !it->is_null()) r.outputs = outputSetFromJson(*it);
+  if (auto it = j.find("desugared_hops"); it != j.end() && it->is_array())
+    for (const auto& name : *it)
+      if (name.is_string()) r.desugaredHops.push_back(name.get<std::string>());
   if (auto it = j.find("random_ops"); it != j.end() && it->is_array())
     for (const auto& op : *it)
       if (op.is_string()) r.randomOps.push_back(op.get<std::string>());
@@ -204,6 +207,7 @@ nlohmann::json toJson(const RunResult& r) {
   if (r.times.backward > 0) j["times"]["backward_s"] = r.times.backward;
   if (r.times.extraCalls > 0) j["times"]["extra_calls_s"] = r.times.extraCalls;
   if (!r.randomOps.empty()) j["random_ops"] = r.randomOps;
+  if (!r.desugaredHops.empty()) j["desugared_hops"] = r.desugaredHops;
   if (!r.repeatRecompiles.empty()) j["repeat_recompiles"] = r.repeatRecompiles;
   if (!r.times.compilePhases.empty()) j["compile_phases"] = r.times.compilePhases;
   j["child"] = {{"persistent", r.child.persistent}, {"jobs_before", r.child.jobsBefore}};

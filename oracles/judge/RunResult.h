@@ -136,6 +136,9 @@ struct RunResult {
   ChildInfo child;
   std::vector<std::string> refusals;  ///< Refused: what the program tried, in order ("network: socket.connect ...")
   std::vector<std::string> randomOps;  ///< eager jobs: the random ops the program drew from ("aten.bernoulli_")
+  /// eager and fp64 jobs: the higher-order ops whose Python meaning the run used ("cond", "vmap"): its leaves
+  /// are a reference, not eager's own kernels.
+  std::vector<std::string> desugaredHops;
   /// compiled jobs: the first guard failure of each recompile Dynamo made in call 2, which repeats call 1
   /// exactly (fresh copies of the same inputs, the state as built); empty when it ran the cached code
   std::vector<std::string> repeatRecompiles;

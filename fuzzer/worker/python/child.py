@@ -25,7 +25,7 @@ from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, 
                             alias_notes, perturbed_inputs)
 from lift import run_lift_job
 from program_guard import GUARD
-from repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, schedule_leaves,
+from repro_shared import (call_in_fp64, desugar_hops, fresh_copies, later_call_leaves, layout_copy, schedule_leaves,
                           layout_copies, seed_everything, widen_inputs, widen_model_and_inputs, write_tensor_file)
 
 PHASE_FILE = "phase"
@@ -73,14 +73,18 @@ class ChildRun:
         os.replace(tmp, os.path.join(self.dir, RESULT_FILE))
 
     # -- program loading --------------------------------------------------------------------
-    def load_program(self):
+    def exec_program(self):
+        """The program's module namespace, executed afresh (the guard already watches it)."""
         path = self.job["program"]
         with open(path) as f:
-            source = f.read()
+            code = compile(f.read(), path, "exec")
         namespace = {"__name__": "tcfuzz_program", "__file__": path}
-        code = compile(source, path, "exec")
-        GUARD.watch(path, self.dir)  # from here on, what the program's own frames try past the job is refused
         exec(code, namespace)  # the child is the sandbox: this is where untrusted code runs
+        return namespace
+
+    def load_program(self):
+        GUARD.watch(self.job["program"], self.dir)  # from here on, what the program's frames try past the job is refused
+        namespace = self.exec_program()
         if "make_inputs" not in namespace:
             raise ContractError("program defines no make_inputs(seed) function")
         if "make_model" not in namespace and "Model" not in namespace:
@@ -298,6 +302,15 @@ class ChildRun:
         # The first leaf is the note on the call's inputs: a text leaf, compared as text.
         return [(TextLeaf(leaf) if i == 0 else leaf, role, name, leaf) for i, (leaf, name) in enumerate(leaves)]
 
+    def hop_contract(self):
+        """Eager's own higher-order ops on call 1, in a namespace of their own (the program's state stays as the
+        reference finds it): what they raise (a contract the program breaks: aliasing outputs, mismatched branch
+        metadata) makes the program invalid, as any eager error does, in phase "hop-eager"."""
+        self.mark("hop-eager")
+        model, inputs = self.build(self.exec_program(), "eager")
+        with torch.enable_grad():  # under no_grad, cond lets an aliasing branch through
+            model(*fresh_copies(inputs))
+
     def schedule(self, ns, fn, model, inputs, mode, state):
         """The program's SCHEDULE (repro_shared.schedule_leaves): [(leaf, name)], [] without one. A step
         changes the uncompiled model's state (the compiled module reads the same object); what compiled
@@ -323,6 +336,10 @@ class ChildRun:
         if mode == "compiled":
             self.mark("config")
             self.apply_compile_config()
+        # The references run each higher-order op's Python meaning; eager checks the ops' own contract first.
+        self.desugared = sorted(desugar_hops(ns)) if mode != "compiled" else []
+        if self.desugared and mode == "eager" and not job.get("perturb"):
+            self.hop_contract()
         self.mark("setup")
         model, inputs = self.build(ns, mode)
         fn = self.compiled(model) if mode == "compiled" else model
@@ -356,6 +373,8 @@ class ChildRun:
             result["repeat_outputs"] = saved[1:]
         if self.random_ops:
             result["random_ops"] = self.random_ops
+        if self.desugared:
+            result["desugared_hops"] = self.desugared
         if backward:
             result["backward"] = self.backward_note
         if mode == "compiled":
@@ -393,13 +412,18 @@ class ChildRun:
     # -- "bisect" jobs: torch._inductor.compiler_bisector on the program ------------------------
     def leaves(self, ns, mode):
         """One run in `mode`: every leaf in the order the saved outputs have them (checked_calls)."""
-        model, inputs = self.build(ns, mode)
-        fn = self.compiled(model) if mode == "compiled" else model
-        wrt, wrt_names = [], []
-        if bool(self.job.get("backward", False)):
-            inputs, wrt, wrt_names = self.grad_targets(model, inputs)
-        torch.set_grad_enabled(bool(self.job.get("backward", False)))
-        return [leaf for leaf, *_ in self.checked_calls(ns, fn, model, inputs, mode, wrt, wrt_names, ModuleState(model, ns))]
+        real = desugar_hops(ns) if mode != "compiled" else {}
+        try:
+            model, inputs = self.build(ns, mode)
+            fn = self.compiled(model) if mode == "compiled" else model
+            wrt, wrt_names = [], []
+            if bool(self.job.get("backward", False)):
+                inputs, wrt, wrt_names = self.grad_targets(model, inputs)
+            torch.set_grad_enabled(bool(self.job.get("backward", False)))
+            state = ModuleState(model, ns)
+            return [leaf for leaf, *_ in self.checked_calls(ns, fn, model, inputs, mode, wrt, wrt_names, state)]
+        finally:
+            ns.update(real)
 
     def bisect(self):
         """The bisect job (bisect_check.run_bisect): which backend, subsystem and application first fails."""

@@ -452,6 +452,77 @@ def schedule_leaves(namespace, model, restore, call, python_state):
         leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call(_applying(list(changes)) if changes else None))]
         leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
     return leaves
+
+
+# The Python meaning of each higher-order op a program calls through a module global (generators/python/
+# HigherOrderOps.h): the eager and float64 references rebind those globals to these, so compiled's op is judged
+# against an if, a loop, a plain call or torch.autograd.grad, never against the op's own eager path.
+def _desugared_cond(pred, true_fn, false_fn, operands=()):
+    return true_fn(*operands) if bool(pred) else false_fn(*operands)
+
+
+def _desugared_map(f, xs, *args):
+    return torch.stack([f(x, *args) for x in xs.unbind(0)])
+
+
+def _desugared_while_loop(cond_fn, body_fn, carried_inputs):
+    carried = tuple(carried_inputs)
+    while bool(cond_fn(*carried)):
+        carried = tuple(body_fn(*carried))
+    return carried
+
+
+def _desugared_scan(combine_fn, init, xs, dim=0, reverse=False):
+    carry, ys = init, []
+    slices = list(xs.unbind(dim))
+    for x in reversed(slices) if reverse else slices:
+        carry, y = combine_fn(carry, x)
+        ys.append(y)
+    return carry, torch.stack(ys[::-1] if reverse else ys, dim)
+
+
+def _desugared_checkpoint(fn, *args, use_reentrant=None, **kwargs):
+    return fn(*args, **kwargs)
+
+
+def _desugared_nested_compile_region(fn):
+    return fn
+
+
+def _desugared_vmap(f, in_dims=0, out_dims=0):
+    def batched(*args):
+        dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+        rows = [f(*[a if d is None else a.select(d, i) for a, d in zip(args, dims)]) for i in range(size)]
+        return torch.stack(rows, out_dims)
+    return batched
+
+
+def _desugared_grad(f, argnums=0):
+    def gradient(*args):
+        with torch.enable_grad():
+            x = args[argnums]
+            leaf = x if x.requires_grad else x.detach().requires_grad_()
+            inner = list(args)
+            inner[argnums] = leaf
+            (g,) = torch.autograd.grad(f(*inner), leaf, create_graph=torch.is_grad_enabled() and x.requires_grad)
+        return g
+    return gradient
+
+
+DESUGARED_HOPS = {"cond": _desugared_cond, "hop_map": _desugared_map, "while_loop": _desugared_while_loop,
+                  "scan": _desugared_scan, "checkpoint": _desugared_checkpoint,
+                  "nested_compile_region": _desugared_nested_compile_region, "vmap": _desugared_vmap,
+                  "grad": _desugared_grad}
+
+
+def desugar_hops(namespace):
+    """Rebinds the program's higher-order-op globals (those it binds to a torch op) to their Python meaning;
+    returns {name: the op it was bound to}, which namespace.update() puts back."""
+    bound = {name: namespace[name] for name in DESUGARED_HOPS
+             if name in namespace and getattr(namespace[name], "__module__", "").startswith("torch")}
+    namespace.update({name: DESUGARED_HOPS[name] for name in bound})
+    return bound
 # <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
 
 
@@ -562,8 +633,10 @@ def main():
     if CASE["threads"] > 0:
         torch.set_num_threads(CASE["threads"])
     print(f"torch {torch.__version__} ({torch.version.git_version}); torch.compile {json.dumps(CASE['compile'])}")
+    real = desugar_hops(globals())  # the references run each higher-order op's Python meaning
     eager, eager_error = run_and_report("eager")
     fp64, _ = run_and_report("fp64")
+    globals().update(real)  # compiled runs the ops themselves
     apply_compile_config(CASE["compile"])
     compiled, compiled_error = run_and_report("compiled")
     if eager_error is not None and compiled_error is None:

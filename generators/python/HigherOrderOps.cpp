@@ -1,0 +1,253 @@
+#include "generators/python/HigherOrderOps.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "generators/python/PythonEmitter.h"
+
+namespace tcfuzz::gen {
+
+namespace {
+
+const std::vector<HopKind> kKinds{
+    // name, global, binding, floatingHead, mapsOperand, gradOperand, predicate
+    {"cond", "cond", "torch.cond", false, false, false, true},
+    {"map", "hop_map", "torch._higher_order_ops.map", false, true, false, false},
+    {"while_loop", "while_loop", "torch._higher_order_ops.while_loop", true, false, false, false},
+    {"scan", "scan", "torch._higher_order_ops.scan", true, true, false, false},
+    {"checkpoint", "checkpoint", "torch.utils.checkpoint.checkpoint", false, false, false, false},
+    {"nested_compile_region", "nested_compile_region", "torch.compiler.nested_compile_region", false, false, false,
+     false},
+    {"vmap", "vmap", "torch.func.vmap", false, true, false, false},
+    {"grad", "grad", "torch.func.grad", true, false, true, false},
+    {"autograd_function", "RegionFunction", "", false, false, false, false},
+};
+
+/// The custom autograd.Function the "autograd_function" regions run: plain Python, so it is its own reference.
+constexpr std::string_view kRegionFunction = R"(class RegionFunction(torch.autograd.Function):
+    """A custom autograd.Function around a region: forward runs the region's function on its operands and saves
+    them; backward gives each floating operand the output gradient's mean times the operand's cosine."""
+
+    @staticmethod
+    def forward(ctx, fn, *operands):
+        ctx.save_for_backward(*operands)
+        return fn(*operands)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (None,) + tuple(grad.mean() * t.cos() if t.is_floating_point() else None for t in ctx.saved_tensors)
+
+
+)";
+
+/// Ops that write module state in forward (a buffer, a parameter through .data).
+bool writesModuleState(const OpSpec& op) {
+  return op.family == "buffer-update" || op.family == "param-data" || op.init.find("BatchNorm") != std::string::npos;
+}
+
+/// Whether node `i` may be in a body at all: a functional op that draws nothing and writes nothing.
+bool functional(const Graph& g, const OpCatalog& catalog, size_t i) {
+  const Node& n = g.nodes[i];
+  const OpSpec* op = catalog.find(n.op);
+  return op && !op->random && !op->inplace && !n.writesInput && !writesModuleState(*op) && !n.outputs.empty();
+}
+
+/// Whether node `i` writes anything in place (an input, a view's base, module state).
+bool writes(const Graph& g, const OpCatalog& catalog, size_t i) {
+  const OpSpec* op = catalog.find(g.nodes[i].op);
+  return !op || op->inplace || g.nodes[i].writesInput || writesModuleState(*op);
+}
+
+bool isParam(const Graph& g, int v) {
+  return std::any_of(g.params.begin(), g.params.end(), [v](const Source& s) { return s.value == v; });
+}
+
+bool isOutput(const Graph& g, int v) { return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end(); }
+
+std::string floatText(double v) { return pythonLiteral(nlohmann::json(v), AttrKind::Float); }
+
+}  // namespace
+
+const std::vector<HopKind>& hopKinds() { return kKinds; }
+
+const HopKind& hopKind(const std::string& name) {
+  for (const HopKind& k : kKinds)
+    if (k.name == name) return k;
+  throw std::invalid_argument("unknown higher-order op '" + name + "'");
+}
+
+std::optional<HopRegion> hopRegionOf(const Graph& g, const OpCatalog& catalog, size_t head, const HopConstruct& hop,
+                                     const std::vector<NodePython>& python) {
+  const auto& names = hopKindNames();
+  if (std::find(names.begin(), names.end(), hop.kind) == names.end() || head >= g.nodes.size()) return std::nullopt;
+  const HopKind& kind = hopKind(hop.kind);
+  const Node& h = g.nodes[head];
+  const OpSpec* op = catalog.find(h.op);
+  if (!op || !functional(g, catalog, head) || op->view || op->tupleResult || op->stridedOutput || h.outputs.size() != 1 ||
+      python[head].branch)
+    return std::nullopt;
+  const TensorType& out = g.typeOf(h.outputs[0]);
+  if (kind.floatingHead && !isFloat(out.dtype)) return std::nullopt;
+
+  // The body: the head, then each earlier functional node with no construct whose outputs only the body reads.
+  std::vector<bool> inRegion(g.nodes.size(), false);
+  inRegion[head] = true;
+  for (size_t j = head; j-- > 0;) {
+    const Node& n = g.nodes[j];
+    if (!functional(g, catalog, j) || !python[j].empty()) continue;
+    bool onlyBody = true, read = false;
+    for (int v : n.outputs) {
+      if (isOutput(g, v)) onlyBody = false;
+      for (size_t k = j + 1; k < g.nodes.size() && onlyBody; ++k)
+        if (std::find(g.nodes[k].inputs.begin(), g.nodes[k].inputs.end(), v) != g.nodes[k].inputs.end()) {
+          if (!inRegion[k]) onlyBody = false;
+          read = true;
+        }
+    }
+    if (onlyBody && read) inRegion[j] = true;
+  }
+  HopRegion r{hop.kind, head, {}, {}, -1, hop.threshold};
+  for (size_t j = 0; j <= head; ++j)
+    if (inRegion[j]) r.nodes.push_back(j);
+  // The body runs where the head was: nothing between its first node and the head may write what it reads.
+  for (size_t j = r.nodes.front(); j < head; ++j)
+    if (!inRegion[j] && writes(g, catalog, j)) return std::nullopt;
+
+  std::vector<int> operands;
+  for (size_t j : r.nodes)
+    for (int v : g.nodes[j].inputs) {
+      int producer = g.producerOf(v);
+      if ((producer >= 0 && inRegion[static_cast<size_t>(producer)]) || isParam(g, v)) continue;
+      if (std::find(operands.begin(), operands.end(), v) == operands.end()) operands.push_back(v);
+    }
+  // The operand the op maps over or differentiates comes first.
+  if (kind.mapsOperand || kind.gradOperand) {
+    auto first = std::find_if(operands.begin(), operands.end(), [&](int v) {
+      return !kind.gradOperand || (g.typeOf(v) == out && isFloat(out.dtype));
+    });
+    if (first == operands.end()) return std::nullopt;
+    std::rotate(operands.begin(), first, first + 1);
+  }
+  r.operands = operands;
+  if (kind.predicate) {
+    if (hop.input < 0 || hop.input >= static_cast<int>(g.inputs.size())) return std::nullopt;
+    std::vector<int> written = writtenInputPositions(g);
+    if (std::find(written.begin(), written.end(), hop.input) != written.end()) return std::nullopt;
+    int v = g.inputs[static_cast<size_t>(hop.input)].value;
+    if (isComplex(g.typeOf(v).dtype) || g.typeOf(v).numel() == 0) return std::nullopt;
+    r.predicateInput = v;
+  }
+  return r;
+}
+
+bool addHopConstruct(Graph& g, const OpCatalog& catalog, double chance, Rng& rng) {
+  if (g.nodes.empty() || !rng.chance(chance)) return false;
+  std::vector<NodePython> python;
+  for (const Node& n : g.nodes) python.push_back(n.python);
+  HopConstruct hop;
+  hop.kind = rng.pick(hopKindNames());
+  std::vector<size_t> heads;
+  std::vector<double> weights;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (python[i].hop) continue;
+    // A body of one node is a region too, but a larger one gives the op more to trace: weight by size squared.
+    if (std::optional<HopRegion> r = hopRegionOf(g, catalog, i, hop, python)) {
+      heads.push_back(i);
+      weights.push_back(static_cast<double>(r->nodes.size() * r->nodes.size()));
+    }
+  }
+  if (heads.empty()) return false;
+  size_t head = heads[rng.weighted(weights)];
+  if (hopKind(hop.kind).predicate) {
+    std::vector<int> written = writtenInputPositions(g), choices;
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      const TensorType& t = g.typeOf(g.inputs[k].value);
+      if (!isComplex(t.dtype) && t.numel() > 0 && std::find(written.begin(), written.end(), k) == written.end())
+        choices.push_back(static_cast<int>(k));
+    }
+    if (choices.empty()) return false;
+    hop.input = rng.pick(choices);
+    const Distribution& d = g.inputs[static_cast<size_t>(hop.input)].dist;
+    if (d.kind == "bernoulli") hop.threshold = 0;
+    else if (d.kind == "uniform") hop.threshold = std::round((d.low + (d.high - d.low) * rng.real(0.25, 0.75)) * 8) / 8;
+    else hop.threshold = std::floor(d.low + (d.high - d.low) * rng.real(0.25, 0.75)) + 0.5;
+  }
+  g.nodes[head].python.hop = hop;
+  return true;
+}
+
+std::string hopRegionText(const Graph& g, const HopRegion& r, const std::vector<std::string>& names,
+                          const std::string& bodyLines) {
+  const HopKind& kind = hopKind(r.kind);
+  std::string fn = fmt::format("hop{}", r.head);
+  std::vector<std::string> params;
+  for (int v : r.operands) params.push_back(names[static_cast<size_t>(v)]);
+  std::string args = fmt::format("{}", fmt::join(params, ", "));
+  const std::string& out = names[static_cast<size_t>(g.nodes[r.head].outputs[0])];
+  std::ostringstream body;
+  body << fmt::format("        def {}({}):  # a region of {} node(s), run by {}\n", fn, args, r.nodes.size(), kind.name);
+  std::istringstream lines(bodyLines);
+  for (std::string line; std::getline(lines, line);) body << "    " << line << "\n";
+  body << fmt::format("            return {}.clone(memory_format=torch.contiguous_format)\n", out);
+  std::string first = params.empty() ? "" : params[0];
+  std::string rest;
+  for (size_t k = 1; k < params.size(); ++k) rest += ", " + params[k];
+  std::string stacked = fmt::format("torch.stack([{0}, {0}])", first);
+  if (kind.name == "cond") {
+    std::string x = names[static_cast<size_t>(r.predicateInput)];
+    std::string pred = g.typeOf(r.predicateInput).dtype == DType::Bool
+                           ? fmt::format("{}.flatten()[0]", x)
+                           : fmt::format("{}.flatten()[0] > {}", x, floatText(r.threshold));
+    body << fmt::format("        def {0}_else({1}):  # the other branch: the same output rolled by one element\n"
+                        "            hop_r = {0}({1})\n"
+                        "            return hop_r.flatten().roll(1).reshape(hop_r.shape)\n"
+                        "        {2} = cond({3}, {0}, {0}_else, ({1}{4}))\n",
+                        fn, args, out, pred, params.size() == 1 ? "," : "");
+  } else if (kind.name == "map") {
+    body << fmt::format("        {} = hop_map({}, {}{})[0]\n", out, fn, stacked, rest);
+  } else if (kind.name == "while_loop") {
+    body << fmt::format("        def {0}_cond(hop_i, hop_acc):\n            return hop_i < 2\n"
+                        "        def {0}_step(hop_i, hop_acc):\n            return hop_i + 1, hop_acc * 0.5 + {0}({1})\n"
+                        "        {2} = while_loop({0}_cond, {0}_step, (torch.zeros((), dtype=torch.int64), {0}({1})))[1]\n",
+                        fn, args, out);
+  } else if (kind.name == "scan") {
+    body << fmt::format("        def {0}_step(hop_carry, {4}):  # a slice of the stacked first operand\n"
+                        "            hop_y = {0}({1})\n"
+                        "            return hop_carry + hop_y, hop_y.clone()\n"
+                        "        {2} = scan({0}_step, {0}({1}), {3})[0]\n",
+                        fn, args, out, stacked, first);
+  } else if (kind.name == "checkpoint") {
+    body << fmt::format("        {} = checkpoint({}{}{}, use_reentrant=False)\n", out, fn, params.empty() ? "" : ", ", args);
+  } else if (kind.name == "nested_compile_region") {
+    body << fmt::format("        {} = nested_compile_region({})({})\n", out, fn, args);
+  } else if (kind.name == "vmap") {
+    std::string dims = "0";
+    for (size_t k = 1; k < params.size(); ++k) dims += ", None";
+    body << fmt::format("        {} = vmap({}, in_dims=({}{}))({}{})[0]\n", out, fn, dims, params.size() == 1 ? "," : "",
+                        stacked, rest);
+  } else if (kind.name == "autograd_function") {
+    body << fmt::format("        {} = RegionFunction.apply({}{}{})\n", out, fn, params.empty() ? "" : ", ", args);
+  } else {  // grad
+    body << fmt::format("        def {0}_sum({1}):\n            return {0}({1}).sum()\n        {2} = grad({0}_sum)({1})\n", fn,
+                        args, out);
+  }
+  return body.str();
+}
+
+std::string hopGlobalsText(const std::set<std::string>& kinds) {
+  std::string bindings;
+  for (const HopKind& k : kKinds)
+    if (kinds.contains(std::string(k.name)) && !k.binding.empty()) bindings += fmt::format("{} = {}\n", k.global, k.binding);
+  std::string text;
+  if (!bindings.empty())
+    text = "# The higher-order ops forward calls, by name: the eager and float64 references rebind each name to the\n"
+           "# op's Python meaning (an if, a loop, a plain call, torch.autograd.grad), which compiled is judged against.\n" +
+           bindings + "\n\n";
+  return text + (kinds.contains("autograd_function") ? std::string(kRegionFunction) : "");
+}
+
+}  // namespace tcfuzz::gen

@@ -1,0 +1,79 @@
+// End to end with real torch.compile: programs whose regions run under higher-order ops and torch.func, judged
+// against the ops' Python meaning (repro_shared.DESUGARED_HOPS), and a program that breaks a higher-order op's
+// contract, which eager's own op rejects. Linked into test_ProgramTester, whose suite and worker pool these tests
+// share (ProgramTesterFixture.h).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "ProgramTesterFixture.h"
+#include "generators/python/PythonEmitter.h"
+
+using namespace tcfuzz;
+using tcfuzz::test_support::ProgramTesterTest;
+using tcfuzz::test_support::sourcePath;
+using tcfuzz::test_support::TempDir;
+
+namespace {
+
+/// One region per kind in `kinds`, each sin(x0) * x1 -> tanh returned, the tanh the region's head; cond reads x1.
+gen::Graph everyKind(const std::vector<std::string>& kinds) {
+  gen::Graph g;
+  int x0 = g.addValue({{3, 4}, gen::DType::Float32});
+  int x1 = g.addValue({{3, 4}, gen::DType::Float32});
+  g.inputs.push_back({x0, "x0", {"uniform", -2, 2}});
+  g.inputs.push_back({x1, "x1", {"uniform", -2, 2}});
+  for (const std::string& kind : kinds) {
+    int s = g.addValue({{3, 4}, gen::DType::Float32});
+    g.nodes.push_back({"sin", {x0}, {s}});
+    int m = g.addValue({{3, 4}, gen::DType::Float32});
+    g.nodes.push_back({"mul", {s, x1}, {m}});
+    int t = g.addValue({{3, 4}, gen::DType::Float32});
+    g.nodes.push_back({"tanh", {m}, {t}});
+    g.nodes.back().python.hop = gen::HopConstruct{kind, 1, 0.0};
+    g.outputs.push_back(t);
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_F(ProgramTesterTest, EveryHigherOrderOpAgreesWithItsPythonMeaningWithBackwardThroughIt) {
+  // The references (eager, fp64) run each op's Python meaning, compiled the ops themselves: under aot_eager every
+  // kind agrees, gradients included, and the eager run names the ops it desugared. backend="eager" is judged
+  // under fp64 arbitration here, not bit for bit: the reference ran other kernels (a loop for vmap).
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  TempDir dir("tcfuzz-hops");
+  const auto program = dir.path() / "every_hop.py";
+  std::ofstream(program) << gen::PythonEmitter(catalog).emit(everyKind(gen::hopKindNames()));
+  TestSettings s = settings("aot_eager");
+  s.backward = true;
+  ProgramTestResult r = tester_->test(program, s);
+  ASSERT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  EXPECT_EQ(r.runs.eager.desugaredHops,
+            (std::vector<std::string>{"checkpoint", "cond", "grad", "hop_map", "nested_compile_region", "scan", "vmap",
+                                      "while_loop"}));
+  int grads = 0;
+  for (const auto& l : r.verdict.comparison->leaves) grads += l.role == "grad";
+  EXPECT_EQ(grads, 2);  // x0 and x1, through every region
+  r = tester_->test(program, settings("eager"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  EXPECT_FALSE(r.runs.exactBackend);
+
+  // Inductor lowers the ops it has lowerings for (cond, while_loop, checkpoint, invoke_subgraph, vmap's and grad's
+  // traced graphs, the autograd.Function) and agrees with their meaning.
+  std::ofstream(program) << gen::PythonEmitter(catalog).emit(
+      everyKind({"cond", "while_loop", "checkpoint", "nested_compile_region", "vmap", "grad", "autograd_function"}));
+  r = tester_->test(program, settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+}
+
+TEST_F(ProgramTesterTest, AProgramThatBreaksAHigherOrderOpsContractIsInvalidNeverAFinding) {
+  // TEST FIXTURE tests/programs/hop_contract_violation.py: cond's true branch returns its operand. The reference's
+  // if/else would run it, but eager's own cond refuses it first: the program is invalid, in phase hop-eager.
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/hop_contract_violation.py"), settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::InvalidProgram) << r.verdict.reason;
+  EXPECT_EQ(r.runs.eager.status, oracles::RunStatus::Exception);
+  EXPECT_EQ(r.runs.eager.phase, "hop-eager");
+  EXPECT_NE(r.runs.eager.summary().find("aliasing"), std::string::npos) << r.runs.eager.summary();
+}
