@@ -120,12 +120,15 @@ TEST(CompileMatrix, DisabledTemplateIsNotDrawn) {
 
 // Every option a built-in template sets exists in the torch under test (a renamed option would
 // otherwise only show up as rejected configurations during a campaign).
-TEST(CompileMatrix, TemplatesNameRealInductorOptions) {
+TEST(CompileMatrix, TemplatesNameRealInductorAndDynamoOptions) {
   std::set<std::string> names;
   for (const auto& t : CompileMatrix::defaultTemplates())
     for (auto& [k, v] : t.options.items()) names.insert(k);
-  std::string script = "import torch._inductor.config as c\nmissing = []\nfor k in " + json(names).dump() +
-                       ":\n    t = c\n    try:\n        for p in k.split('.'): t = getattr(t, p)\n"
+  EXPECT_TRUE(names.contains("dynamo.capture_scalar_outputs"));
+  std::string script = "import torch._inductor.config as c\nimport torch._dynamo.config as d\nmissing = []\nfor k in " +
+                       json(names).dump() +
+                       ":\n    t, n = (d, k[7:]) if k.startswith('dynamo.') else (c, k)\n"
+                       "    try:\n        for p in n.split('.'): t = getattr(t, p)\n"
                        "    except AttributeError: missing.append(k)\nprint(' '.join(missing) or 'none')\n";
   std::string cmd = std::string(TCFUZZ_DEFAULT_PYTHON) + " -c \"$TCFUZZ_SCRIPT\"";
   ::setenv("TCFUZZ_SCRIPT", script.c_str(), 1);
@@ -147,8 +150,8 @@ TEST(CompileMatrix, TemplatesWhoseOptionsTheWorkerTorchLacksAreSkippedWithANote)
       if (option != "triton.enable_persistent_tma_matmul" && option != "cpp.simdlen") options.insert(option);
   std::vector<std::string> notes = m.disableTemplatesLacking(options);
   ASSERT_EQ(notes.size(), 2u);
-  EXPECT_EQ(notes[0], "template 'tma' skipped: this torch has no Inductor option 'triton.enable_persistent_tma_matmul'");
-  EXPECT_EQ(notes[1], "template 'scalar_cpp' skipped: this torch has no Inductor option 'cpp.simdlen'");
+  EXPECT_EQ(notes[0], "template 'tma' skipped: this torch has no option 'triton.enable_persistent_tma_matmul'");
+  EXPECT_EQ(notes[1], "template 'scalar_cpp' skipped: this torch has no option 'cpp.simdlen'");
   auto usable = m.usableTemplates("cuda");
   EXPECT_EQ(std::count(usable.begin(), usable.end(), "tma"), 0);
   EXPECT_EQ(std::count(usable.begin(), usable.end(), "scalar_cpp"), 0);

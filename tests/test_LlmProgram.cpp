@@ -222,6 +222,15 @@ TEST(LlmProgram, PythonConstructsBuildFromTheFormAndComeBackOut) {
   EXPECT_NE(badHook.detail.find("unknown hook 'backward'"), std::string::npos) << badHook.detail;
 
   std::string grammar = proposalGrammar(catalog(), {"relu"}, 4);
-  for (const char* key : {"graph_break_before", "output_state", "branch", "counter", "\\\"closure\\\"", "global-pre"})
+  for (const char* key : {"graph_break_before", "output_state", "branch", "counter", "\\\"closure\\\"", "global-pre", "hopkind",
+                          "\\\"while_loop\\\"", "\\\"item-size\\\""})
     EXPECT_NE(grammar.find(key), std::string::npos) << key;
+  // A region run by a higher-order op: the node's "hop" (cond reads program input 0).
+  ProposalOutcome hop = build(R"({"inputs": [{"name": "x", "shape": [4], "dtype": "float32"}],
+    "nodes": [{"out": "a", "op": "sin", "args": ["x"]},
+              {"out": "b", "op": "tanh", "args": ["a"], "python": {"hop": {"kind": "cond", "input": 0, "threshold": 0.25}}}],
+    "outputs": ["b"]})");
+  ASSERT_TRUE(hop.graph) << hop.rejection << ": " << hop.detail;
+  ASSERT_EQ(hop.graph->nodes.size(), 2u);
+  EXPECT_EQ(hop.graph->nodes[1].python.hop, (HopConstruct{"cond", 0, 0.25}));
 }

@@ -203,6 +203,17 @@ TEST(ReportWriter, TriageFactsListSignatureHitsAndOriginalProgram) {
   EXPECT_NE(facts.find("</details>\n\n*Machine-written: "), std::string::npos);
 }
 
+TEST(ReportWriter, TheFactsNameTheHigherOrderOpsTheMinimizedReproStillNeeds) {
+  BugReport bug = crashBug();
+  EXPECT_EQ(renderReportMarkdown(bug, kReproPy).find("higher-order ops"), std::string::npos);
+  bug.repro.programIr["nodes"][1]["python"] = {{"hop", {{"kind", "scan"}}}};
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_NE(md.find("- higher-order ops in the repro: scan (the minimizer inlines a region whenever the bug survives "
+                    "without its op: these are needed)"),
+            std::string::npos)
+      << md;
+}
+
 TEST(ReportWriter, EachWrongResultOpensWithWhatItsCheckSaw) {
   // The numeric sentence (further from fp64) would misdescribe a flipped zero or a lost mutation.
   for (auto [symptom, opening] :

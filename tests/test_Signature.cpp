@@ -277,6 +277,19 @@ TEST(Signature, FlatInductorErrorNamesRootType) {
   EXPECT_EQ(s.frames.size(), 3u);
 }
 
+TEST(Signature, ADataDependentErrorIsAKindOfItsOwnThatDedupsAsAnException) {
+  Signature guard = crashOf(raised("compile", "GuardOnDataDependentSymNode",
+                                   "Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1))"));
+  EXPECT_EQ(guard.kind, "data-dependent");
+  EXPECT_TRUE(guard.raised());
+  Signature output = crashOf(raised("compile", "InductorError", "DataDependentOutputException: aten._local_scalar_dense.default"));
+  EXPECT_EQ(output.kind, "data-dependent");
+  Signature plain = crashOf(raised("compile", "InductorError", "AssertionError: wrong number of dimensions"));
+  EXPECT_EQ(plain.kind, "exception");
+  EXPECT_TRUE(plain.raised());
+  EXPECT_NE(guard.key(), plain.key());
+}
+
 TEST(Signature, ChainedAndBackendWrappersNameRootType) {
   Signature chained = crashOf(raised("compile", "BackendCompilerFailed",
                                      "backend='inductor' raised:\nLoweringException: AssertionError: size mismatch",

@@ -73,6 +73,11 @@ std::vector<InductorTemplate> CompileMatrix::defaultTemplates() {
       // Scheduler and lowering switches that change which code Inductor emits on any device.
       cpuTemplate("aggressive_fusion", {{"aggressive_fusion", true}, {"max_fusion_size", 256}}),
       cpuTemplate("no_pattern_matcher", {{"pattern_matcher", false}}),
+      // Dynamo's switches for data-dependent sizes: .item() and ops like nonzero traced as unbacked sizes.
+      cpuTemplate("capture_scalar_outputs", {{"dynamo.capture_scalar_outputs", true}}),
+      cpuTemplate("capture_dynamic_output_shape_ops", {{"dynamo.capture_dynamic_output_shape_ops", true}}),
+      cpuTemplate("capture_data_dependent", {{"dynamo.capture_scalar_outputs", true},
+                                             {"dynamo.capture_dynamic_output_shape_ops", true}}),
       cpuTemplate("no_split_reductions", {{"split_reductions", false}}),
       cpuTemplate("permute_fusion", {{"permute_fusion", true}}),
       cpuTemplate("no_layout_optimization",
@@ -156,7 +161,7 @@ std::vector<std::string> CompileMatrix::disableTemplatesLacking(const std::set<s
     if (t.weight <= 0) continue;
     for (const auto& [option, value] : t.options.items())
       if (!options.count(option)) {
-        notes.push_back(fmt::format("template '{}' skipped: this torch has no Inductor option '{}'", t.name, option));
+        notes.push_back(fmt::format("template '{}' skipped: this torch has no option '{}'", t.name, option));
         t.weight = 0;
         break;
       }

@@ -296,7 +296,7 @@ void title(CaseInTriage& c, TriageTools&) {
   } else if (t.signature.symptom == "status-mismatch") {
     t.title = fmt::format("{} compiled accepts what eager rejects ({}): {} ({})", tag,
                           firstLine(rawMessage(c.bestRun), 80), uniqueOps(best.graph), configText(best));
-  } else if (t.signature.kind == "exception") {
+  } else if (t.signature.raised()) {
     t.title = fmt::format("{} {}{}: {} ({}; {})", tag, t.signature.exceptionType, where,
                           firstLine(rawMessage(c.bestRun), 90), uniqueOps(best.graph), configText(best));
   } else {

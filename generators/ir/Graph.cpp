@@ -102,7 +102,8 @@ const std::vector<std::string>& pythonFormNames() {
                                                "closure",    "dict",      "set",       "namedtuple", "dataclass",
                                                "local-class", "no-grad",  "tensor-hook", "closure-state", "dict-state",
                                                "module-list", "module-dict", "sequential", "print", "tolist",
-                                               "autocast"};
+                                               "autocast", "nonzero", "masked-select", "bool-mask", "item-size",
+                                               "repeat-interleave"};
   return kNames;
 }
 

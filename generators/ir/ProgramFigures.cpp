@@ -84,6 +84,8 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
     return !p.form.empty() && pythonForm(p.form).loop;
   });
   for (const std::string& form : plan.forms) ++withForm[form];
+  withDataDependentSize += std::any_of(plan.forms.begin(), plan.forms.end(),
+                                       [](const std::string& f) { return pythonForm(f).dataDependent; });
   withHook += !plan.hook.empty();
   withGlobalHook += plan.hook.starts_with("global-");
   withPythonStateWrite += plan.mutatesState();
@@ -138,6 +140,7 @@ json ProgramFigures::toJson() const {
           {"programs_writing_python_state", share(withPythonStateWrite, programs)},
           {"programs_with_a_call_schedule", share(withSchedule, programs)},
           {"programs_with_a_higher_order_op", share(withHop, programs)},
+          {"programs_with_a_data_dependent_size", share(withDataDependentSize, programs)},
           {"programs_with_torch_func_or_an_autograd_function", share(withTorchFunc, programs)},
           {"mean_region_nodes", share(regionNodes, regions)},
           {"mean_depth", share(depthSum, programs)},

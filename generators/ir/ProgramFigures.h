@@ -39,6 +39,7 @@ struct ProgramFigures {
   std::map<std::string, int64_t> withForm;  // programs whose nodes use each Python form (python/PythonForms.h)
   std::map<std::string, int64_t> withScheduleChange;  // programs whose schedule makes each change (ScheduleStep)
   std::map<std::string, int64_t> withHopKind;  // programs with a region each higher-order op runs
+  int64_t withDataDependentSize = 0;  // an output through a data-dependent form (nonzero, .item() as a size, ...)
   int64_t withHop = 0;        // a region run by a higher-order op or a torch.func transform (HigherOrderOps.h)
   int64_t withTorchFunc = 0;  // a region run by torch.func (vmap, grad) or a custom autograd.Function
   int64_t regions = 0, regionNodes = 0;  // regions and the nodes in them

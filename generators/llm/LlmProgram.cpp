@@ -346,6 +346,8 @@ std::string proposalGrammar(const OpCatalog& catalog, const std::vector<std::str
     dtypes += fmt::format("{}\"\\\"{}\\\"\"", dtypes.empty() ? "" : " | ", dtypeName(static_cast<DType>(i)));
   std::string forms;
   for (const auto& f : pythonFormNames()) forms += fmt::format("{}\"\\\"{}\\\"\"", forms.empty() ? "" : " | ", f);
+  std::string hops;
+  for (const auto& h : hopKindNames()) hops += fmt::format("{}\"\\\"{}\\\"\"", hops.empty() ? "" : " | ", h);
   maxNodes = std::max(1, maxNodes);
   return fmt::format(R"(root ::= "{{" ws "\"inputs\":" ws "[" ws input ("," ws input){{0,2}} ws "]," ws "\"nodes\":" ws "[" ws node ("," ws node){{0,{}}} ws "]," ws "\"outputs\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ("," ws "\"hook\":" ws hook)? ws "}}"
 input ::= "{{" ws "\"name\":" ws newname "," ws "\"shape\":" ws "[" ws dim ("," ws dim){{0,3}} ws "]," ws "\"dtype\":" ws dtype ("," ws "\"layout\":" ws layout)? ws "}}"
@@ -355,9 +357,11 @@ strided ::= "\"strided\"," ws "\"dim\":" ws [0-3] "," ws "\"step\":" ws [1-4] ",
 expanded ::= "\"expanded\"," ws "\"dim\":" ws [0-3]
 node ::= "{{" ws "\"out\":" ws newname "," ws "\"op\":" ws op "," ws "\"args\":" ws "[" ws name ("," ws name){{0,2}} ws "]" ("," ws "\"attrs\":" ws attrs)? ("," ws "\"python\":" ws python)? ws "}}"
 python ::= "{{" ws pyfield ("," ws pyfield){{0,2}} ws "}}"
-pyfield ::= "\"graph_break_before\": true" | "\"counter\": true" | "\"output_state\":" ws ("\"scale\"" | "\"offset\"") | "\"form\":" ws form | "\"branch\":" ws branch
+pyfield ::= "\"graph_break_before\": true" | "\"counter\": true" | "\"output_state\":" ws ("\"scale\"" | "\"offset\"") | "\"form\":" ws form | "\"branch\":" ws branch | "\"hop\":" ws hop
 branch ::= "{{" ws "\"kind\":" ws ("\"item\"" | "\"tensor\"" | "\"any\"" | "\"flag\"" | "\"training\"") "," ws "\"operand\":" ws [0-2] "," ws "\"threshold\":" ws number ws "}}"
 form ::= {}
+hop ::= "{{" ws "\"kind\":" ws hopkind ("," ws "\"input\":" ws [0-2] "," ws "\"threshold\":" ws number)? ws "}}"
+hopkind ::= {}
 hook ::= "\"forward\"" | "\"forward-pre\"" | "\"global-forward\"" | "\"global-pre\""
 attrs ::= "{{" ws (attr ("," ws attr){{0,4}})? ws "}}"
 attr ::= "\"" [a-z_] [a-z0-9_]{{0,23}} "\":" ws value
@@ -371,7 +375,7 @@ dtype ::= {}
 op ::= {}
 ws ::= [ \n]{{0,2}}
 )",
-                     maxNodes - 1, forms, dtypes, opRule);
+                     maxNodes - 1, forms, hops, dtypes, opRule);
 }
 
 }  // namespace tcfuzz::gen

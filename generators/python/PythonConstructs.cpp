@@ -122,6 +122,8 @@ std::map<std::string, double> PythonConstructChances::defaultFormWeights() {
   std::map<std::string, double> weights;
   for (const PythonForm& f : pythonForms()) weights[std::string(f.name)] = f.name == "enumerate" ? 2 : 1;
   weights["closure-state"] = weights["dict-state"] = 2;  // state kept between calls: what guards must see
+  for (const PythonForm& f : pythonForms())
+    if (f.dataDependent) weights[std::string(f.name)] = 2;  // unbacked sizes: what most data-dependent crashes need
   return weights;
 }
 

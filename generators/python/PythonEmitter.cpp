@@ -209,17 +209,24 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
       forwardLine.push_back(-1);
       continue;
     }
+    std::string before = python.beforeNode(i);
     if (const auto& region = plan.hops[i]) {
+      // Each body node's line is the last of its own code in the body, after the `def` line.
+      int line = linesSoFar + lineCount(before) + 1;
       std::string body;
-      for (size_t j : region->nodes)
-        if (j != i) body += bodies[j];
-      code = hopRegionText(g, *region, names, body + code);
+      for (size_t j : region->nodes) {
+        const std::string& own = j == i ? code : bodies[j];
+        body += own;
+        line += lineCount(own);
+        if (j != i) forwardLine[j] = line;
+        else forwardLine.push_back(line);
+      }
+      code = hopRegionText(g, *region, names, body);
+    } else {
+      forwardLine.push_back(linesSoFar + lineCount(before + code));
     }
-    code = python.beforeNode(i) + code;
+    code = before + code;
     linesSoFar += lineCount(code);
-    forwardLine.push_back(linesSoFar);
-    if (const auto& region = plan.hops[i])
-      for (size_t j : region->nodes) forwardLine[j] = linesSoFar;
     std::string after = python.afterNode(g, i, names);
     linesSoFar += lineCount(after);
     forward << code << after;

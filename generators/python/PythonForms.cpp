@@ -144,6 +144,38 @@ const std::vector<PythonForm> kForms{
      "            $OUT = $OUT * 2\n"
      "            with torch.autocast(\"cpu\", enabled=False):\n"
      "                $OUT = $OUT * 0.75\n"},
+    // Data-dependent sizes: each doubles the positive elements through a tensor whose size only the data
+    // decides (an unbacked size under capture_dynamic_output_shape_ops or capture_scalar_outputs, a graph break
+    // without them). A mask that rounding flips near zero changes only an element near zero.
+    {"nonzero", false, false,
+     "        dd_flat = $OUT.flatten()\n"
+     "        dd_idx = (dd_flat > 0).nonzero().squeeze(1)  # the positive elements' positions: a data-dependent size\n"
+     "        $OUT = dd_flat.index_put((dd_idx,), dd_flat[dd_idx] * 2).view($OUT.shape)\n",
+     "", "", "", "", false, true, true},
+    {"masked-select", false, false,
+     "        dd_mask = $OUT > 0\n"
+     "        dd_sel = $OUT.masked_select(dd_mask)  # the positive elements: a data-dependent size\n"
+     "        $OUT = $OUT.masked_scatter(dd_mask, dd_sel * 2)\n",
+     "", "", "", "", false, true, true},
+    {"bool-mask", false, false,
+     "        dd_mask = $OUT > 0\n"
+     "        $OUT = $OUT.clone()\n"
+     "        $OUT[dd_mask] = $OUT[dd_mask] * 2  # boolean-mask indexing: a data-dependent size\n",
+     "", "", "", "", false, true, true},
+    {"item-size", false, false,
+     "        dd_flat = $OUT.flatten()\n"
+     "        dd_k = (dd_flat > 0).sum().item()  # .item() as a size: unbacked under capture_scalar_outputs\n"
+     "        torch._check(dd_k >= 0)\n"
+     "        torch._check(dd_k <= dd_flat.numel())\n"
+     "        dd_top = dd_flat.argsort(descending=True)[:dd_k]  # the positive elements' positions\n"
+     "        $OUT = dd_flat.index_put((dd_top,), dd_flat[dd_top] * 2).view($OUT.shape)\n",
+     "", "", "", "", false, true, true},
+    {"repeat-interleave", false, false,
+     "        dd_flat = $OUT.flatten()\n"
+     "        dd_reps = (dd_flat > 0).long() + 1  # tensor repeats: a data-dependent size\n"
+     "        dd_pos = torch.arange(dd_flat.numel(), device=dd_flat.device).repeat_interleave(dd_reps)\n"
+     "        $OUT = torch.zeros_like(dd_flat).index_add(0, dd_pos, dd_flat[dd_pos]).view($OUT.shape)\n",
+     "", "", "", "", false, true, true},
 };
 
 }  // namespace

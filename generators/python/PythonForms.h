@@ -30,6 +30,7 @@ struct PythonForm {
   std::string_view stateGlobal = "";
   bool readsTraining = false;  ///< its submodules act differently in train(): a train-mode step changes it
   bool breaksGraph = false;    ///< Dynamo breaks the graph at it (print, tolist without capture_scalar_outputs)
+  bool dataDependent = false;  ///< a size in it only the data decides (nonzero, masked_select, .item() as a size)
 };
 
 /// Every form, in pythonFormNames()'s order (generators/ir/Graph.h).

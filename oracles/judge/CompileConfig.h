@@ -19,7 +19,8 @@ struct CompileConfig {
   std::string mode;                   ///< "" (default), "reduce-overhead", "max-autotune", ...
   std::optional<bool> dynamic;        ///< nullopt: torch's automatic dynamic shapes
   bool fullgraph = false;
-  nlohmann::json inductorConfig = nlohmann::json::object();  ///< dotted name -> value
+  /// Dotted name -> value: an Inductor option, or under "dynamo." a Dynamo one ("dynamo.capture_scalar_outputs").
+  nlohmann::json inductorConfig = nlohmann::json::object();
 
   /// Whether the mode is torch.compile's default ("" or "default").
   bool defaultMode() const;

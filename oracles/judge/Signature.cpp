@@ -390,6 +390,13 @@ void fillException(Signature& sig, const ExceptionInfo& exc) {
   sig.frames = framesOf(blocks, 3);
 }
 
+/// A data-dependent error: a guard or an output that needs a value only the data decides (an unbacked size).
+bool dataDependentError(const std::string& exceptionType, const std::string& message) {
+  for (const char* type : {"GuardOnDataDependentSymNode", "DataDependentOutputException", "PendingUnbackedSymbolNotFound"})
+    if (exceptionType.find(type) != std::string::npos) return true;
+  return message.find("data-dependent") != std::string::npos || message.find("data dependent") != std::string::npos;
+}
+
 void fillRun(Signature& sig, const RunResult& run, std::string_view mode) {
   sig.failingMode = std::string(mode);
   sig.phase = run.phase;
@@ -398,6 +405,7 @@ void fillRun(Signature& sig, const RunResult& run, std::string_view mode) {
     case RunStatus::Exception:
       sig.kind = "exception";
       if (run.exception) fillException(sig, *run.exception);
+      if (dataDependentError(sig.exceptionType, sig.normalizedMessage)) sig.kind = kDataDependentKind;
       break;
     case RunStatus::Signal: sig.kind = signalKind(run); break;
     case RunStatus::Timeout: sig.kind = "timeout"; break;

@@ -81,9 +81,17 @@
 
 namespace tcfuzz::oracles {
 
+/// The signature kind of a data-dependent error (Signature::kind).
+inline constexpr const char* kDataDependentKind = "data-dependent";
+
 struct Signature {
   std::string symptom;              ///< verdict spelling: "crash-mismatch", "numeric-divergence", ...
-  std::string kind;                 ///< "exception", "timeout", "oom", "signal SIGSEGV", "cuda-sticky-error", "numeric", "recompile"; "" for non-findings
+  /// "exception", "data-dependent" (an exception from a guard or an output on an unbacked size: GuardOnDataDependentSymNode
+  /// and friends, which maintainers treat as bugs), "timeout", "oom", "signal SIGSEGV", "cuda-sticky-error", "numeric",
+  /// "recompile"; "" for non-findings.
+  std::string kind;
+  /// Whether the kind is a raised exception of either kind ("exception", "data-dependent").
+  bool raised() const { return kind == "exception" || kind == kDataDependentKind; }
   std::string failingMode;          ///< "compiled" or "eager" (the run that misbehaved); "" for numeric
   std::string phase;                ///< compile | run | backward | setup ... (crashes, timeouts, signals)
   std::string exceptionType;        ///< "InductorError(AssertionError)", "RuntimeError", ...

@@ -97,7 +97,7 @@ double textSimilarity(const std::string& a, const std::string& b) {
 }
 
 bool Deduper::nearDuplicate(const Signature& a, const Signature& b, std::string* rule) const {
-  if (a.kind != "exception" || bucketOf(a) != bucketOf(b)) return false;
+  if (!a.raised() || bucketOf(a) != bucketOf(b)) return false;
   if (a.key() == b.key()) return false;  // an exact duplicate, not a near one
   const char* matched = nullptr;
   if (commonFrames(a.frames, b.frames) >= options_.minCommonFrames)
@@ -141,7 +141,7 @@ std::vector<BugGroup> Deduper::group(const std::vector<DedupInput>& findings) co
   std::vector<std::pair<size_t, std::string>> links;  // (one end of the link, rule)
   std::map<decltype(bucketOf(Signature{})), std::vector<size_t>> buckets;
   for (size_t i = 0; i < exact.size(); ++i)
-    if (exact[i].signature.kind == "exception") buckets[bucketOf(exact[i].signature)].push_back(i);
+    if (exact[i].signature.raised()) buckets[bucketOf(exact[i].signature)].push_back(i);
   for (const auto& [bucket, members] : buckets) {
     for (size_t x = 0; x < members.size(); ++x) {
       for (size_t y = x + 1; y < members.size(); ++y) {

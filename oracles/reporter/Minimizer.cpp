@@ -319,12 +319,13 @@ int64_t pythonConstructCount(const Graph& g) {
   int64_t n = static_cast<int64_t>(g.schedule.size()) + !g.hook.empty();
   for (const Node& node : g.nodes) {
     const gen::NodePython& p = node.python;
-    n += p.graphBreakBefore + p.branch.has_value() + !p.outputState.empty() + p.counter + !p.form.empty();
+    n += p.graphBreakBefore + p.branch.has_value() + !p.outputState.empty() + p.counter + !p.form.empty() + p.hop.has_value();
   }
   return n;
 }
 
-/// plain-python: drop every Python-level construct, then one schedule step, then one construct of one node.
+/// plain-python: drop every Python-level construct, then one schedule step, then one construct of one node (a
+/// higher-order op among them: its region then runs inline, so a report keeps an op only where the bug needs it).
 void plainPython(const PassInput& in, CandidateList& out) {
   const Graph& g = in.c.graph;
   int64_t count = pythonConstructCount(g);
@@ -352,6 +353,8 @@ void plainPython(const PassInput& in, CandidateList& out) {
       {[](const gen::NodePython& p) { return !p.outputState.empty(); }, [](gen::NodePython& p) { p.outputState.clear(); }},
       {[](const gen::NodePython& p) { return p.counter; }, [](gen::NodePython& p) { p.counter = false; }},
       {[](const gen::NodePython& p) { return !p.form.empty(); }, [](gen::NodePython& p) { p.form.clear(); }},
+      // A region's higher-order op dropped: its body inline, the op's Python meaning as plain ops.
+      {[](const gen::NodePython& p) { return p.hop.has_value(); }, [](gen::NodePython& p) { p.hop.reset(); }},
   };
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const auto& [has, drop] : kDrops)

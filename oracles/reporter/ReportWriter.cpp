@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -513,6 +514,15 @@ void renderFacts(std::string& md, const BugReport& bug) {
                       bug.minimizeCandidates);
   else
     md += fmt::format("- size: {} nodes (not minimized)\n", bug.repro.nodes);
+  std::set<std::string> hops;  // the higher-order ops the repro's regions run
+  if (bug.repro.programIr.contains("nodes") && bug.repro.programIr["nodes"].is_array())
+    for (const auto& node : bug.repro.programIr["nodes"])
+      if (node.contains("python") && node["python"].contains("hop")) hops.insert(node["python"]["hop"].value("kind", ""));
+  if (!hops.empty())
+    md += fmt::format("- higher-order ops in the repro: {}{}\n", fmt::join(hops, ", "),
+                      bug.minimized ? " (the minimizer inlines a region whenever the bug survives without its op: "
+                                      "these are needed)"
+                                    : "");
   md += fmt::format("- original config: {}\n",
                     code(bug.originalConfig.is_null() ? std::string("{}") : bug.originalConfig.dump(), kMessageLimit));
   md += fmt::format("- minimized config: {} (backward: {})\n",

@@ -107,12 +107,14 @@ class ChildRun:
         inductor_config.fallback_random = True
         inductor_config.compile_threads = 1
         for key, value in (cfg.get("inductor_config") or {}).items():
-            target = inductor_config
-            parts = key.split(".")
+            # A name under "dynamo." is a Dynamo option (capture_scalar_outputs), every other one Inductor's.
+            dynamo = key.startswith("dynamo.")
+            target = torch._dynamo.config if dynamo else inductor_config
+            parts = key[len("dynamo."):].split(".") if dynamo else key.split(".")
             for p in parts[:-1]:
                 target = getattr(target, p, None)
             if target is None or not hasattr(target, parts[-1]):
-                raise CompileConfigError(f"unknown Inductor config option {key!r}")
+                raise CompileConfigError(f"unknown config option {key!r}")
             setattr(target, parts[-1], value)
         for plugin in self.job.get("plugins") or []:
             # A trusted file named on the command line (for example a planted-bug backend).

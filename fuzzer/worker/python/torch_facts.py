@@ -34,12 +34,15 @@ def _has_module(name):
 
 
 def inductor_options():
-    """The dotted names of every torch._inductor.config option ("cpp.simdlen", "triton.cudagraphs")."""
-    config = torch._inductor.config
-    try:
-        return sorted(config.get_config_copy().keys())
-    except Exception:  # noqa: BLE001  (a torch without get_config_copy: its private table)
-        return sorted(getattr(config, "_config", {}).keys())
+    """The dotted names of every torch._inductor.config option ("cpp.simdlen", "triton.cudagraphs"), then of every
+    torch._dynamo.config option under "dynamo." ("dynamo.capture_scalar_outputs")."""
+    def names(config):
+        try:
+            return list(config.get_config_copy().keys())
+        except Exception:  # noqa: BLE001  (a torch without get_config_copy: its private table)
+            return list(getattr(config, "_config", {}).keys())
+    import torch._dynamo.config
+    return sorted(names(torch._inductor.config)) + sorted("dynamo." + n for n in names(torch._dynamo.config))
 
 
 def features():

@@ -256,7 +256,8 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   if (random) add("torch._inductor.config.fallback_random = True");
   if (repro.compile.inductorConfig.is_object())
     for (const auto& [key, value] : repro.compile.inductorConfig.items())
-      add(fmt::format("torch._inductor.config.{} = {}", key, pythonLiteral(value)));
+      add(key.starts_with("dynamo.") ? fmt::format("torch._dynamo.config.{} = {}", key.substr(7), pythonLiteral(value))
+                                     : fmt::format("torch._inductor.config.{} = {}", key, pythonLiteral(value)));
   if (repro.threads > 0) add(fmt::format("torch.set_num_threads({})", repro.threads));
   add(fmt::format("SEED = {}", repro.seed));
   if (pythonState) addPythonStateHelpers(lines);

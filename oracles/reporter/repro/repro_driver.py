@@ -530,12 +530,14 @@ def apply_compile_config(cfg):
     torch._inductor.config.fallback_random = True  # compiled random ops draw what eager draws
     torch._inductor.config.compile_threads = 1
     for key, value in cfg.get("inductor_config", {}).items():
-        *path, name = key.split(".")
-        target = torch._inductor.config
+        # A name under "dynamo." is a Dynamo option (capture_scalar_outputs), every other one Inductor's.
+        dynamo = key.startswith("dynamo.")
+        *path, name = key[len("dynamo."):].split(".") if dynamo else key.split(".")
+        target = torch._dynamo.config if dynamo else torch._inductor.config
         for part in path:
             target = getattr(target, part, None)
         if not hasattr(target, name):
-            print(f"this torch has no Inductor config option {key!r}: cannot reproduce")
+            print(f"this torch has no config option {key!r}: cannot reproduce")
             sys.exit(2)
         setattr(target, name, value)
 
