@@ -108,6 +108,12 @@ TEST_F(HigherOrderOpsTest, EachKindIsWrittenAroundItsBodyAndCalledThroughTheGlob
       {"vmap", {"vmap = torch.func.vmap\n", "        v4 = vmap(hop2, in_dims=(0, None))(torch.stack([x0, x0]), x1)[0]\n"}},
       {"autograd_function", {"class RegionFunction(torch.autograd.Function):\n",
                              "        v4 = RegionFunction.apply(hop2, x0, x1)\n"}},
+      {"associative_scan", {"associative_scan = torch._higher_order_ops.associative_scan\n",
+                            "        v4 = associative_scan(torch.minimum, hop2(x0, x1), 0, combine_mode=\"generic\")\n"}},
+      {"jvp", {"jvp = torch.func.jvp\n", "        v4 = jvp(lambda x0: hop2(x0, x1), (x0,), (torch.ones_like(x0),))[1]\n"}},
+      {"vjp", {"vjp = torch.func.vjp\n", "        hop_out, hop_pullback = vjp(lambda x0: hop2(x0, x1), x0)\n"
+                                          "        v4 = hop_pullback(torch.ones_like(hop_out))[0]\n"}},
+      {"jacrev", {"jacrev = torch.func.jacrev\n", "        v4 = jacrev(lambda x0: hop2(x0, x1))(x0).sum(dim=(2, 3))\n"}},
   };
   for (const auto& [kind, lines] : expected) {
     Graph g = chain();
@@ -159,10 +165,11 @@ TEST_F(HigherOrderOpsTest, GenerationReachesTheShareTargetsWithEveryKindAndEvery
     PythonPlan plan = planPythonConstructs(g, catalog);
     for (size_t k = 0; k < g.nodes.size(); ++k) EXPECT_EQ(plan.nodes[k].hop, g.nodes[k].python.hop) << i << " " << k;
     for (const std::string& kind : plan.hopKinds) ++kinds[kind];
-    bool isFunc = plan.hopKinds.contains("vmap") || plan.hopKinds.contains("grad") || plan.hopKinds.contains("autograd_function");
-    func += isFunc;
-    hop += std::any_of(plan.hopKinds.begin(), plan.hopKinds.end(),
-                       [](const std::string& k) { return k != "vmap" && k != "grad" && k != "autograd_function"; });
+    auto torchFunc = [](const std::string& k) {
+      return k == "autograd_function" || hopKind(k).binding.starts_with("torch.func.");
+    };
+    func += std::any_of(plan.hopKinds.begin(), plan.hopKinds.end(), torchFunc);
+    hop += std::any_of(plan.hopKinds.begin(), plan.hopKinds.end(), [&](const std::string& k) { return !torchFunc(k); });
     figures.add(g, catalog);
   }
   EXPECT_GE(hop, kPrograms * 15 / 100);

@@ -516,7 +516,8 @@ def schedule_leaves(namespace, model, restore, call, python_state):
 
 # The Python meaning of each higher-order op a program calls through a module global (generators/python/
 # HigherOrderOps.h): the eager and float64 references rebind those globals to these, so compiled's op is judged
-# against an if, a loop, a plain call or torch.autograd.grad, never against the op's own eager path.
+# against an if, a loop, a plain call, torch.autograd.grad or torch.autograd.functional, never against the op's
+# own eager path.
 def _desugared_cond(pred, true_fn, false_fn, operands=()):
     return true_fn(*operands) if bool(pred) else false_fn(*operands)
 
@@ -570,10 +571,43 @@ def _desugared_grad(f, argnums=0):
     return gradient
 
 
+def _desugared_associative_scan(combine_fn, xs, dim, reverse=False, combine_mode="pointwise"):
+    slices = list(xs.unbind(dim))
+    if reverse:
+        slices.reverse()
+    out = [slices[0]]
+    for x in slices[1:]:
+        out.append(combine_fn(out[-1], x))
+    if reverse:
+        out.reverse()
+    return torch.stack(out, dim)
+
+
+def _desugared_jvp(f, primals, tangents):
+    return torch.autograd.functional.jvp(f, tuple(primals), tuple(tangents), create_graph=torch.is_grad_enabled())
+
+
+def _desugared_vjp(f, *primals):
+    with torch.enable_grad():
+        leaves = [p if p.requires_grad else p.detach().requires_grad_() for p in primals]
+        out = f(*leaves)
+
+    def pullback(v):
+        return torch.autograd.grad(out, leaves, v, create_graph=torch.is_grad_enabled())
+    return out, pullback
+
+
+def _desugared_jacobian(f, argnums=0):
+    def jacobian(x):
+        return torch.autograd.functional.jacobian(f, x, create_graph=torch.is_grad_enabled())
+    return jacobian
+
+
 DESUGARED_HOPS = {"cond": _desugared_cond, "hop_map": _desugared_map, "while_loop": _desugared_while_loop,
                   "scan": _desugared_scan, "checkpoint": _desugared_checkpoint,
                   "nested_compile_region": _desugared_nested_compile_region, "vmap": _desugared_vmap,
-                  "grad": _desugared_grad}
+                  "grad": _desugared_grad, "associative_scan": _desugared_associative_scan, "jvp": _desugared_jvp,
+                  "vjp": _desugared_vjp, "jacrev": _desugared_jacobian, "jacfwd": _desugared_jacobian}
 
 
 def desugar_hops(namespace):

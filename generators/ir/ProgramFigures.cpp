@@ -94,8 +94,9 @@ void ProgramFigures::add(const Graph& g, const OpCatalog& catalog) {
   for (const ScheduleStep& s : plan.schedule) changes.insert(s.change);
   for (const std::string& change : changes) ++withScheduleChange[change];
   withHop += !plan.hopKinds.empty();
-  withTorchFunc += plan.hopKinds.contains("vmap") || plan.hopKinds.contains("grad") ||
-                   plan.hopKinds.contains("autograd_function");
+  withTorchFunc += std::any_of(plan.hopKinds.begin(), plan.hopKinds.end(), [](const std::string& k) {
+    return k == "autograd_function" || hopKind(k).binding.starts_with("torch.func.");
+  });
   for (const std::string& kind : plan.hopKinds) ++withHopKind[kind];
   for (const auto& region : plan.hops)
     if (region) {

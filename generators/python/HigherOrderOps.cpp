@@ -25,7 +25,16 @@ const std::vector<HopKind> kKinds{
     {"vmap", "vmap", "torch.func.vmap", false, true, false, false},
     {"grad", "grad", "torch.func.grad", true, false, true, false},
     {"autograd_function", "RegionFunction", "", false, false, false, false},
+    {"associative_scan", "associative_scan", "torch._higher_order_ops.associative_scan", true, false, false, false, false,
+     false, true},
+    {"jvp", "jvp", "torch.func.jvp", true, false, false, false, true},
+    {"vjp", "vjp", "torch.func.vjp", true, false, true, false},
+    {"jacrev", "jacrev", "torch.func.jacrev", true, false, false, false, true, true},
+    {"jacfwd", "jacfwd", "torch.func.jacfwd", true, false, false, false, true, true},
 };
+
+/// The most elements a Jacobian region may build (the head's times the operand's).
+constexpr int64_t kJacobianElements = 4096;
 
 /// The custom autograd.Function the "autograd_function" regions run: plain Python, so it is its own reference.
 constexpr std::string_view kRegionFunction = R"(class RegionFunction(torch.autograd.Function):
@@ -92,6 +101,7 @@ std::optional<HopRegion> hopRegionOf(const Graph& g, const OpCatalog& catalog, s
     return std::nullopt;
   const TensorType& out = g.typeOf(h.outputs[0]);
   if (kind.floatingHead && !isFloat(out.dtype)) return std::nullopt;
+  if (kind.scansDim0 && (out.rank() == 0 || out.shape[0] < 1)) return std::nullopt;
 
   // The body: the head, then each earlier functional node with no construct whose outputs only the body reads.
   std::vector<bool> inRegion(g.nodes.size(), false);
@@ -125,9 +135,12 @@ std::optional<HopRegion> hopRegionOf(const Graph& g, const OpCatalog& catalog, s
       if (std::find(operands.begin(), operands.end(), v) == operands.end()) operands.push_back(v);
     }
   // The operand the op maps over or differentiates comes first.
-  if (kind.mapsOperand || kind.gradOperand) {
+  if (kind.mapsOperand || kind.gradOperand || kind.floatingOperand) {
     auto first = std::find_if(operands.begin(), operands.end(), [&](int v) {
-      return !kind.gradOperand || (g.typeOf(v) == out && isFloat(out.dtype));
+      const TensorType& t = g.typeOf(v);
+      if (kind.gradOperand) return t == out && isFloat(out.dtype);
+      if (kind.floatingOperand) return isFloat(t.dtype) && (!kind.jacobian || t.numel() * out.numel() <= kJacobianElements);
+      return true;
     });
     if (first == operands.end()) return std::nullopt;
     std::rotate(operands.begin(), first, first + 1);
@@ -149,7 +162,11 @@ bool addHopConstruct(Graph& g, const OpCatalog& catalog, double chance, Rng& rng
   std::vector<NodePython> python;
   for (const Node& n : g.nodes) python.push_back(n.python);
   HopConstruct hop;
-  hop.kind = rng.pick(hopKindNames());
+  // The higher-order ops weigh twice what each torch.func transform or the autograd.Function does.
+  std::vector<double> kindWeights;
+  for (const HopKind& k : kKinds)
+    kindWeights.push_back(k.name == "autograd_function" || k.binding.starts_with("torch.func.") ? 1 : 2);
+  hop.kind = std::string(kKinds[rng.weighted(kindWeights)].name);
   std::vector<size_t> heads;
   std::vector<double> weights;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -229,6 +246,24 @@ std::string hopRegionText(const Graph& g, const HopRegion& r, const std::vector<
     for (size_t k = 1; k < params.size(); ++k) dims += ", None";
     body << fmt::format("        {} = vmap({}, in_dims=({}{}))({}{})[0]\n", out, fn, dims, params.size() == 1 ? "," : "",
                         stacked, rest);
+  } else if (kind.name == "associative_scan") {
+    // The combine function is associative: a sum, a maximum or a minimum, by the head's position.
+    const char* combine[] = {"lambda hop_a, hop_b: hop_a + hop_b", "torch.maximum", "torch.minimum"};
+    body << fmt::format("        {} = associative_scan({}, {}({}), 0, combine_mode=\"generic\")\n", out, combine[r.head % 3],
+                        fn, args);
+  } else if (kind.name == "jvp") {
+    body << fmt::format("        {0} = jvp(lambda {1}: {2}({3}), ({1},), (torch.ones_like({1}),))[1]\n", out, first, fn, args);
+  } else if (kind.name == "vjp") {
+    body << fmt::format("        hop_out, hop_pullback = vjp(lambda {1}: {2}({3}), {1})\n"
+                        "        {0} = hop_pullback(torch.ones_like(hop_out))[0]\n",
+                        out, first, fn, args);
+  } else if (kind.name == "jacrev" || kind.name == "jacfwd") {
+    // The Jacobian has the head's dims, then the operand's: summed over the operand's, it has the head's type.
+    int headRank = g.typeOf(g.nodes[r.head].outputs[0]).rank(), operandRank = g.typeOf(r.operands[0]).rank();
+    std::vector<int> dims;
+    for (int d = headRank; d < headRank + operandRank; ++d) dims.push_back(d);
+    std::string sum = dims.empty() ? "" : fmt::format(".sum(dim=({}{}))", fmt::join(dims, ", "), dims.size() == 1 ? "," : "");
+    body << fmt::format("        {} = {}(lambda {}: {}({}))({}){}\n", out, kind.name, first, fn, args, first, sum);
   } else if (kind.name == "autograd_function") {
     body << fmt::format("        {} = RegionFunction.apply({}{}{})\n", out, fn, params.empty() ? "" : ", ", args);
   } else {  // grad

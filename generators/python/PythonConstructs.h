@@ -39,7 +39,7 @@ struct PythonConstructChances {
   double hook = 0.15;        // a forward hook (doubles floating outputs) or pre-hook (records input shapes)
   double globalHook = 0.4;   // a drawn hook is process-wide (register_module_forward[_pre]_hook) instead of the model's
   double schedule = 0.7;     // a program that keeps state gets a schedule of 1 to 3 state changes
-  double hop = 0.3;          // a higher-order op or torch.func transform runs a region (HigherOrderOps.h)
+  double hop = 0.4;          // a higher-order op or torch.func transform runs a region (HigherOrderOps.h)
   std::map<std::string, double> branchWeights{{"item", 2}, {"tensor", 2}, {"any", 1}, {"flag", 1}, {"training", 1}, {"calls", 1}};
   /// Each form's weight among the loop forms (drawn with `loop`) or the others (drawn with `form`).
   std::map<std::string, double> formWeights = defaultFormWeights();
