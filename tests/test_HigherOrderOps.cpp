@@ -135,6 +135,24 @@ TEST_F(HigherOrderOpsTest, EachKindIsWrittenAroundItsBodyAndCalledThroughTheGlob
   EXPECT_NE(py.find("            return hop3(x0).sum()\n        v5 = grad(hop3_sum)(x0)\n"), std::string::npos) << py;
 }
 
+TEST_F(HigherOrderOpsTest, FlexAttentionAttendsOverAFloat32HeadOfFourDimsWithAMaskThatKeepsTheDiagonal) {
+  Graph g = chain();
+  EXPECT_FALSE(region(g, 2, {"flex_attention", 0, 0}));  // [3, 4]: no (batch, heads, length, dim)
+  for (auto& v : g.values) v.type.shape = {1, 2, 5, 4};
+  ASSERT_TRUE(region(g, 2, {"flex_attention", 0, 0}));
+  g.nodes[2].python.hop = HopConstruct{"flex_attention", 0, 0};
+  std::string py = PythonEmitter(catalog).emit(g);
+  for (const char* line :
+       {"import torch.nn.attention.flex_attention\n", "flex_attention = torch.nn.attention.flex_attention.flex_attention\n",
+        "create_block_mask = torch.nn.attention.flex_attention.create_block_mask\n",
+        "        def hop2_score(score, b, h, q_idx, kv_idx):  # score_mod\n            return score + (q_idx - kv_idx) * 0.125\n",
+        "        def hop2_mask(b, h, q_idx, kv_idx):  # mask_mod\n            return q_idx >= kv_idx\n",
+        "        v4 = flex_attention(hop_x, hop_x, hop_x, score_mod=hop2_score, block_mask=hop_mask)\n"})
+    EXPECT_NE(py.find(line), std::string::npos) << line << "\n" << py;
+  for (auto& v : g.values) v.type.dtype = DType::Float16;
+  EXPECT_FALSE(region(g, 2, {"flex_attention", 0, 0}));
+}
+
 TEST_F(HigherOrderOpsTest, TheJsonFormKeepsAConstructAndRejectsAnUnknownKind) {
   Graph g = chain();
   g.nodes[2].python.hop = HopConstruct{"cond", 1, -0.5};

@@ -68,6 +68,23 @@ TEST_F(ProgramTesterTest, EveryHigherOrderOpAgreesWithItsPythonMeaningWithBackwa
   EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
 }
 
+TEST_F(ProgramTesterTest, FlexAttentionAgreesWithExplicitMaskedSoftmaxAttentionUnderInductor) {
+  // Two regions over (1, 2, 5, 4) float32 values, a causal mask and a sliding window, each with its own score_mod:
+  // Inductor's flex_attention (its CPU template) against the reference's explicit attention.
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  gen::Graph g = everyKind({"flex_attention", "flex_attention"});
+  for (auto& v : g.values) v.type.shape = {1, 2, 5, 4};
+  TempDir dir("tcfuzz-flex");
+  const auto program = dir.path() / "flex.py";
+  std::string py = gen::PythonEmitter(catalog).emit(g);
+  for (const char* mask : {"return q_idx >= kv_idx\n", "return (q_idx - kv_idx).abs() <= 3\n"})
+    EXPECT_NE(py.find(mask), std::string::npos) << mask;
+  std::ofstream(program) << py;
+  ProgramTestResult r = tester_->test(program, settings("inductor"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  EXPECT_EQ(r.runs.eager.desugaredHops, (std::vector<std::string>{"flex_attention"}));
+}
+
 TEST_F(ProgramTesterTest, AProgramThatBreaksAHigherOrderOpsContractIsInvalidNeverAFinding) {
   // TEST FIXTURE tests/programs/hop_contract_violation.py: cond's true branch returns its operand. The reference's
   // if/else would run it, but eager's own cond refuses it first: the program is invalid, in phase hop-eager.

@@ -603,11 +603,28 @@ def _desugared_jacobian(f, argnums=0):
     return jacobian
 
 
+def _desugared_flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None, **kwargs):
+    """Explicit masked softmax attention: every score through score_mod, the block mask's mask_mod as -inf."""
+    def index(size, dim):
+        shape = [1, 1, 1, 1]
+        shape[dim] = size
+        return torch.arange(size, device=query.device).view(shape)
+    b, h = index(query.shape[0], 0), index(query.shape[1], 1)
+    q_idx, kv_idx = index(query.shape[2], 2), index(key.shape[2], 3)
+    scores = query @ key.transpose(-2, -1) * (scale if scale is not None else query.shape[-1] ** -0.5)
+    if score_mod is not None:
+        scores = score_mod(scores, b, h, q_idx, kv_idx)
+    if block_mask is not None:
+        scores = scores.masked_fill(~block_mask.mask_mod(b, h, q_idx, kv_idx), float("-inf"))
+    return torch.softmax(scores, -1) @ value
+
+
 DESUGARED_HOPS = {"cond": _desugared_cond, "hop_map": _desugared_map, "while_loop": _desugared_while_loop,
                   "scan": _desugared_scan, "checkpoint": _desugared_checkpoint,
                   "nested_compile_region": _desugared_nested_compile_region, "vmap": _desugared_vmap,
                   "grad": _desugared_grad, "associative_scan": _desugared_associative_scan, "jvp": _desugared_jvp,
-                  "vjp": _desugared_vjp, "jacrev": _desugared_jacobian, "jacfwd": _desugared_jacobian}
+                  "vjp": _desugared_vjp, "jacrev": _desugared_jacobian, "jacfwd": _desugared_jacobian,
+                  "flex_attention": _desugared_flex_attention}
 
 
 def desugar_hops(namespace):

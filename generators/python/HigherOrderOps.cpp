@@ -31,7 +31,16 @@ const std::vector<HopKind> kKinds{
     {"vjp", "vjp", "torch.func.vjp", true, false, true, false},
     {"jacrev", "jacrev", "torch.func.jacrev", true, false, false, false, true, true},
     {"jacfwd", "jacfwd", "torch.func.jacfwd", true, false, false, false, true, true},
+    {"flex_attention", "flex_attention", "torch.nn.attention.flex_attention.flex_attention", true, false, false, false,
+     false, false, false, true},
 };
+
+/// flex_attention's score_mod and mask_mod bodies, drawn by the head's position. Every mask keeps the diagonal, so
+/// no query row is masked whole.
+const char* const kScoreMods[] = {"score", "score * 0.5", "score + (q_idx - kv_idx) * 0.125",
+                                  "torch.where(q_idx >= kv_idx, score, score - 1.0)"};
+const char* const kMaskMods[] = {"q_idx >= kv_idx", "(q_idx - kv_idx).abs() <= 3", "q_idx >= 0",
+                                 "(kv_idx % 2 == 0) | (q_idx == kv_idx)"};
 
 /// The most elements a Jacobian region may build (the head's times the operand's).
 constexpr int64_t kJacobianElements = 4096;
@@ -102,6 +111,7 @@ std::optional<HopRegion> hopRegionOf(const Graph& g, const OpCatalog& catalog, s
   const TensorType& out = g.typeOf(h.outputs[0]);
   if (kind.floatingHead && !isFloat(out.dtype)) return std::nullopt;
   if (kind.scansDim0 && (out.rank() == 0 || out.shape[0] < 1)) return std::nullopt;
+  if (kind.attention && (out.rank() != 4 || out.dtype != DType::Float32 || out.numel() == 0)) return std::nullopt;
 
   // The body: the head, then each earlier functional node with no construct whose outputs only the body reads.
   std::vector<bool> inRegion(g.nodes.size(), false);
@@ -264,6 +274,15 @@ std::string hopRegionText(const Graph& g, const HopRegion& r, const std::vector<
     for (int d = headRank; d < headRank + operandRank; ++d) dims.push_back(d);
     std::string sum = dims.empty() ? "" : fmt::format(".sum(dim=({}{}))", fmt::join(dims, ", "), dims.size() == 1 ? "," : "");
     body << fmt::format("        {} = {}(lambda {}: {}({}))({}){}\n", out, kind.name, first, fn, args, first, sum);
+  } else if (kind.name == "flex_attention") {
+    // Self-attention over the body's output as (batch, heads, length, dim), with a block mask made in forward.
+    body << fmt::format("        def {0}_score(score, b, h, q_idx, kv_idx):  # score_mod\n            return {1}\n"
+                        "        def {0}_mask(b, h, q_idx, kv_idx):  # mask_mod\n            return {2}\n"
+                        "        hop_x = {0}({3})\n"
+                        "        hop_mask = create_block_mask({0}_mask, hop_x.shape[0], hop_x.shape[1], hop_x.shape[2], "
+                        "hop_x.shape[2], device=hop_x.device)\n"
+                        "        {4} = flex_attention(hop_x, hop_x, hop_x, score_mod={0}_score, block_mask=hop_mask)\n",
+                        fn, kScoreMods[r.head % 4], kMaskMods[(r.head / 4) % 4], args, out);
   } else if (kind.name == "autograd_function") {
     body << fmt::format("        {} = RegionFunction.apply({}{}{})\n", out, fn, params.empty() ? "" : ", ", args);
   } else {  // grad
@@ -277,6 +296,8 @@ std::string hopGlobalsText(const std::set<std::string>& kinds) {
   std::string bindings;
   for (const HopKind& k : kKinds)
     if (kinds.contains(std::string(k.name)) && !k.binding.empty()) bindings += fmt::format("{} = {}\n", k.global, k.binding);
+  if (kinds.contains("flex_attention"))  // the block mask is made by the real function in every mode
+    bindings += "create_block_mask = torch.nn.attention.flex_attention.create_block_mask\n";
   std::string text;
   if (!bindings.empty())
     text = "# The higher-order ops forward calls, by name: the eager and float64 references rebind each name to the\n"

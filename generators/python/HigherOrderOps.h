@@ -2,7 +2,8 @@
 // Higher-order ops and torch.func transforms around a region of the op graph (docs/programs.md, "Higher-order
 // ops"). A node that carries a HopConstruct is the head of a region: the head and every ancestor whose outputs
 // only the region reads become the body of a nested function in forward, and a higher-order op runs it (cond,
-// map, while_loop, scan, associative_scan, checkpoint, nested_compile_region, a custom autograd.Function, and
+// map, while_loop, scan, associative_scan, checkpoint, nested_compile_region, flex_attention, a custom
+// autograd.Function, and
 // torch.func's vmap, grad, jvp, vjp, jacrev and jacfwd). The region is computed from the graph as
 // it is, never stored, so repair, mutation and minimization keep it valid: a construct whose region no longer
 // holds is left out (planHopRegions), never written wrong.
@@ -16,7 +17,8 @@
 //     same branch;
 //   - the eager and float64 references run each op's Python meaning (repro_shared.DESUGARED_HOPS: cond as
 //     if/else, while_loop as while, map and scan and vmap as loops, checkpoint and nested_compile_region as a
-//     plain call, grad and vjp as torch.autograd.grad, jvp and the Jacobians as torch.autograd.functional), which
+//     plain call, flex_attention as explicit masked softmax attention, grad and vjp as torch.autograd.grad, jvp and
+//     the Jacobians as torch.autograd.functional), which
 //     the emitted module names make possible: the program calls
 //     every higher-order op through a module global that the references rebind.
 #include <optional>
@@ -43,6 +45,7 @@ struct HopKind {
   bool floatingOperand = false;  ///< differentiates with respect to the body's first operand, which is floating
   bool jacobian = false;         ///< builds the Jacobian of the head with respect to that operand (bounded in size)
   bool scansDim0 = false;        ///< scans the head's output along dim 0 (needs an element along it)
+  bool attention = false;        ///< attends over the head's output as (batch, heads, length, dim) float32
 };
 
 /// Every kind, in hopKindNames()'s order (generators/ir/Graph.h).

@@ -368,6 +368,7 @@ std::string PythonText::imports() const {
   std::set<std::string_view> lines;
   for (const std::string& name : plan.forms) lines.insert(pythonForm(name).imports);
   if (plan.hopKinds.contains("checkpoint")) lines.insert("import torch.utils.checkpoint\n");
+  if (plan.hopKinds.contains("flex_attention")) lines.insert("import torch.nn.attention.flex_attention\n");
   lines.erase("");
   return fmt::format("{}", fmt::join(lines, ""));
 }
