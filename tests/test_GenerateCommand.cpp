@@ -70,9 +70,9 @@ TEST(GenerateCommand, GeneratedProgramAgreesUnderInductor) {
 }
 
 TEST(GenerateCommand, AProgramWritingIntoAFloatingInputRunsBackwardThroughItsDeclaration) {
-  // The first of seed 11's programs that writes into a floating input (and runs no region), judged with backward: the input it
-  // declares in WRITTEN_INPUTS stays a plain tensor and every run completes. Without the declaration the
-  // worker makes that input a leaf that requires grad, and eager itself refuses the write.
+  // The first of seed 11's programs that writes into a floating input and runs no region, judged with backward:
+  // the input it declares in WRITTEN_INPUTS stays a plain tensor and every run completes. Without the declaration
+  // the worker makes that input a leaf that requires grad, and eager itself refuses the write.
   TempDir dir("tcfuzz-gen-writes");
   ASSERT_EQ(runCli({"gen", "--seed", "11", "--count", "40", "--out", dir.path().string()}).exitCode, 0);
   std::filesystem::path chosen;
