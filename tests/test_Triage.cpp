@@ -155,11 +155,12 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
         {"input_fill_chance", 0},
         {"boundary_chance", 0},
         {"alias_read_after_write_chance", 0},
-        // Plain op graphs: graph breaks, branches and call schedules double the compiles of each of the 200
+        // Plain op graphs: graph breaks, branches, call schedules and regions double the compiles of each of the 200
         // programs, and this check is about the three planted backends' findings, not about the constructs
         // (ProgramTester's and ShortReproWriter's tests hold those end to end).
         {"python_constructs",
-         {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"form", 0}, {"hook", 0}, {"schedule", 0}}},
+         {{"graph_break", 0}, {"branch", 0}, {"output_state", 0}, {"counter", 0}, {"loop", 0}, {"form", 0}, {"hook", 0},
+          {"schedule", 0}, {"hop", 0}}},
         // Fractional interpolation hits real upstream bugs (#198201, and its bilinear twin) under the
         // planted backends' decompositions: a fourth report this check of the three planted ones must not see.
         // The planted ops weigh 100 each: about a third of the programs then hit the backend they draw, and
