@@ -110,9 +110,10 @@ TEST_F(HigherOrderOpsTest, EachKindIsWrittenAroundItsBodyAndCalledThroughTheGlob
                              "        v4 = RegionFunction.apply(hop2, x0, x1)\n"}},
       {"associative_scan", {"associative_scan = torch._higher_order_ops.associative_scan\n",
                             "        v4 = associative_scan(torch.minimum, hop2(x0, x1), 0, combine_mode=\"generic\")\n"}},
-      {"jvp", {"jvp = torch.func.jvp\n", "        v4 = jvp(lambda x0: hop2(x0, x1), (x0,), (torch.ones_like(x0),))[1]\n"}},
+      {"jvp", {"jvp = torch.func.jvp\n", "        v4 = jvp(lambda x0: hop2(x0, x1), (x0,), (torch.ones_like(x0),))[1]"
+                        ".clone(memory_format=torch.contiguous_format)\n"}},
       {"vjp", {"vjp = torch.func.vjp\n", "        hop_out, hop_pullback = vjp(lambda x0: hop2(x0, x1), x0)\n"
-                                          "        v4 = hop_pullback(torch.ones_like(hop_out))[0]\n"}},
+                                          "        v4 = hop_pullback(torch.ones_like(hop_out))[0].clone(memory_format=torch.contiguous_format)\n"}},
       {"jacrev", {"jacrev = torch.func.jacrev\n", "        v4 = jacrev(lambda x0: hop2(x0, x1))(x0).sum(dim=(2, 3))\n"}},
   };
   for (const auto& [kind, lines] : expected) {
@@ -132,7 +133,7 @@ TEST_F(HigherOrderOpsTest, EachKindIsWrittenAroundItsBodyAndCalledThroughTheGlob
   g.nodes[3].python.hop = HopConstruct{"grad", 0, 0};
   std::string py = PythonEmitter(catalog).emit(g);
   EXPECT_NE(py.find("grad = torch.func.grad\n"), std::string::npos) << py;
-  EXPECT_NE(py.find("            return hop3(x0).sum()\n        v5 = grad(hop3_sum)(x0)\n"), std::string::npos) << py;
+  EXPECT_NE(py.find("            return hop3(x0).sum()\n        v5 = grad(hop3_sum)(x0).clone(memory_format=torch.contiguous_format)\n"), std::string::npos) << py;
 }
 
 TEST_F(HigherOrderOpsTest, FlexAttentionAttendsOverAFloat32HeadOfFourDimsWithAMaskThatKeepsTheDiagonal) {

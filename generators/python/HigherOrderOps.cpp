@@ -42,6 +42,9 @@ const char* const kScoreMods[] = {"score", "score * 0.5", "score + (q_idx - kv_i
 const char* const kMaskMods[] = {"q_idx >= kv_idx", "(q_idx - kv_idx).abs() <= 3", "q_idx >= 0",
                                  "(kv_idx % 2 == 0) | (q_idx == kv_idx)"};
 
+/// A gradient may come back expanded (the gradient of a sum): made fresh and contiguous, as the head's op made it.
+constexpr const char* kFresh = ".clone(memory_format=torch.contiguous_format)";
+
 /// The most elements a Jacobian region may build (the head's times the operand's).
 constexpr int64_t kJacobianElements = 4096;
 
@@ -262,11 +265,12 @@ std::string hopRegionText(const Graph& g, const HopRegion& r, const std::vector<
     body << fmt::format("        {} = associative_scan({}, {}({}), 0, combine_mode=\"generic\")\n", out, combine[r.head % 3],
                         fn, args);
   } else if (kind.name == "jvp") {
-    body << fmt::format("        {0} = jvp(lambda {1}: {2}({3}), ({1},), (torch.ones_like({1}),))[1]\n", out, first, fn, args);
+    body << fmt::format("        {0} = jvp(lambda {1}: {2}({3}), ({1},), (torch.ones_like({1}),))[1]{4}\n", out, first, fn, args,
+                        kFresh);
   } else if (kind.name == "vjp") {
     body << fmt::format("        hop_out, hop_pullback = vjp(lambda {1}: {2}({3}), {1})\n"
-                        "        {0} = hop_pullback(torch.ones_like(hop_out))[0]\n",
-                        out, first, fn, args);
+                        "        {0} = hop_pullback(torch.ones_like(hop_out))[0]{4}\n",
+                        out, first, fn, args, kFresh);
   } else if (kind.name == "jacrev" || kind.name == "jacfwd") {
     // The Jacobian has the head's dims, then the operand's: summed over the operand's, it has the head's type.
     int headRank = g.typeOf(g.nodes[r.head].outputs[0]).rank(), operandRank = g.typeOf(r.operands[0]).rank();
@@ -286,8 +290,8 @@ std::string hopRegionText(const Graph& g, const HopRegion& r, const std::vector<
   } else if (kind.name == "autograd_function") {
     body << fmt::format("        {} = RegionFunction.apply({}{}{})\n", out, fn, params.empty() ? "" : ", ", args);
   } else {  // grad
-    body << fmt::format("        def {0}_sum({1}):\n            return {0}({1}).sum()\n        {2} = grad({0}_sum)({1})\n", fn,
-                        args, out);
+    body << fmt::format("        def {0}_sum({1}):\n            return {0}({1}).sum()\n        {2} = grad({0}_sum)({1}){3}\n", fn,
+                        args, out, kFresh);
   }
   return body.str();
 }
