@@ -15,7 +15,7 @@
 
 namespace tcfuzz {
 
-/// The folder of a traced script job's structured trace log, inside its job directory (child.py's TRACE_DIR).
+/// The folder of a traced script job's structured trace log, inside its job directory (script_job.py's TRACE_DIR).
 inline constexpr const char* kTraceDirName = "torch_trace";
 
 /// Everything about how a program is tested, apart from the program itself.

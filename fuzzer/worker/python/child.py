@@ -9,7 +9,6 @@ here may run a torch op at import time.
 import json
 import os
 import resource
-import signal
 import sys
 import time
 import traceback
@@ -24,6 +23,7 @@ from compile_stats import compile_facts, compile_phases, install_compile_hooks, 
 from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, TextLeaf,
                             alias_notes, perturbed_inputs)
 from lift import run_lift_job
+from script_job import SCRIPT_TAIL_CHARS, run_script_job, tail
 from program_guard import GUARD
 from repro_shared import (call_in_fp64, desugar_hops, fresh_copies, later_call_leaves, layout_copy, schedule_leaves,
                           layout_copies, seed_everything, widen_inputs, widen_model_and_inputs, write_tensor_file)
@@ -32,10 +32,6 @@ PHASE_FILE = "phase"
 RESULT_FILE = "result.json"
 STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
-SCRIPT_STDOUT_FILE = "script_stdout.txt"
-SCRIPT_STDERR_FILE = "script_stderr.txt"
-SCRIPT_TAIL_CHARS = 8000
-TRACE_DIR = "torch_trace"  # a traced script job's TORCH_TRACE folder, inside its job directory
 OOM_MARKERS = ("can't allocate memory", "out of memory", "DefaultCPUAllocator", "std::bad_alloc")
 # CUDA errors that poison the process's context: every later CUDA call fails too, so the process must go.
 # The same list is oracles::stickyCudaError's (RunResult.cpp), which names the finding's kind.
@@ -388,31 +384,6 @@ class ChildRun:
                 result["repeat_recompiles"] = self.repeat_recompiles
         return result
 
-    # -- "script" jobs: a plain Python script (a repro.py) in a fresh interpreter -----------------
-    def run_script(self):
-        """Runs job["program"] with this Python in the job directory, inside this child's process group
-        and under its address-space limit (inherited): the zygote's timeout kills it with the group.
-        With job["trace"], torch's structured trace log (TORCH_TRACE) goes to <job dir>/torch_trace."""
-        import subprocess
-        self.mark("run")
-        t0 = time.monotonic()
-        out_path = os.path.join(self.dir, SCRIPT_STDOUT_FILE)
-        err_path = os.path.join(self.dir, SCRIPT_STDERR_FILE)
-        env = dict(os.environ)
-        if self.job.get("trace"):
-            env["TORCH_TRACE"] = os.path.join(self.dir, TRACE_DIR)
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = subprocess.run([sys.executable, self.job["program"]], cwd=self.dir, stdin=subprocess.DEVNULL,
-                                  stdout=out, stderr=err, env=env)
-        self.times["run_s"] = time.monotonic() - t0
-        tails = {"stdout_tail": tail(out_path, SCRIPT_TAIL_CHARS), "stderr_tail": tail(err_path, SCRIPT_TAIL_CHARS),
-                 "times": self.times}
-        if proc.returncode < 0:
-            sig = -proc.returncode
-            name = signal.Signals(sig).name if sig in signal.valid_signals() else f"SIG{sig}"
-            return {"status": "signal", "phase": "run", "signal": sig, "signal_name": name, **tails}
-        return {"status": "ok", "phase": "done", "exit_code": proc.returncode, **tails}
-
     # -- "bisect" jobs: torch._inductor.compiler_bisector on the program ------------------------
     def leaves(self, ns, mode):
         """One run in `mode`: every leaf in the order the saved outputs have them (checked_calls)."""
@@ -644,7 +615,7 @@ def execute_job(job):
     try:
         cap_gpu_memory(job)
         if kind == "script":
-            result = run.run_script()
+            result = run_script_job(run)
         elif kind == "bisect":
             result = run.bisect()
         elif kind == "lift":
@@ -698,15 +669,3 @@ def vm_size_bytes():
     """This process's address-space size (the base of the child's RLIMIT_AS)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[0]) * resource.getpagesize()
-
-
-def tail(path, limit=4000):
-    """The last `limit` bytes of the file at `path` as text ("" when it cannot be read)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
