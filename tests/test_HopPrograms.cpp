@@ -94,3 +94,17 @@ TEST_F(ProgramTesterTest, AProgramThatBreaksAHigherOrderOpsContractIsInvalidNeve
   EXPECT_EQ(r.runs.eager.phase, "hop-eager");
   EXPECT_NE(r.runs.eager.summary().find("aliasing"), std::string::npos) << r.runs.eager.summary();
 }
+
+TEST_F(ProgramTesterTest, AGraphBreakInsideARegionThatDynamoDocumentsIsUnsupportedNeverAFinding) {
+  // TEST FIXTURE tests/programs/hop_body_graph_break.py: cond's true branch calls .item(). Eager runs it; Dynamo
+  // refuses a HOP body it cannot capture whole, and its graph-break registry documents why (gb0124).
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/hop_body_graph_break.py"), settings("aot_eager"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+  ASSERT_TRUE(r.runs.compiled.exception);
+  EXPECT_EQ(r.runs.compiled.exception->type, "UncapturedHigherOrderOpError");
+  EXPECT_TRUE(r.verdict.reason.starts_with("unsupported (documented): a graph break inside a higher-order op's body"))
+      << r.verdict.reason;
+  EXPECT_NE(r.verdict.reason.find("gb0124: Unsupported Tensor.item() call with capture_scalar_outputs=False"),
+            std::string::npos)
+      << r.verdict.reason;
+}

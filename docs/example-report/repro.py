@@ -512,6 +512,12 @@ def schedule_leaves(namespace, model, restore, call, python_state):
         leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call(_applying(list(changes)) if changes else None))]
         leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
     return leaves
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
+
+
+# ---- Desugared higher-order ops. One file, two users: the worker child imports it
+# (fuzzer/worker/python/desugared_hops.py) and repro.py carries it at TCFUZZ_HOPS_BLOCK.
+import torch  # noqa: E402  (repro.py has imported it already; the worker has not)
 
 
 # The Python meaning of each higher-order op a program calls through a module global (generators/python/
@@ -634,7 +640,6 @@ def desugar_hops(namespace):
              if name in namespace and getattr(namespace[name], "__module__", "").startswith("torch")}
     namespace.update({name: DESUGARED_HOPS[name] for name in bound})
     return bound
-# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
 
 
 def apply_compile_config(cfg):

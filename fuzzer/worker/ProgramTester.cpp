@@ -1,6 +1,7 @@
 #include "fuzzer/worker/ProgramTester.h"
 
 #include <chrono>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -127,18 +128,61 @@ oracles::RunResult fp64NotNeeded(const std::string& why) {
   return r;
 }
 
-/// Under fullgraph=True a graph break is the documented outcome, not a bug: Dynamo raises Unsupported,
-/// or, for a Python branch on a value read from a tensor, a UserError that it cannot guard on a
-/// data-dependent expression (torch.cond is the documented way). Returns what Dynamo refused, or "".
-std::string expectedFullgraphBreak(const TestSettings& settings, const ProgramTestResult& r) {
-  const auto& c = r.runs.compiled;
-  if (!settings.compile.fullgraph || r.verdict.verdict != oracles::Verdict::CrashMismatch ||
-      c.status != oracles::RunStatus::Exception || !c.exception || !c.exception->qualifiedType.starts_with("torch._dynamo.exc."))
+/// A compile-only rejection that PyTorch documents as unsupported: the compiled run raised where eager ran,
+/// and the row says why that is the documented outcome; "" when the row does not apply.
+struct DocumentedRefusal {
+  const char* name;
+  std::string (*applies)(const TestSettings&, const oracles::ExceptionInfo&);
+};
+
+/// The graph-break documentation page a Dynamo message links to ("gb0123: <its gb_type>"), or "" when it has
+/// none or Dynamo's own hint calls it a Dynamo bug or hard to debug (those are worth a report).
+std::string documentedGraphBreak(const std::string& message) {
+  static const std::regex kLink(R"(https://\S*compile-graph-break-site/gb/(gb\d+)\.html)");
+  std::smatch link;
+  if (!std::regex_search(message, link, kLink) || message.find("likely to be a Dynamo bug") != std::string::npos ||
+      message.find("may be difficult to debug") != std::string::npos)
     return "";
-  if (c.exception->type == "Unsupported" || c.exception->message.find("graph break") != std::string::npos)
-    return "a graph break under fullgraph=True";
-  if (c.exception->type == "UserError" && c.exception->message.find("data-dependent expression") != std::string::npos)
-    return "a branch on tensor data under fullgraph=True (Dynamo cannot guard on a data-dependent expression)";
+  // The gb_type is the first line of the graph-break message, after the HOP's own preamble when there is one.
+  size_t at = message.find("Got graph break/error:");
+  at = at == std::string::npos ? 0 : message.find_first_not_of("\n ", at + 22);
+  std::string type = message.substr(at, message.find('\n', at) - at);
+  return fmt::format("{}: {} ({})", link[1].str(), type, link[0].str());
+}
+
+const DocumentedRefusal kDocumentedRefusals[] = {
+    // Under fullgraph=True a graph break is the documented outcome: Dynamo raises Unsupported.
+    {"fullgraph-graph-break",
+     [](const TestSettings& s, const oracles::ExceptionInfo& e) -> std::string {
+       return s.compile.fullgraph && (e.type == "Unsupported" || e.message.find("graph break") != std::string::npos)
+                  ? "a graph break under fullgraph=True"
+                  : "";
+     }},
+    // A Python branch on a value read from a tensor: Dynamo cannot guard on it (torch.cond is the documented way).
+    {"fullgraph-data-dependent-branch",
+     [](const TestSettings& s, const oracles::ExceptionInfo& e) -> std::string {
+       return s.compile.fullgraph && e.type == "UserError" && e.message.find("data-dependent expression") != std::string::npos
+                  ? "a branch on tensor data under fullgraph=True (Dynamo cannot guard on a data-dependent expression)"
+                  : "";
+     }},
+    // A higher-order op's body must be captured whole (the HOP docs); a graph break inside it is raised, under any
+    // fullgraph. It is documented when Dynamo's graph-break registry has a page for it that does not call it a bug.
+    {"higher-order-op-body-graph-break",
+     [](const TestSettings&, const oracles::ExceptionInfo& e) -> std::string {
+       if (e.type != "UncapturedHigherOrderOpError") return "";
+       std::string page = documentedGraphBreak(e.message);
+       return page.empty() ? "" : "a graph break inside a higher-order op's body, which must be captured whole: " + page;
+     }},
+};
+
+/// Why the compiled run's rejection is documented as unsupported (kDocumentedRefusals), or "".
+std::string documentedRefusal(const TestSettings& settings, const ProgramTestResult& r) {
+  const auto& c = r.runs.compiled;
+  if (r.verdict.verdict != oracles::Verdict::CrashMismatch || c.status != oracles::RunStatus::Exception || !c.exception ||
+      !c.exception->qualifiedType.starts_with("torch._dynamo.exc."))
+    return "";
+  for (const DocumentedRefusal& row : kDocumentedRefusals)
+    if (std::string why = row.applies(settings, *c.exception); !why.empty()) return why;
   return "";
 }
 
@@ -209,7 +253,7 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
                       {}};
   else
     result.verdict = oracles::judge(result.runs, comparator_);
-  if (std::string refused = expectedFullgraphBreak(settings, result); !refused.empty()) {
+  if (std::string refused = documentedRefusal(settings, result); !refused.empty()) {
     result.verdict.verdict = oracles::Verdict::Agree;
     result.verdict.reason = "unsupported (documented): " + refused + ", the documented outcome, not a bug";
   }

@@ -170,6 +170,13 @@ std::optional<HopRegion> hopRegionOf(const Graph& g, const OpCatalog& catalog, s
   return r;
 }
 
+double exactThreshold(const Distribution& d, Rng& rng) {
+  if (d.kind == "bernoulli") return 0;
+  double t = d.low + (d.high - d.low) * rng.real(0.25, 0.75);
+  if (d.kind != "uniform") return std::floor(t) + 0.5;
+  return std::round(t * 8) / 8;
+}
+
 bool addHopConstruct(Graph& g, const OpCatalog& catalog, double chance, Rng& rng) {
   if (g.nodes.empty() || !rng.chance(chance)) return false;
   std::vector<NodePython> python;
@@ -201,10 +208,7 @@ bool addHopConstruct(Graph& g, const OpCatalog& catalog, double chance, Rng& rng
     }
     if (choices.empty()) return false;
     hop.input = rng.pick(choices);
-    const Distribution& d = g.inputs[static_cast<size_t>(hop.input)].dist;
-    if (d.kind == "bernoulli") hop.threshold = 0;
-    else if (d.kind == "uniform") hop.threshold = std::round((d.low + (d.high - d.low) * rng.real(0.25, 0.75)) * 8) / 8;
-    else hop.threshold = std::floor(d.low + (d.high - d.low) * rng.real(0.25, 0.75)) + 0.5;
+    hop.threshold = exactThreshold(g.inputs[static_cast<size_t>(hop.input)].dist, rng);
   }
   g.nodes[head].python.hop = hop;
   return true;

@@ -69,6 +69,10 @@ struct HopRegion {
 std::optional<HopRegion> hopRegionOf(const Graph& g, const OpCatalog& catalog, size_t head, const HopConstruct& hop,
                                      const std::vector<NodePython>& python);
 
+/// A threshold for a predicate `x > t` inside `d` that every floating dtype holds exactly (a multiple of 1/8), so
+/// the comparison means the same in float16 as in the float64 reference; for integers, k + 0.5; 0 for booleans.
+double exactThreshold(const Distribution& d, Rng& rng);
+
 /// Draws a construct for a node whose region holds, with chance `chance`; false when none was added.
 bool addHopConstruct(Graph& g, const OpCatalog& catalog, double chance, Rng& rng);
 

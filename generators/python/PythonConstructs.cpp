@@ -100,16 +100,6 @@ std::string drawForm(const PythonConstructChances& chances, bool loop, Rng& rng)
   return names.empty() ? "" : names[rng.weighted(weights)];
 }
 
-/// A threshold inside the operand's distribution that every floating dtype holds exactly (a multiple of
-/// 1/8), so `x > t` means the same in float16 as in the float64 reference; for integers, k + 0.5.
-double drawThreshold(const Source& s, Rng& rng) {
-  const Distribution& d = s.dist;
-  if (d.kind == "bernoulli") return 0;
-  double t = d.low + (d.high - d.low) * rng.real(0.25, 0.75);
-  if (d.kind != "uniform") return std::floor(t) + 0.5;
-  return std::round(t * 8) / 8;
-}
-
 std::string literal(double v) { return pythonLiteral(json(v), AttrKind::Float); }
 
 /// The values a schedule step sets: exact binary fractions, so scaling by them adds no rounding.
@@ -279,7 +269,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
       if (readsOperand(b.kind)) {
         b.operand = rng.pick(operands);
         for (const Source& s : g.inputs)
-          if (s.value == n.inputs[static_cast<size_t>(b.operand)]) b.threshold = drawThreshold(s, rng);
+          if (s.value == n.inputs[static_cast<size_t>(b.operand)]) b.threshold = exactThreshold(s.dist, rng);
       }
       g.nodes[i].python.branch = b;
       ++added;

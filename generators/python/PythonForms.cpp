@@ -176,6 +176,27 @@ const std::vector<PythonForm> kForms{
      "        dd_pos = torch.arange(dd_flat.numel(), device=dd_flat.device).repeat_interleave(dd_reps)\n"
      "        $OUT = torch.zeros_like(dd_flat).index_add(0, dd_pos, dd_flat[dd_pos]).view($OUT.shape)\n",
      "", "", "", "", false, true, true},
+    {"unique", false, false,
+     "        dd_flat = $OUT.flatten()\n"
+     "        dd_vals, dd_inv, dd_counts = torch.unique((dd_flat > 0).long(), sorted=True, return_inverse=True,\n"
+     "                                                  return_counts=True)  # the classes present: a data-dependent size\n"
+     "        dd_whole = dd_counts.sum() // dd_flat.numel()  # 1: the counts cover every element\n"
+     "        $OUT = (dd_flat * (dd_vals[dd_inv] + dd_whole)).view($OUT.shape)\n",
+     "", "", "", "", false, true, true},
+    {"bincount", false, false,
+     "        dd_flat = $OUT.flatten()\n"
+     "        dd_bins = torch.bincount((dd_flat > 0).long(), minlength=2)  # a count per class: a data-dependent size\n"
+     "        $OUT = torch.where(dd_flat > 0, dd_flat * dd_bins.shape[0], dd_flat).view($OUT.shape)\n",
+     "", "", "", "", false, true, true},
+    {"searchsorted", false, false,
+     "        dd_flat = $OUT.flatten()\n"
+     "        dd_zero = torch.zeros(1, dtype=dd_flat.dtype, device=dd_flat.device)\n"
+     "        dd_k = torch.searchsorted(dd_flat.sort().values, dd_zero, right=True).item()  # how many are <= 0: a size\n"
+     "        torch._check(dd_k >= 0)\n"
+     "        torch._check(dd_k <= dd_flat.numel())\n"
+     "        dd_top = dd_flat.argsort(stable=True)[dd_k:]  # the positive elements' positions\n"
+     "        $OUT = dd_flat.index_put((dd_top,), dd_flat[dd_top] * 2).view($OUT.shape)\n",
+     "", "", "", "", false, true, true},
 };
 
 }  // namespace
