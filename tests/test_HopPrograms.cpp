@@ -108,3 +108,22 @@ TEST_F(ProgramTesterTest, AGraphBreakInsideARegionThatDynamoDocumentsIsUnsupport
             std::string::npos)
       << r.verdict.reason;
 }
+
+TEST_F(ProgramTesterTest, EagersOwnHigherOrderOpIsJudgedAgainstItsPythonMeaningWithoutACompile) {
+  // TEST FIXTURE tests/programs/planted/eager_cond_bug.py: a cond that is right under torch.compile and scales
+  // its result by 1.5 when called in eager. The compiled run agrees with the if/else reference; the run of
+  // eager's own HOPs (no torch.compile) does not, and the verdict says so under the backend "none".
+  ProgramTestResult r = tester_->test(sourcePath("tests/programs/planted/eager_cond_bug.py"), settings("aot_eager"));
+  EXPECT_EQ(r.verdict.verdict, oracles::Verdict::NumericDivergence) << r.verdict.reason;
+  ASSERT_TRUE(r.judgedUnder);
+  EXPECT_EQ(r.judgedUnder->backend, oracles::kNoCompileBackend);
+  EXPECT_EQ(r.runs.eager.desugaredHops, (std::vector<std::string>{"cond"}));
+  EXPECT_FALSE(r.runs.compiled.compileFacts) << "no torch.compile ran, so there are no compile facts";
+
+  // Without the check, the same program agrees: the compiled run is right.
+  TestSettings off = settings("aot_eager");
+  off.judgeEagerHops = false;
+  ProgramTestResult plain = tester_->test(sourcePath("tests/programs/planted/eager_cond_bug.py"), off);
+  EXPECT_EQ(plain.verdict.verdict, oracles::Verdict::Agree) << plain.verdict.reason;
+  EXPECT_FALSE(plain.judgedUnder);
+}

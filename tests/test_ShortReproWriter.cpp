@@ -326,3 +326,22 @@ TEST_F(ShortReproEndToEnd, PlantedLostMutationStaleResultAndCopiedViewFailTheirO
     EXPECT_EQ(exact.exitCode.value_or(-1), 0) << describe(exact);
   }
 }
+
+TEST_F(ShortReproEndToEnd, EagersOwnHigherOrderOpIsCheckedAgainstItsPythonMeaningWithoutACompile) {
+  // TEST FIXTURE tests/programs/planted/eager_cond_bug.py: a cond whose eager call scales its result by 1.5.
+  // Under the backend "none" the "compiled" side is the model itself with the program's own cond, and eager and
+  // float64 run cond's Python meaning, as tcfuzz's references did.
+  ReproCase c = makeCase("tests/programs/planted/eager_cond_bug.py", oracles::kNoCompileBackend, "numeric-divergence");
+  c.divergingLeaves = {0};
+  std::string text = renderShortRepro(c, "t", oracles::ComparatorOptions{});
+  EXPECT_NE(text.find("def _desugared_cond(pred, true_fn, false_fn, operands=()):"), std::string::npos) << text;
+  EXPECT_NE(text.find("PYTHON_MEANING = {\"cond\": _desugared_cond}"), std::string::npos) << text;
+  EXPECT_NE(text.find("    globals().update(OWN_HOPS if compiled else PYTHON_MEANING)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("torch.compile(model"), std::string::npos) << text;
+  oracles::RunResult r = run(c, "eager_cond_bug");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
+
+  // A program without higher-order ops carries none of it.
+  ReproCase plain = makeCase("tests/programs/linear_tanh_sum.py", "inductor", "numeric-divergence");
+  EXPECT_EQ(renderShortRepro(plain, "t", oracles::ComparatorOptions{}).find("PYTHON_MEANING"), std::string::npos);
+}

@@ -431,7 +431,8 @@ void Campaign::measureTrial(const Candidate& c, Trial& t) {
                    r.confirmSeconds;
   if (settings_.gpuStats) settings_.gpuStats->record(r.runs.compiled);
   t.verdict = std::string(oracles::toString(r.verdict.verdict));
-  t.config = t.compile.nonDefault();
+  // A finding of eager's own higher-order ops is recorded under the no-compile backend it was made with.
+  t.config = r.judgedUnder ? oracles::findingConfig(*r.judgedUnder, t.test.backward) : t.compile.nonDefault();
   t.now = unixNow();
 }
 
@@ -442,6 +443,7 @@ void Campaign::recordFindings(const Candidate& c, Trial& t) const {
   for (const auto& n : c.graph.nodes) ops.push_back(n.op);
   oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, ops);
   if (r.confirmation == Confirmation::CacheOnly) sig.kind = "cache-only " + sig.kind;  // a cache bug: its own signature
+  if (r.judgedUnder) sig.kind = "eager-hop " + sig.kind;  // eager's own higher-order op: never a compiler's signature
   json result = toJson(r);
   result["config"] = t.config;
   result["seed"] = t.test.seed;

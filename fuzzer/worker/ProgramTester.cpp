@@ -268,6 +268,19 @@ ProgramTestResult ProgramTester::test(const std::filesystem::path& program, cons
   if (settings.confirmFindings && oracles::isFinding(result.verdict.verdict)) confirm(program, settings, result);
   if (settings.conditioningRuns > 0 && oracles::isWrongResult(result.verdict.verdict))
     checkConditioning(program, settings, result);
+  if (settings.judgeEagerHops && settings.compile.compiles() && !oracles::isFinding(result.verdict.verdict) &&
+      !result.runs.eager.desugaredHops.empty()) {
+    TestSettings own = settings;  // eager's own HOPs, judged against the same references under the same rules
+    own.compile = oracles::CompileConfig{};
+    own.compile.backend = oracles::kNoCompileBackend;
+    ProgramTestResult eagerHops = test(program, own);
+    if (oracles::isFinding(eagerHops.verdict.verdict)) {
+      eagerHops.judgedUnder = own.compile;
+      eagerHops.wallSeconds += result.wallSeconds;
+      return eagerHops;
+    }
+    result.wallSeconds += eagerHops.wallSeconds;
+  }
   return result;
 }
 

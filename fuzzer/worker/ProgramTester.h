@@ -50,6 +50,9 @@ struct TestSettings {
   /// this many times more on inputs moved by up to conditioningUlps ulps (oracles/judge/Conditioning.h). 0: off.
   int conditioningRuns = 3;
   int conditioningUlps = 4;
+  /// A program that calls higher-order ops (the eager run desugared some) and whose compiled run is no finding
+  /// is tested once more under the backend kNoCompileBackend: eager's own HOPs against their Python meaning.
+  bool judgeEagerHops = true;
 };
 
 /// How a finding held up when tested again (ProgramTester::test with confirmFindings).
@@ -76,6 +79,9 @@ struct ProgramTestResult {
   /// wallSeconds it took (nullopt: not run).
   std::optional<oracles::ConditioningVerdict> conditioning;
   double conditioningSeconds = 0;
+  /// Set when the verdict is about another configuration than TestSettings::compile: the no-compile run of
+  /// eager's own higher-order ops (TestSettings::judgeEagerHops), which found what the compiled run did not.
+  std::optional<oracles::CompileConfig> judgedUnder;
 };
 
 /// Tests programs through a shared pool. Thread-safe: test() may run concurrently.

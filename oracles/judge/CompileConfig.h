@@ -10,12 +10,15 @@ namespace tcfuzz::oracles {
 
 /// The Inductor backend: torch.compile's default, the only one that mode presets and Inductor options apply to.
 inline constexpr const char* kInductorBackend = "inductor";
+/// The backend that is no torch.compile: the "compiled" run calls the model as it is, so the program's own
+/// higher-order ops run in eager (the references run their Python meaning). How eager's own HOPs are judged.
+inline constexpr const char* kNoCompileBackend = "none";
 /// The name torch.compile gives its default mode; stored as "" in CompileConfig::mode.
 inline constexpr const char* kDefaultModeName = "default";
 
 /// The arguments of torch.compile plus Inductor config overrides.
 struct CompileConfig {
-  std::string backend = kInductorBackend;  ///< any registered Dynamo backend name
+  std::string backend = kInductorBackend;  ///< any registered Dynamo backend name, or kNoCompileBackend
   std::string mode;                   ///< "" (default), "reduce-overhead", "max-autotune", ...
   std::optional<bool> dynamic;        ///< nullopt: torch's automatic dynamic shapes
   bool fullgraph = false;
@@ -26,6 +29,8 @@ struct CompileConfig {
   bool defaultMode() const;
   /// Whether the backend is Inductor (mode presets and Inductor options take effect).
   bool usesInductor() const { return backend == kInductorBackend; }
+  /// Whether torch.compile is applied at all (every backend but kNoCompileBackend).
+  bool compiles() const { return backend != kNoCompileBackend; }
   /// Sets the mode from its name; "default" becomes "".
   void setMode(const std::string& name);
 

@@ -51,7 +51,9 @@ AblationRow ablationRow(const AblationVariant& variant, const std::string& verdi
 
 std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend, bool beforeBackward) {
   std::string component;
-  if (reproducesUnder(rows, "eager")) component = "dynamo";
+  if (backend == kNoCompileBackend && reproducesUnder(rows, backend))
+    component = "eager's own higher-order op (no torch.compile)";
+  else if (reproducesUnder(rows, "eager")) component = "dynamo";
   else if (reproducesUnder(rows, "aot_eager")) component = "aot_autograd";
   else if (reproducesUnder(rows, "aot_eager_decomp_partition")) component = "aot_autograd (decompositions or partitioner)";
   else if (reproducesUnder(rows, kInductorBackend)) component = "inductor";

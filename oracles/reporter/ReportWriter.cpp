@@ -80,6 +80,7 @@ std::string verdictOf(const BugReport& bug) {
 
 /// "`torch.compile(backend="inductor", dynamic=True)` with the Inductor options `cpp_wrapper=True`".
 std::string describeCompile(const CompileConfig& c) {
+  if (!c.compiles()) return "no `torch.compile` (eager's own higher-order ops, against their Python meaning)";
   std::string args;
   auto add = [&](const std::string& arg) { args += (args.empty() ? "" : ", ") + arg; };
   add(fmt::format("backend=\"{}\"", c.backend));

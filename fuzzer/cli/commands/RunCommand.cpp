@@ -82,12 +82,12 @@ int runCommand(const Options& o, const std::vector<std::string>& programs, const
       ProgramTestResult result = tester.test(program, settings);
       if (o.json) {
         nlohmann::json j = toJson(result);
-        j["config"] = config.nonDefault();
+        j["config"] = result.judgedUnder.value_or(config).nonDefault();
         j["seed"] = o.seed;
         j["torch"] = torch.toJson();
         std::cout << j.dump() << std::endl;
       } else {
-        printText(std::cout, result, config, settings.seed);
+        printText(std::cout, result, result.judgedUnder.value_or(config), settings.seed);
       }
       if (exitCode == kExitOk) exitCode = oracles::exitCodeFor(result.verdict.verdict);
     }

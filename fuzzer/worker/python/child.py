@@ -30,6 +30,7 @@ from repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_
                           layout_copies, seed_everything, widen_inputs, widen_model_and_inputs, write_tensor_file)
 
 PHASE_FILE = "phase"
+NO_COMPILE_BACKEND = "none"  # oracles::kNoCompileBackend: the compiled job calls the model without torch.compile
 RESULT_FILE = "result.json"
 STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
@@ -155,6 +156,8 @@ class ChildRun:
 
     def compiled(self, model):
         cfg = self.job.get("compile") or {}
+        if cfg.get("backend") == NO_COMPILE_BACKEND:
+            return model  # the program's own higher-order ops in eager, judged against their Python meaning
         kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
         if cfg.get("mode"):
             kwargs["mode"] = cfg["mode"]
@@ -378,7 +381,7 @@ class ChildRun:
             result["desugared_hops"] = self.desugared
         if backward:
             result["backward"] = self.backward_note
-        if mode == "compiled":
+        if mode == "compiled" and (job.get("compile") or {}).get("backend") != NO_COMPILE_BACKEND:
             result["compile_facts"] = compile_facts()
             result["compile_phases"] = compile_phases(self.compile_seconds)
             if self.repeat_recompiles:

@@ -1,14 +1,18 @@
 #include "oracles/reporter/repro/ShortReproWriter.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "oracles/judge/Comparator.h"
+#include "oracles/reporter/DesugaredHops.inc"  // kDesugaredHopsTemplate: fuzzer/worker/python/desugared_hops.py
 
 namespace tcfuzz::oracles {
 
@@ -80,8 +84,47 @@ bool castsExplicitly(const std::string& programPy) {
   return std::regex_search(forwardSource(programPy), kCast);
 }
 
+/// The program's higher-order-op globals (`cond = torch.cond`, ..., or a def) that tcfuzz's references rebind to their
+/// Python meaning, each with its function in desugared_hops.py (its DESUGARED_HOPS table), in the program's order.
+std::vector<std::pair<std::string, std::string>> desugaredGlobals(const std::string& programPy) {
+  static const std::regex kEntry(R"re("(\w+)": (_desugared_\w+))re");
+  static const std::regex kBinding(R"((^|\n)(?:def\s+)?(\w+)\s*(?:=\s*torch\.|\())");  // `cond = torch.cond`, `def cond(`
+  std::string table(kDesugaredHopsTemplate);
+  table = table.substr(std::min(table.size(), table.find("DESUGARED_HOPS = {")));
+  std::map<std::string, std::string> meaning;
+  for (std::sregex_iterator it(table.begin(), table.end(), kEntry), end; it != end; ++it) meaning[(*it)[1]] = (*it)[2];
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::sregex_iterator it(programPy.begin(), programPy.end(), kBinding), end; it != end; ++it)
+    if (auto m = meaning.find((*it)[2]); m != meaning.end()) out.emplace_back(m->first, m->second);
+  return out;
+}
+
+/// The Python meaning of the program's higher-order ops, as short_repro.py defines it: each function as
+/// desugared_hops.py writes it, the two tables run() switches between, and nothing for a program without one.
+void addDesugaredHops(std::vector<std::string>& lines, const std::string& programPy) {
+  auto globals = desugaredGlobals(programPy);
+  if (globals.empty()) return;
+  std::string source(kDesugaredHopsTemplate);
+  std::set<std::string> written;
+  lines.push_back("# Each higher-order op's Python meaning, which eager and float64 run (tcfuzz's references do the same)");
+  for (const auto& [name, function] : globals) {
+    size_t at = source.find("def " + function + "(");
+    if (at == std::string::npos || !written.insert(function).second) continue;
+    std::istringstream def(source.substr(at, source.find("\n\n\n", at) - at));
+    for (std::string line; std::getline(def, line);) lines.push_back(line);
+  }
+  std::vector<std::string> own, meaning;
+  for (const auto& [name, function] : globals) {
+    own.push_back(fmt::format("\"{0}\": {0}", name));
+    meaning.push_back(fmt::format("\"{}\": {}", name, function));
+  }
+  lines.push_back(fmt::format("OWN_HOPS = {{{}}}", fmt::join(own, ", ")));
+  lines.push_back(fmt::format("PYTHON_MEANING = {{{}}}", fmt::join(meaning, ", ")));
+}
+
 /// The torch.compile call on `model` as the case configures it.
 std::string compileCall(const CompileConfig& c) {
+  if (!c.compiles()) return "model";  // no torch.compile: eager's own higher-order ops against their Python meaning
   std::string call = fmt::format("torch.compile(model, backend=\"{}\"", c.backend);
   if (!c.defaultMode()) call += fmt::format(", mode=\"{}\"", c.mode);
   if (c.dynamic) call += fmt::format(", dynamic={}", *c.dynamic ? "True" : "False");
@@ -293,7 +336,11 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("        return made[id(x)]");
     add("    return [copy(x) for x in xs]");
   }
+  addDesugaredHops(lines, repro.programPy);
   add(arbitrated ? "def run(compiled=False, fp64=False):" : "def run(compiled=False):");
+  if (!desugaredGlobals(repro.programPy).empty())
+    add(repro.compile.compiles() ? "    globals().update(OWN_HOPS if compiled else PYTHON_MEANING)"
+                                 : "    globals().update(OWN_HOPS if compiled else PYTHON_MEANING)  # compiled: eager's own HOPs");
   add("    torch.manual_seed(SEED)");
   bool pythonRandom = programPyImportsRandom(repro.programPy);
   if (pythonRandom) add("    random.seed(SEED)");  // the program draws from Python's generator too
