@@ -625,12 +625,26 @@ def _desugared_flex_attention(query, key, value, score_mod=None, block_mask=None
     return torch.softmax(scores, -1) @ value
 
 
+def _desugared_functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, **_):
+    """The module called with the given tensors set in place of its own, which are put back after."""
+    dicts = parameter_and_buffer_dicts if isinstance(parameter_and_buffer_dicts, (list, tuple)) else [parameter_and_buffer_dicts]
+    given = {name: t for d in dicts for name, t in d.items()}
+    kept = {name: getattr(module, name) for name in given}
+    try:
+        for name, t in given.items():
+            setattr(module, name, t)
+        return module(*(args if isinstance(args, tuple) else (args,)), **(kwargs or {}))
+    finally:
+        for name, t in kept.items():
+            setattr(module, name, t)
+
+
 DESUGARED_HOPS = {"cond": _desugared_cond, "hop_map": _desugared_map, "while_loop": _desugared_while_loop,
                   "scan": _desugared_scan, "checkpoint": _desugared_checkpoint,
                   "nested_compile_region": _desugared_nested_compile_region, "vmap": _desugared_vmap,
                   "grad": _desugared_grad, "associative_scan": _desugared_associative_scan, "jvp": _desugared_jvp,
                   "vjp": _desugared_vjp, "jacrev": _desugared_jacobian, "jacfwd": _desugared_jacobian,
-                  "flex_attention": _desugared_flex_attention}
+                  "flex_attention": _desugared_flex_attention, "functional_call": _desugared_functional_call}
 
 
 def desugar_hops(namespace):

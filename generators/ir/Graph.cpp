@@ -110,7 +110,7 @@ const std::vector<std::string>& pythonFormNames() {
 const std::vector<std::string>& hopKindNames() {
   static const std::vector<std::string> kNames{"cond", "map", "while_loop", "scan", "checkpoint", "nested_compile_region",
                                                "vmap", "grad", "autograd_function", "associative_scan", "jvp", "vjp",
-                                               "jacrev", "jacfwd", "flex_attention"};
+                                               "jacrev", "jacfwd", "flex_attention", "functional_call"};
   return kNames;
 }
 

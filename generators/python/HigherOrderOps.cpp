@@ -33,14 +33,24 @@ const std::vector<HopKind> kKinds{
     {"jacfwd", "jacfwd", "torch.func.jacfwd", true, false, false, false, true, true},
     {"flex_attention", "flex_attention", "torch.nn.attention.flex_attention.flex_attention", true, false, false, false,
      false, false, false, true},
+    {"functional_call", "functional_call", "torch.func.functional_call", false, false, false, false},
 };
 
 /// flex_attention's score_mod and mask_mod bodies, drawn by the head's position. Every mask keeps the diagonal, so
-/// no query row is masked whole.
+/// no query row is masked whole. Each mask is written two ways: equivalent formulations must give the same block
+/// mask, and each is judged against the dense masked softmax of its own mask.
 const char* const kScoreMods[] = {"score", "score * 0.5", "score + (q_idx - kv_idx) * 0.125",
                                   "torch.where(q_idx >= kv_idx, score, score - 1.0)"};
-const char* const kMaskMods[] = {"q_idx >= kv_idx", "(q_idx - kv_idx).abs() <= 3", "q_idx >= 0",
-                                 "(kv_idx % 2 == 0) | (q_idx == kv_idx)"};
+const char* const kMaskMods[] = {"q_idx >= kv_idx",
+                                 "(q_idx - kv_idx).abs() <= 3",
+                                 "q_idx >= 0",
+                                 "(kv_idx % 2 == 0) | (q_idx == kv_idx)",
+                                 "~(kv_idx > q_idx)",
+                                 "(kv_idx <= q_idx + 3) & (q_idx <= kv_idx + 3)",
+                                 "q_idx == q_idx",
+                                 "((kv_idx & 1) == 0) | ((q_idx - kv_idx) == 0)"};
+/// flex_attention's block size on CPU and CUDA: an aligned sequence is a multiple of it.
+constexpr int kFlexBlock = 128;
 
 /// A gradient may come back expanded (the gradient of a sum): made fresh and contiguous, as the head's op made it.
 constexpr const char* kFresh = ".clone(memory_format=torch.contiguous_format)";
@@ -48,8 +58,9 @@ constexpr const char* kFresh = ".clone(memory_format=torch.contiguous_format)";
 /// The most elements a Jacobian region may build (the head's times the operand's).
 constexpr int64_t kJacobianElements = 4096;
 
-/// The custom autograd.Function the "autograd_function" regions run: plain Python, so it is its own reference.
-constexpr std::string_view kRegionFunction = R"(class RegionFunction(torch.autograd.Function):
+/// The custom autograd.Functions the "autograd_function" regions run, one by the head's position (an in-place one
+/// only for a floating head): plain Python, so each is its own reference.
+constexpr std::string_view kRegionFunctions = R"(class RegionFunction(torch.autograd.Function):
     """A custom autograd.Function around a region: forward runs the region's function on its operands and saves
     them; backward gives each floating operand the output gradient's mean times the operand's cosine."""
 
@@ -63,8 +74,59 @@ constexpr std::string_view kRegionFunction = R"(class RegionFunction(torch.autog
         return (None,) + tuple(grad.mean() * t.cos() if t.is_floating_point() else None for t in ctx.saved_tensors)
 
 
+class RegionSplitFunction(torch.autograd.Function):
+    """The setup_context style: forward (no ctx) also returns where the region's output is nonzero, which
+    setup_context marks non-differentiable; backward gives each floating operand the gradient's sum times its sine."""
+
+    @staticmethod
+    def forward(fn, *operands):
+        out = fn(*operands)
+        return out, out != 0
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(*inputs[1:])
+
+    @staticmethod
+    def backward(ctx, grad, _):
+        return (None,) + tuple(grad.sum() * t.sin() if t.is_floating_point() else None for t in ctx.saved_tensors)
+
+
+class RegionDoubleFunction(torch.autograd.Function):
+    """An in-place forward: doubles its operand where it lies and marks it dirty; backward doubles the gradient."""
+
+    @staticmethod
+    def forward(ctx, t):
+        t.mul_(2)
+        ctx.mark_dirty(t)
+        return t
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
 )";
 
+/// The module the "functional_call" regions call: functional_call passes its buffer `scale` as 1, so a call that
+/// kept the module's own 3 is seen.
+constexpr std::string_view kRegionModule = R"(class RegionModule(nn.Module):
+    """Runs a region's function and scales its output by the buffer `scale`."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(3.0))
+
+    def forward(self, fn, *operands):
+        out = fn(*operands)
+        return out * self.scale.to(out.dtype)
+
+
+region_module = RegionModule()
+
+
+)";
 /// Ops that write module state in forward (a buffer, a parameter through .data).
 bool writesModuleState(const OpSpec& op) {
   return op.family == "buffer-update" || op.family == "param-data" || op.init.find("BatchNorm") != std::string::npos;
@@ -283,16 +345,40 @@ std::string hopRegionText(const Graph& g, const HopRegion& r, const std::vector<
     std::string sum = dims.empty() ? "" : fmt::format(".sum(dim=({}{}))", fmt::join(dims, ", "), dims.size() == 1 ? "," : "");
     body << fmt::format("        {} = {}(lambda {}: {}({}))({}){}\n", out, kind.name, first, fn, args, first, sum);
   } else if (kind.name == "flex_attention") {
-    // Self-attention over the body's output as (batch, heads, length, dim), with a block mask made in forward.
+    // Self-attention over the body's output as (batch, heads, length, dim), with a block mask made in forward. At
+    // every other head the sequence is tiled to a multiple of the block size (aligned), and cut back after.
     body << fmt::format("        def {0}_score(score, b, h, q_idx, kv_idx):  # score_mod\n            return {1}\n"
                         "        def {0}_mask(b, h, q_idx, kv_idx):  # mask_mod\n            return {2}\n"
-                        "        hop_x = {0}({3})\n"
-                        "        hop_mask = create_block_mask({0}_mask, hop_x.shape[0], hop_x.shape[1], hop_x.shape[2], "
+                        "        hop_x = {0}({3})\n",
+                        fn, kScoreMods[r.head % 4], kMaskMods[(r.head / 4) % 8], args);
+    bool aligned = r.head % 2 == 0;
+    if (aligned)
+      body << fmt::format("        hop_len = hop_x.shape[2]\n"
+                          "        hop_n = -(-hop_len // {0}) * {0}  # the sequence tiled to a multiple of the block size\n"
+                          "        hop_x = hop_x.repeat(1, 1, -(-hop_n // hop_len), 1)[:, :, :hop_n]\n",
+                          kFlexBlock);
+    body << fmt::format("        hop_mask = create_block_mask({0}_mask, hop_x.shape[0], hop_x.shape[1], hop_x.shape[2], "
                         "hop_x.shape[2], device=hop_x.device)\n"
-                        "        {4} = flex_attention(hop_x, hop_x, hop_x, score_mod={0}_score, block_mask=hop_mask)\n",
-                        fn, kScoreMods[r.head % 4], kMaskMods[(r.head / 4) % 4], args, out);
+                        "        {1} = flex_attention(hop_x, hop_x, hop_x, score_mod={0}_score, block_mask=hop_mask){2}\n",
+                        fn, out, aligned ? std::string("[:, :, :hop_len]") + kFresh : "");
   } else if (kind.name == "autograd_function") {
-    body << fmt::format("        {} = RegionFunction.apply({}{}{})\n", out, fn, params.empty() ? "" : ", ", args);
+    // By the head's position (in steps of three, a node and its two operands' producers): save_for_backward;
+    // setup_context with a non-differentiable mask (the output put back together from its nonzero and zero parts);
+    // an in-place forward with mark_dirty (a floating head only).
+    std::string sep = params.empty() ? "" : ", ";
+    int variant = static_cast<int>(r.head / 3 % 3);
+    if (variant == 2 && !isFloat(g.typeOf(g.nodes[r.head].outputs[0]).dtype)) variant = 0;
+    if (variant == 0)
+      body << fmt::format("        {} = RegionFunction.apply({}{}{})\n", out, fn, sep, args);
+    else if (variant == 1)
+      body << fmt::format("        hop_out, hop_nonzero = RegionSplitFunction.apply({1}{2}{3})\n"
+                          "        {0} = hop_out.masked_fill(~hop_nonzero, 0) + hop_out.masked_fill(hop_nonzero, 0)\n",
+                          out, fn, sep, args);
+    else
+      body << fmt::format("        {} = RegionDoubleFunction.apply({}({}))  # doubled in place\n", out, fn, args);
+  } else if (kind.name == "functional_call") {
+    body << fmt::format("        {} = functional_call(region_module, {{\"scale\": torch.ones(())}}, ({}{}))\n", out, fn,
+                        params.empty() ? "," : ", " + args);
   } else {  // grad
     body << fmt::format("        def {0}_sum({1}):\n            return {0}({1}).sum()\n        {2} = grad({0}_sum)({1}){3}\n", fn,
                         args, out, kFresh);
@@ -311,7 +397,9 @@ std::string hopGlobalsText(const std::set<std::string>& kinds) {
     text = "# The higher-order ops forward calls, by name: the eager and float64 references rebind each name to the\n"
            "# op's Python meaning (an if, a loop, a plain call, torch.autograd.grad), which compiled is judged against.\n" +
            bindings + "\n\n";
-  return text + (kinds.contains("autograd_function") ? std::string(kRegionFunction) : "");
+  if (kinds.contains("autograd_function")) text += kRegionFunctions;
+  if (kinds.contains("functional_call")) text += kRegionModule;
+  return text;
 }
 
 }  // namespace tcfuzz::gen

@@ -312,6 +312,9 @@ class ChildRun:
         model, inputs = self.build(self.exec_program(), "eager")
         if self.job.get("backward"):  # as the run has them: autograd refuses some writes only on grad paths
             inputs = self.grad_targets(model, inputs)[0]
+        else:  # nothing requires grad, as in the run (flex_attention on CPU refuses a parameter that does)
+            for p in model.parameters():
+                p.requires_grad_(False)
         with torch.enable_grad():  # under no_grad, cond lets an aliasing branch through
             model(*fresh_copies(inputs))
 
