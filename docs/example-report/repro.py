@@ -795,7 +795,7 @@ def run(mode):
     Returns the leaves, their names and their roles."""
     model, inputs = build(mode)
     fn = model
-    if mode == "compiled":
+    if mode == "compiled" and CASE["compile"].get("backend") != "none":  # "none": the program's own HOPs, uncompiled
         cfg = CASE["compile"]
         kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
         if cfg.get("mode"):

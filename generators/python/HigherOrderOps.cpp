@@ -132,11 +132,14 @@ bool writesModuleState(const OpSpec& op) {
   return op.family == "buffer-update" || op.family == "param-data" || op.init.find("BatchNorm") != std::string::npos;
 }
 
-/// Whether node `i` may be in a body at all: a functional op that draws nothing and writes nothing.
+/// Whether node `i` may be in a body at all: a functional op that draws nothing, writes nothing and calls no
+/// submodule. A submodule call runs module hooks (a program's global hook records each call), and how often a body
+/// runs is the op's own business: vmap runs it once on the batch, its Python meaning once per element.
 bool functional(const Graph& g, const OpCatalog& catalog, size_t i) {
   const Node& n = g.nodes[i];
   const OpSpec* op = catalog.find(n.op);
-  return op && !op->random && !op->inplace && !n.writesInput && !writesModuleState(*op) && !n.outputs.empty();
+  return op && !op->random && !op->inplace && !n.writesInput && !writesModuleState(*op) && op->init.empty() &&
+         !n.outputs.empty();
 }
 
 /// Whether node `i` writes anything in place (an input, a view's base, module state).
