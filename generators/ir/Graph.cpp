@@ -103,7 +103,7 @@ const std::vector<std::string>& pythonFormNames() {
                                                "local-class", "no-grad",  "tensor-hook", "closure-state", "dict-state",
                                                "module-list", "module-dict", "sequential", "print", "tolist",
                                                "autocast", "nonzero", "masked-select", "bool-mask", "item-size",
-                                               "repeat-interleave", "unique", "bincount", "searchsorted"};
+                                               "repeat-interleave", "unique", "bincount", "searchsorted", "tolist-size"};
   return kNames;
 }
 

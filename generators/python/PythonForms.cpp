@@ -197,6 +197,14 @@ const std::vector<PythonForm> kForms{
      "        dd_top = dd_flat.argsort(stable=True)[dd_k:]  # the positive elements' positions\n"
      "        $OUT = dd_flat.index_put((dd_top,), dd_flat[dd_top] * 2).view($OUT.shape)\n",
      "", "", "", "", false, true, true},
+    {"tolist-size", false, false,
+     "        dd_flat = $OUT.flatten()\n"
+     "        dd_k = sum((dd_flat > 0).long().tolist())  # Python ints summed as a size: unbacked under capture_scalar_outputs\n"
+     "        torch._check(dd_k >= 0)\n"
+     "        torch._check(dd_k <= dd_flat.numel())\n"
+     "        dd_top = dd_flat.argsort(descending=True, stable=True)[:dd_k]  # the positive elements' positions\n"
+     "        $OUT = dd_flat.index_put((dd_top,), dd_flat[dd_top] * 2).view($OUT.shape)\n",
+     "", "", "", "", false, true, true},
 };
 
 }  // namespace
