@@ -391,7 +391,7 @@ std::string joinLines(const std::vector<std::string>& lines) {
 }  // namespace
 
 TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver) {
-  SharedBlock child = sharedBlock("fuzzer/worker/python/repro_shared.py");
+  SharedBlock child = sharedBlock("fuzzer/worker/python/reference/repro_shared.py");
   SharedBlock driver = sharedBlock("oracles/reporter/repro/repro_driver.py");
   ASSERT_EQ(child.beginMarkers, 1);
   ASSERT_EQ(child.endMarkers, 1);
@@ -400,8 +400,8 @@ TEST(ReproWriter, SeedingAndFp64BlockIsTheSameInTheWorkerChildAndTheReproDriver)
   // Each copy names its twin.
   EXPECT_EQ(child.begin, std::string(kSharedBlockBegin) + " (twin: oracles/reporter/repro/repro_driver.py)");
   EXPECT_EQ(child.end, std::string(kSharedBlockEnd) + " (twin: oracles/reporter/repro/repro_driver.py)");
-  EXPECT_EQ(driver.begin, std::string(kSharedBlockBegin) + " (twin: fuzzer/worker/python/repro_shared.py)");
-  EXPECT_EQ(driver.end, std::string(kSharedBlockEnd) + " (twin: fuzzer/worker/python/repro_shared.py)");
+  EXPECT_EQ(driver.begin, std::string(kSharedBlockBegin) + " (twin: fuzzer/worker/python/reference/repro_shared.py)");
+  EXPECT_EQ(driver.end, std::string(kSharedBlockEnd) + " (twin: fuzzer/worker/python/reference/repro_shared.py)");
   EXPECT_EQ(joinLines(child.lines), joinLines(driver.lines));
   // The block is the code both sides run, not an empty pair of markers.
   std::string text = joinLines(child.lines);

@@ -79,7 +79,7 @@ CASE = json.loads(r'''
 ''')
 
 
-# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/reference/repro_shared.py)
 # repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
 # stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
 def seed_everything(seed):
@@ -512,11 +512,11 @@ def schedule_leaves(namespace, model, restore, call, python_state):
         leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call(_applying(list(changes)) if changes else None))]
         leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
     return leaves
-# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/reference/repro_shared.py)
 
 
 # ---- Desugared higher-order ops. One file, two users: the worker child imports it
-# (fuzzer/worker/python/desugared_hops.py) and repro.py carries it at TCFUZZ_HOPS_BLOCK.
+# (fuzzer/worker/python/reference/desugared_hops.py) and repro.py carries it at TCFUZZ_HOPS_BLOCK.
 import torch  # noqa: E402  (repro.py has imported it already; the worker has not)
 
 

@@ -20,13 +20,13 @@ import torch.utils._pytree as pytree
 
 from bisect_check import JobError, run_bisect  # noqa: F401  (JobError: raised by the bisect job)
 from compile_stats import compile_facts, compile_phases, install_compile_hooks, recompiles_seen, recompiles_since
-from desugared_hops import desugar_hops
+from reference.desugared_hops import desugar_hops
 from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, TextLeaf,
                             alias_notes, perturbed_inputs)
 from lift import run_lift_job
 from script_job import SCRIPT_TAIL_CHARS, run_script_job, tail
 from program_guard import GUARD
-from repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, schedule_leaves,
+from reference.repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, schedule_leaves,
                           layout_copies, seed_everything, widen_inputs, widen_model_and_inputs, write_tensor_file)
 
 PHASE_FILE = "phase"

@@ -45,7 +45,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from repro_shared import PythonState, module_buffers, put_back_tensors
+from reference.repro_shared import PythonState, module_buffers, put_back_tensors
 
 FRESH_INPUT_SEED_OFFSET = 1  # call 3 uses make_inputs(seed + this)
 

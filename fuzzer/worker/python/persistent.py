@@ -31,7 +31,7 @@ import torch._dynamo
 import torch._inductor.config
 
 from child import execute_job, lift_address_space_limit, limit_address_space, redirect_job_output, sticky_cuda_error
-from repro_shared import global_hook_tables
+from reference.repro_shared import global_hook_tables
 
 LEAK_FILE = "state_leak.txt"
 STICKY_FILE = "cuda_sticky.txt"  # the sticky CUDA error that retired the child (its context is unusable)

@@ -12,7 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "oracles/judge/Comparator.h"
-#include "oracles/reporter/DesugaredHops.inc"  // kDesugaredHopsTemplate: fuzzer/worker/python/desugared_hops.py
+#include "oracles/reporter/DesugaredHops.inc"  // kDesugaredHopsTemplate: fuzzer/worker/python/reference/desugared_hops.py
 
 namespace tcfuzz::oracles {
 

@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 CASE = json.loads(r'''TCFUZZ_CASE_JSON''')
 
 
-# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
+# >>> tcfuzz shared block begin: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/reference/repro_shared.py)
 # repro.py stands alone, so it keeps its own copy of what the worker child does here; the two copies
 # stay textually identical (tests/test_ReproWriter.cpp compares them). Edit both or neither.
 def seed_everything(seed):
@@ -452,7 +452,7 @@ def schedule_leaves(namespace, model, restore, call, python_state):
         leaves += [(leaf, f"{label}: output {i}") for i, leaf in enumerate(call(_applying(list(changes)) if changes else None))]
         leaves += [(leaf, f"{label}: {name}") for name, leaf in python_state.leaves()]
     return leaves
-# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/repro_shared.py)
+# <<< tcfuzz shared block end: seeding, fp64 widening, tensor file (twin: fuzzer/worker/python/reference/repro_shared.py)
 
 
 TCFUZZ_HOPS_BLOCK

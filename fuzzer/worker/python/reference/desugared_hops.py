@@ -1,5 +1,5 @@
 # ---- Desugared higher-order ops. One file, two users: the worker child imports it
-# (fuzzer/worker/python/desugared_hops.py) and repro.py carries it at TCFUZZ_HOPS_BLOCK.
+# (fuzzer/worker/python/reference/desugared_hops.py) and repro.py carries it at TCFUZZ_HOPS_BLOCK.
 import torch  # noqa: E402  (repro.py has imported it already; the worker has not)
 
 
