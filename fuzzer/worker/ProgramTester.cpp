@@ -203,7 +203,7 @@ std::optional<std::string> ProgramTester::fp64Unneeded(const ProgramTestResult& 
 }
 
 ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, const TestSettings& settings,
-                                          const std::filesystem::path& cacheDir) {
+                                          const std::filesystem::path& cacheDir, const oracles::TripleRun* references) {
   auto began = std::chrono::steady_clock::now();
   auto job = [&](RunMode mode) {
     Job j = makeJob(program, mode, settings);
@@ -215,7 +215,18 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
   };
   ProgramTestResult result;
   result.program = program;
-  if (settings.cheapChecksFirst) {
+  if (references) {
+    result.runs.eager = references->eager;
+    result.runs.compiled = pool_.submit(job(RunMode::Compiled)).get();
+    if (references->fp64.phase != oracles::kNotNeededPhase) {
+      result.runs.fp64 = references->fp64;
+    } else if (auto why = fp64Unneeded(result)) {
+      result.runs.fp64 = fp64NotNeeded(*why);
+      result.fp64Skipped = true;
+    } else {
+      result.runs.fp64 = pool_.submit(job(RunMode::Fp64)).get();
+    }
+  } else if (settings.cheapChecksFirst) {
     auto eager = pool_.submit(job(RunMode::Eager));
     std::optional<std::future<oracles::RunResult>> fp64;
     if (!settings.fp64OnDemand) fp64 = pool_.submit(job(RunMode::Fp64));
@@ -262,18 +273,24 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
   return result;
 }
 
-ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
-  ProgramTestResult result =
-      settings.coldCache ? testOnce(program, settings, newColdCache().path) : testOnce(program, settings, {});
+ProgramTestResult ProgramTester::testChecked(const std::filesystem::path& program, const TestSettings& settings,
+                                             const oracles::TripleRun* references) {
+  ProgramTestResult result = settings.coldCache ? testOnce(program, settings, newColdCache().path, references)
+                                                : testOnce(program, settings, {}, references);
   if (settings.confirmFindings && oracles::isFinding(result.verdict.verdict)) confirm(program, settings, result);
   if (settings.conditioningRuns > 0 && oracles::isWrongResult(result.verdict.verdict))
     checkConditioning(program, settings, result);
+  return result;
+}
+
+ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
+  ProgramTestResult result = testChecked(program, settings, nullptr);
   if (settings.judgeEagerHops && settings.compile.compiles() && !oracles::isFinding(result.verdict.verdict) &&
       !result.runs.eager.desugaredHops.empty()) {
     TestSettings own = settings;  // eager's own HOPs, judged against the same references under the same rules
     own.compile = oracles::CompileConfig{};
     own.compile.backend = oracles::kNoCompileBackend;
-    ProgramTestResult eagerHops = test(program, own);
+    ProgramTestResult eagerHops = testChecked(program, own, &result.runs);  // only its compiled job runs
     if (oracles::isFinding(eagerHops.verdict.verdict)) {
       eagerHops.judgedUnder = own.compile;
       eagerHops.wallSeconds += result.wallSeconds;

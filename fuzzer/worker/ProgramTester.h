@@ -136,9 +136,14 @@ class ProgramTester {
   ColdCache newColdCache();
   /// Why r's fp64 run cannot change its verdict (TestSettings::fp64OnDemand); nullopt: it can, run it.
   std::optional<std::string> fp64Unneeded(const ProgramTestResult& r) const;
-  /// One judged run of the three jobs; `cacheDir` non-empty: every job fresh with that private cache.
+  /// One judged run of the three jobs; `cacheDir` non-empty: every job fresh with that private cache. With
+  /// `references` (this program's runs under the same settings but another compile configuration), eager and
+  /// fp64 are taken from there, since they do not depend on it, and only the compiled job runs.
   ProgramTestResult testOnce(const std::filesystem::path& program, const TestSettings& settings,
-                             const std::filesystem::path& cacheDir);
+                             const std::filesystem::path& cacheDir, const oracles::TripleRun* references = nullptr);
+  /// testOnce, then confirmation and the ill-conditioning check of what it found.
+  ProgramTestResult testChecked(const std::filesystem::path& program, const TestSettings& settings,
+                                const oracles::TripleRun* references);
   /// Re-tests the finding in `result` in fresh processes, first with a cold cache, then with the shared
   /// one, and rewrites `result` with what held up (ProgramTestResult::confirmation).
   void confirm(const std::filesystem::path& program, const TestSettings& settings, ProgramTestResult& result);
