@@ -343,7 +343,7 @@ TEST(InputLayout, EmittedInputsHaveTheirLayoutInTorch) {
 import json, runpy, sys
 import torch
 sys.path.insert(0, sys.argv[2])
-from repro_shared import layout_copies, widen_inputs
+from reference.repro_shared import layout_copies, widen_inputs
 problems = 0
 seen = set()  # the boundary kinds some input shows, and "complex <kind>" for those a complex input shows
 shows = {

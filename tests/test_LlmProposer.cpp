@@ -596,7 +596,10 @@ TEST(LlmProposer, StrongModelMutateRepliesRewriteQueuePrograms) {
 TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
   TempDir dir("tcfuzz-fewshot");
   const Json& reply = strongReply("attention-json");
-  Json script = Json::array({{{"content", reply["content"]}}});
+  // Each reply takes 2 s, as a real model's would: a campaign takes a ready LLM proposal for every program it
+  // can, so an instant fixture leaves the grammar only the first program or two, and one finding among them
+  // would leave the queue no small program to show.
+  Json script = Json::array({{{"content", reply["content"]}, {"sleep", 2}}});
   // Grammar programs of 4 to 8 nodes: the queue has programs small enough for a few-shot example (at most 8
   // nodes) from its first entries on, whatever the generator draws.
   fs::path policy = dir.path() / "policy.json";
@@ -610,7 +613,11 @@ TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
     if (prompt.find("Example 1 (it made the compiler do something new):\n{\"inputs\":") != std::string::npos) fewShot++;
   }
   EXPECT_GE(builtIn, 1) << "the first requests, before the queue had a program";
-  EXPECT_GE(fewShot, 1) << c.run.output;
+  std::string queueSizes;  // what the queue held when the campaign ended: "<nodes>:<origin> ..."
+  for (const auto& e : fs::directory_iterator(c.out / "queue"))
+    if (e.path().extension() == ".json")
+      queueSizes += fmt::format("{}:{} ", gen::Graph::load(e.path().string()).nodes.size(), e.path().filename().string());
+  EXPECT_GE(fewShot, 1) << c.requests.size() << " requests; queue " << queueSizes << "\n" << c.run.output;
   int llmPrograms = 0;
   for (const auto& e : fs::directory_iterator(c.out / "queue")) {
     if (e.path().extension() != ".py" || e.path().filename().string().find("src:llm") == std::string::npos) continue;
