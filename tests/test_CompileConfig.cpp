@@ -20,7 +20,7 @@ TEST(CompileConfig, DefaultsAreInductorDefaultModeAutomaticDynamicAndNoOptions) 
   EXPECT_EQ(c.inductorConfig, json::object());
   EXPECT_EQ(c.nonDefault(), json::object());
   EXPECT_EQ(c.toJson().dump(),
-            R"({"backend":"inductor","dynamic":null,"fullgraph":false,"inductor_config":{},"mode":null})");
+            R"({"backend":"inductor","dynamic":null,"fullgraph":false,"inductor_config":{},"mark_dynamic":false,"mode":null})");
   EXPECT_EQ(c.describe(), "backend=inductor");
 }
 
@@ -57,6 +57,32 @@ TEST(CompileConfig, ToJsonAndFromJsonRoundTrip) {
             "name=bare words triton.max_tiles=3");
   EXPECT_THROW(c.addInductorOverride("no_equals_sign"), std::invalid_argument);
   EXPECT_THROW(c.addInductorOverride("=3"), std::invalid_argument);
+}
+
+// The compile matrix's dynamic keys: "mark" is automatic dynamic with the inputs' dimensions marked, which a
+// finding records as mark_dynamic, the run's JSON carries, and a later call at another size checks.
+TEST(CompileConfig, DynamicKeysAndMarkedDimensions) {
+  CompileConfig c;
+  c.setDynamic("mark");
+  EXPECT_FALSE(c.dynamic.has_value());
+  EXPECT_TRUE(c.markDynamic);
+  EXPECT_TRUE(c.symbolicSizes());
+  EXPECT_EQ(c.nonDefault(), (json{{"mark_dynamic", true}}));
+  EXPECT_EQ(c.toJson()["mark_dynamic"], true);
+  EXPECT_EQ(CompileConfig::fromJson(c.nonDefault()), c);
+  EXPECT_EQ(c.describe(), "backend=inductor mark_dynamic=true");
+  c.setDynamic("true");
+  EXPECT_EQ(c.dynamic, std::optional<bool>(true));
+  EXPECT_FALSE(c.markDynamic);
+  EXPECT_TRUE(c.symbolicSizes());
+  c.setDynamic("false");
+  EXPECT_EQ(c.dynamic, std::optional<bool>(false));
+  EXPECT_FALSE(c.symbolicSizes());
+  c.setDynamic("auto");
+  EXPECT_EQ(c, CompileConfig{});
+  EXPECT_THROW(c.setDynamic("maybe"), std::invalid_argument);
+  // Marks mean nothing beside an explicit dynamic=True/False: a record holding both keeps dynamic only.
+  EXPECT_FALSE(CompileConfig::fromJson(json{{"dynamic", false}, {"mark_dynamic", true}}).markDynamic);
 }
 
 TEST(CompileConfig, FromJsonKeepsDefaultsForMissingNullAndIgnoredKeys) {

@@ -61,7 +61,7 @@ TEST(CompileMatrix, PinnedDimensionsAreNeverSampled) {
   gen::Rng rng(3);
   PinnedCompile pinned;
   pinned.backend = "aot_eager";
-  pinned.dynamic = std::optional<bool>(false);
+  pinned.dynamic = "false";
   pinned.backward = true;
   pinned.inductorConfig = json{{"cpp_wrapper", true}};
   for (int i = 0; i < 200; ++i) {
@@ -73,6 +73,23 @@ TEST(CompileMatrix, PinnedDimensionsAreNeverSampled) {
     EXPECT_EQ(s.config.inductorConfig, (json{{"cpp_wrapper", true}}));
     EXPECT_TRUE(s.templates.empty());
   }
+}
+
+TEST(CompileMatrix, MarkedDimensionsAreADynamicChoiceDrawnOrPinned) {
+  CompileMatrix m;
+  gen::Rng rng(5);
+  int marked = 0;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    SampledCompile s = m.sample(rng, "cpu", {});
+    marked += s.config.markDynamic;
+    if (s.config.markDynamic) EXPECT_FALSE(s.config.dynamic.has_value());
+  }
+  EXPECT_NEAR(marked / double(n), 0.1, 0.02);  // weight 1 of 10
+  PinnedCompile pinned;
+  pinned.dynamic = "mark";
+  for (int i = 0; i < 50; ++i) EXPECT_TRUE(m.sample(rng, "cpu", pinned).config.markDynamic);
+  EXPECT_THROW(CompileMatrix::fromJson(json{{"dynamic", {{"sometimes", 1}}}}), std::invalid_argument);
 }
 
 TEST(CompileMatrix, SamplingReplaysFromTheSeed) {

@@ -201,7 +201,7 @@ TEST(CostAwareScheduler, PinnedDimensionsNeverVary) {
   inductor.inductorConfig = json{{"cpp_wrapper", true}};
   PinnedCompile other;
   other.backend = "aot_eager";
-  other.dynamic = std::optional<bool>(false);
+  other.dynamic = "false";
   for (uint64_t i = 0; i < 300; ++i) {
     gen::Rng rng = gen::Rng::forProgram(8, i);
     ArmPulls pulls;

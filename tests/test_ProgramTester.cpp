@@ -658,6 +658,34 @@ TEST(Cli, JsonOutputCarriesTheFiguresBehindTheVerdict) {
   EXPECT_TRUE(j["outputs"][1]["mismatches_compiled_fp64"].is_null()) << j["outputs"][1].dump();
 }
 
+// --dynamic mark: the compiled run marks every input dimension of size >= 2 (torch._dynamo.maybe_mark_dynamic),
+// so the first compile is already for symbolic sizes: the later call at another size (call 4) runs and
+// compiles nothing new. Real torch.compile (backend eager: Dynamo alone).
+TEST(Cli, MarkedDimensionsCompileOnceForACallAtAnotherSize) {
+  TempDir dir("tcfuzz-mark");
+  std::filesystem::path program = dir.path() / "program.py";
+  std::ofstream(program) << "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                            "        return (x.sin() * 2).sum(0)\n\n\ndef make_inputs(seed):\n"
+                            "    return [torch.randn(6, 5, generator=torch.Generator().manual_seed(seed))]\n";
+  for (std::string dynamic : {"mark", "auto"}) {
+    CliRun r = runCli({"run", "--json", "--backend", "eager", "--dynamic", dynamic, program.string()});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["verdict"], "agree");
+    int resized = 0;
+    for (const auto& o : j["outputs"]) resized += o["name"].get<std::string>().starts_with("resized (dim 0 of input 0: 6 -> ");
+    const auto& facts = j["compiled"]["compile_facts"];
+    if (dynamic == "mark") {
+      EXPECT_EQ(j["config"], (nlohmann::json{{"backend", "eager"}, {"mark_dynamic", true}}));
+      EXPECT_EQ(resized, 1) << j["outputs"].dump();
+      EXPECT_EQ(facts.value("recompiles", 0), 0) << facts.dump();  // the key is left out at 0
+      EXPECT_EQ(facts.value("graph_count", -1), 1) << facts.dump();
+    } else {
+      EXPECT_EQ(resized, 0);  // no call at another size without symbolic sizes
+    }
+  }
+}
+
 TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(runCli({"run", "--no-such-flag", sourcePath("corpus/frexp_mul.py").string()}).exitCode, 2);
   EXPECT_EQ(runCli({"run", sourcePath("corpus/does_not_exist.py").string()}).exitCode, 2);

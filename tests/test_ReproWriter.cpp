@@ -265,6 +265,12 @@ TEST_F(ReproEndToEnd, PlantedBugsOnANewSizeReproduceUnderDynamicShapes) {
   r = runRepro(raising, "raise_on_new_size_static");
   ASSERT_TRUE(r.ok()) << describe(r);
   EXPECT_EQ(reproVerdict(r.stdoutTail), "agree") << describe(r);
+
+  raising.compile.markDynamic = true;  // marked dimensions: call 4 runs, as under dynamic=True
+  raising.verdict = "crash-mismatch";
+  r = runRepro(raising, "raise_on_new_size_marked");
+  ASSERT_TRUE(r.ok()) << describe(r);
+  EXPECT_EQ(reproVerdict(r.stdoutTail), "crash-mismatch") << describe(r);
 }
 
 TEST_F(ReproEndToEnd, PlantedSignedZerosReproduceAsSignedZero) {

@@ -283,6 +283,13 @@ TEST_F(ShortReproEndToEnd, PlantedBugsOnANewSizeAndOffsetFailOnTheLaterCallsInpu
   EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
   EXPECT_NE(r.stderrTail.find("a later compiled call is further from the float64 reference than eager"), std::string::npos)
       << describe(r);
+  c.compile.dynamic = std::nullopt;  // marked dimensions instead: the same call 4, the marks outside the compile
+  c.compile.markDynamic = true;
+  text = renderShortRepro(c, "t", oracles::ComparatorOptions{});
+  EXPECT_NE(text.find("(marking_dynamic(torch.compile(model, backend=\"tcfuzz_planted_wrong_on_new_size\")) if compiled"),
+            std::string::npos) << text;
+  r = run(c, "wrong_on_new_size_marked");
+  EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
   c.compile.backend = "eager";  // no bug: the check holds on the new size too
   oracles::RunResult right = run(c, "wrong_on_new_size_exact");
   EXPECT_EQ(right.exitCode.value_or(-1), 0) << describe(right);

@@ -61,6 +61,7 @@ CASE = json.loads(r'''
     "dynamic": null,
     "fullgraph": false,
     "inductor_config": {},
+    "mark_dynamic": false,
     "mode": null
   },
   "device": "cpu",
@@ -178,6 +179,20 @@ def detached_copies(inputs):
     detached = {}
     return fresh_copies([detached.setdefault(id(t), t.detach()) if isinstance(t, torch.Tensor) and t.requires_grad
                          else t for t in inputs])
+
+
+def marking_dynamic(fn):
+    """fn called with every dimension of size >= 2 of each top-level tensor argument marked maybe-dynamic
+    first (torch._dynamo.maybe_mark_dynamic: a dimension the program specializes stays static, no error).
+    The compile configuration mark_dynamic; the marks are on the arguments, outside the compiled code."""
+    def call(*args):
+        for x in args:
+            if isinstance(x, torch.Tensor):
+                for dim, size in enumerate(x.shape):
+                    if size >= 2:
+                        torch._dynamo.maybe_mark_dynamic(x, dim)
+        return fn(*args)
+    return call
 
 
 def aliased_positions(inputs):
@@ -803,6 +818,8 @@ def run(mode):
         if cfg.get("dynamic") is not None:
             kwargs["dynamic"] = bool(cfg["dynamic"])
         fn = torch.compile(model, **kwargs)
+        if cfg.get("mark_dynamic"):
+            fn = marking_dynamic(fn)
     state = model_state(model)
     with torch.no_grad():
         built = {name: t.detach().clone() for name, t in state}
@@ -872,7 +889,8 @@ def run(mode):
         return detached(call(grad_leaves(args) if CASE["backward"] else args))
 
     # Call 4 (inputs of another size, dynamic=True only), then the moved call (inputs at storage offset 0).
-    for role in ("resized", "moved") if CASE["compile"].get("dynamic") is True else ("moved",):
+    symbolic = CASE["compile"].get("dynamic") is True or CASE["compile"].get("mark_dynamic")
+    for role in ("resized", "moved") if symbolic else ("moved",):
         add(role, [(name, leaf) for leaf, name in later_call_leaves(role, inputs, probe, restore, later_call)])
     def scheduled_call(transform=None):
         if transform is None:

@@ -98,7 +98,7 @@ CompileMatrix CompileMatrix::fromJson(const json& doc) {
     if (key == "backends") m.backends = weightsFrom(v, key, {});
     else if (key == "modes")
       m.modes = weightsFrom(v, key, {"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"});
-    else if (key == "dynamic") m.dynamic = weightsFrom(v, key, {"auto", "true", "false"});
+    else if (key == "dynamic") m.dynamic = weightsFrom(v, key, {"auto", "true", "false", "mark"});
     else if (key == "fullgraph_share") m.fullgraphShare = shareFrom(v, key);
     else if (key == "backward_share") m.backwardShare = shareFrom(v, key);
     else if (key == "template_share") m.templateShare = shareFrom(v, key);
@@ -199,12 +199,7 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
   std::string mode = pinned.mode ? *pinned.mode : drawKey(rng, shares.modes);
   if (!pinned.mode && !c.usesInductor()) mode = oracles::kDefaultModeName;
   c.setMode(mode);
-  if (pinned.dynamic) {
-    c.dynamic = *pinned.dynamic;
-  } else {
-    std::string d = drawKey(rng, dynamic);
-    if (d != "auto") c.dynamic = d == "true";
-  }
+  c.setDynamic(pinned.dynamic ? *pinned.dynamic : drawKey(rng, dynamic));
   c.fullgraph = pinned.fullgraph ? *pinned.fullgraph : rng.chance(fullgraphShare);
   s.backward = pinned.backward ? *pinned.backward : rng.chance(shares.backwardShare);
   if (pinned.inductorConfig) {

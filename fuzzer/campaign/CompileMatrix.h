@@ -25,7 +25,7 @@ struct InductorTemplate {
 /// The dimensions a campaign pins from the command line; a pinned dimension is never sampled.
 struct PinnedCompile {
   std::optional<std::string> backend, mode;
-  std::optional<std::optional<bool>> dynamic;  ///< outer: pinned?; inner: nullopt = "auto"
+  std::optional<std::string> dynamic;  ///< a key of CompileMatrix::dynamic: "auto", "true", "false" or "mark"
   std::optional<bool> fullgraph, backward;
   std::optional<nlohmann::json> inductorConfig;  ///< pinned: exactly these overrides, no templates
 };
@@ -53,7 +53,9 @@ class CompileMatrix {
  public:
   std::map<std::string, double> backends{{"inductor", 7}, {"aot_eager", 2}, {"eager", 1}};
   std::map<std::string, double> modes{{"default", 8}, {"reduce-overhead", 1}, {"max-autotune", 1}};
-  std::map<std::string, double> dynamic{{"auto", 6}, {"true", 2}, {"false", 1}};
+  /// "mark": automatic, with every input dimension of size >= 2 marked maybe-dynamic
+  /// (CompileConfig::markDynamic).
+  std::map<std::string, double> dynamic{{"auto", 6}, {"true", 2}, {"false", 1}, {"mark", 1}};
   double fullgraphShare = 0.15;
   double backwardShare = 0.25;
   double templateShare = 0.4;  ///< share of inductor runs that apply templates

@@ -45,7 +45,7 @@ std::vector<std::string> runFeatures(const gen::Graph& g, const SampledCompile& 
   const oracles::CompileConfig& c = compile.config;
   out.push_back("cfg:backend=" + c.backend);
   out.push_back("cfg:mode=" + (c.defaultMode() ? std::string(oracles::kDefaultModeName) : c.mode));
-  out.push_back(fmt::format("cfg:dynamic={}", c.dynamic ? (*c.dynamic ? "true" : "false") : "auto"));
+  out.push_back(fmt::format("cfg:dynamic={}", c.dynamic ? (*c.dynamic ? "true" : "false") : c.markDynamic ? "mark" : "auto"));
   if (c.fullgraph) out.push_back("cfg:fullgraph");
   if (compile.backward) out.push_back("cfg:backward");
   for (const auto& t : compile.templates) out.push_back("cfg:tpl=" + t);

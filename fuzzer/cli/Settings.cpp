@@ -83,7 +83,7 @@ oracles::CompileConfig compileConfigFrom(const Options& o) {
   oracles::CompileConfig c;
   c.backend = o.backend;
   c.setMode(o.mode);
-  if (o.dynamic != "auto") c.dynamic = o.dynamic == "true";  // auto, true or false (Options.def)
+  c.setDynamic(o.dynamic);  // auto, true, false or mark (Options.def)
   c.fullgraph = o.fullgraph;
   for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
   return c;

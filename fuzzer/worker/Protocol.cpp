@@ -64,7 +64,7 @@ std::string encodeJob(const Job& job) {
   j["plugins"] = plugins;
   if (job.persistent) j["persistent"] = true;
   // Under dynamic=True every mode of a program makes call 4, with inputs of another size (forward_checks.py).
-  if (job.compile.dynamic.value_or(false)) j["resized_call"] = true;
+  if (job.compile.symbolicSizes()) j["resized_call"] = true;
   if (job.trace) j["trace"] = true;
   if (job.perturbUlps > 0) j["perturb"] = {{"ulps", job.perturbUlps}, {"seed", job.perturbSeed}};
   if (!job.cacheDir.empty()) j["cache_dir"] = job.cacheDir.string();

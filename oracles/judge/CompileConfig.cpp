@@ -10,12 +10,20 @@ bool CompileConfig::defaultMode() const { return mode.empty() || mode == kDefaul
 
 void CompileConfig::setMode(const std::string& name) { mode = name == kDefaultModeName ? "" : name; }
 
+void CompileConfig::setDynamic(const std::string& key) {
+  if (key != "auto" && key != "true" && key != "false" && key != "mark")
+    throw std::invalid_argument(fmt::format("dynamic '{}' is not auto, true, false or mark", key));
+  dynamic = key == "true" || key == "false" ? std::optional<bool>(key == "true") : std::nullopt;
+  markDynamic = key == "mark";
+}
+
 nlohmann::json CompileConfig::nonDefault() const {
   const CompileConfig defaults;
   nlohmann::json j = nlohmann::json::object();
   if (backend != defaults.backend) j["backend"] = backend;
   if (!defaultMode()) j["mode"] = mode;
   if (dynamic) j["dynamic"] = *dynamic;
+  if (markDynamic) j["mark_dynamic"] = true;
   if (fullgraph != defaults.fullgraph) j["fullgraph"] = fullgraph;
   if (!inductorConfig.empty()) j["inductor_config"] = inductorConfig;
   return j;
@@ -25,6 +33,7 @@ std::string CompileConfig::describe(OptionText strings) const {
   std::string text = "backend=" + backend;
   if (!defaultMode()) text += " mode=" + mode;
   if (dynamic) text += fmt::format(" dynamic={}", *dynamic);
+  if (markDynamic) text += " mark_dynamic=true";
   if (fullgraph) text += " fullgraph=true";
   for (auto& [k, v] : inductorConfig.items())
     text += fmt::format(" {}={}", k, strings == OptionText::Bare && v.is_string() ? v.get<std::string>() : v.dump());
@@ -35,6 +44,7 @@ nlohmann::json CompileConfig::toJson() const {
   nlohmann::json j{{"backend", backend}, {"fullgraph", fullgraph}, {"inductor_config", inductorConfig}};
   j["mode"] = defaultMode() ? nlohmann::json() : nlohmann::json(mode);
   j["dynamic"] = dynamic ? nlohmann::json(*dynamic) : nlohmann::json();
+  j["mark_dynamic"] = markDynamic;
   return j;
 }
 
@@ -52,6 +62,8 @@ CompileConfig CompileConfig::fromJson(const nlohmann::json& j) {
   }
   if (const nlohmann::json* mode = given("mode"); mode && mode->is_string()) c.setMode(mode->get<std::string>());
   if (const nlohmann::json* dynamic = given("dynamic"); dynamic && dynamic->is_boolean()) c.dynamic = dynamic->get<bool>();
+  if (const nlohmann::json* mark = given("mark_dynamic"); mark && mark->is_boolean())
+    c.markDynamic = mark->get<bool>() && !c.dynamic;
   if (const nlohmann::json* fullgraph = given("fullgraph")) {
     if (!fullgraph->is_boolean())
       throw std::invalid_argument(

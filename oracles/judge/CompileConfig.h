@@ -21,6 +21,9 @@ struct CompileConfig {
   std::string backend = kInductorBackend;  ///< any registered Dynamo backend name, or kNoCompileBackend
   std::string mode;                   ///< "" (default), "reduce-overhead", "max-autotune", ...
   std::optional<bool> dynamic;        ///< nullopt: torch's automatic dynamic shapes
+  /// With dynamic unset: torch._dynamo.maybe_mark_dynamic on every dimension of size >= 2 of each tensor
+  /// input before each compiled call (a dimension the program specializes stays static, with no error).
+  bool markDynamic = false;
   bool fullgraph = false;
   /// Dotted name -> value: an Inductor option, or under "dynamo." a Dynamo one ("dynamo.capture_scalar_outputs").
   nlohmann::json inductorConfig = nlohmann::json::object();
@@ -31,6 +34,12 @@ struct CompileConfig {
   bool usesInductor() const { return backend == kInductorBackend; }
   /// Whether torch.compile is applied at all (every backend but kNoCompileBackend).
   bool compiles() const { return backend != kNoCompileBackend; }
+  /// Whether the run is compiled for sizes other than its own (dynamic=True or marked dimensions): a
+  /// later call at another size checks that.
+  bool symbolicSizes() const { return dynamic.value_or(false) || markDynamic; }
+  /// Sets dynamic and markDynamic from a compile matrix key: "auto", "true", "false" or "mark";
+  /// std::invalid_argument on any other.
+  void setDynamic(const std::string& key);
   /// Sets the mode from its name; "default" becomes "".
   void setMode(const std::string& name);
 
@@ -38,7 +47,8 @@ struct CompileConfig {
   nlohmann::json nonDefault() const;
   /// How describe() writes an Inductor option's string value: as JSON ("x") or bare (x).
   enum class OptionText { Json, Bare };
-  /// "backend=inductor mode=max-autotune dynamic=true fullgraph=true cpp_wrapper=true", defaults left out.
+  /// "backend=inductor mode=max-autotune dynamic=true mark_dynamic=true fullgraph=true cpp_wrapper=true",
+  /// defaults left out.
   std::string describe(OptionText strings = OptionText::Json) const;
   /// The job's "compile" field: every key, null for the default mode and automatic dynamic.
   nlohmann::json toJson() const;

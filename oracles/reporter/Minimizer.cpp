@@ -62,6 +62,8 @@ std::vector<std::pair<std::string, std::function<void(MinimizeCase&)>>> configOp
   const CompileConfig& k = c.compile;
   if (!k.defaultMode()) out.push_back({"mode", [](MinimizeCase& m) { m.compile.mode = CompileConfig{}.mode; }});
   if (k.dynamic) out.push_back({"dynamic", [](MinimizeCase& m) { m.compile.dynamic = CompileConfig{}.dynamic; }});
+  if (k.markDynamic)
+    out.push_back({"mark_dynamic", [](MinimizeCase& m) { m.compile.markDynamic = CompileConfig{}.markDynamic; }});
   if (k.fullgraph)
     out.push_back({"fullgraph", [](MinimizeCase& m) { m.compile.fullgraph = CompileConfig{}.fullgraph; }});
   if (c.backward) out.push_back({"backward", [](MinimizeCase& m) { m.backward = false; }});

@@ -88,6 +88,7 @@ std::string describeCompile(const CompileConfig& c) {
   if (c.dynamic) add("dynamic=" + pythonLiteral(*c.dynamic));
   if (c.fullgraph) add("fullgraph=True");
   std::string out = code("torch.compile(" + args + ")");
+  if (c.markDynamic) out += " called with every input dimension of size >= 2 marked by " + code("torch._dynamo.maybe_mark_dynamic");
   if (c.inductorConfig.is_object() && !c.inductorConfig.empty()) {
     std::vector<std::string> items;
     for (const auto& [k, v] : c.inductorConfig.items()) items.push_back(code(k + "=" + pythonLiteral(v)));

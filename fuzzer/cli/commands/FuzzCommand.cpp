@@ -56,7 +56,9 @@ struct CampaignIdentity {
     json p = json::object();
     if (pinned.backend) p["backend"] = *pinned.backend;
     if (pinned.mode) p["mode"] = *pinned.mode;
-    if (pinned.dynamic) p["dynamic"] = *pinned.dynamic ? json(**pinned.dynamic) : json("auto");
+    if (pinned.dynamic)  // true and false as booleans, as campaigns before "mark" recorded them
+      p["dynamic"] = *pinned.dynamic == "true" || *pinned.dynamic == "false" ? json(*pinned.dynamic == "true")
+                                                                             : json(*pinned.dynamic);
     if (pinned.fullgraph) p["fullgraph"] = *pinned.fullgraph;
     if (pinned.backward) p["backward"] = *pinned.backward;
     if (pinned.inductorConfig) p["inductor_config"] = *pinned.inductorConfig;
@@ -73,7 +75,8 @@ struct CampaignIdentity {
     if (p.contains("backend")) id.pinned.backend = p["backend"].get<std::string>();
     if (p.contains("mode")) id.pinned.mode = p["mode"].get<std::string>();
     if (p.contains("dynamic"))
-      id.pinned.dynamic = p["dynamic"].is_boolean() ? std::optional<bool>(p["dynamic"].get<bool>()) : std::nullopt;
+      id.pinned.dynamic = p["dynamic"].is_boolean() ? (p["dynamic"].get<bool>() ? "true" : "false")
+                                                    : p["dynamic"].get<std::string>();
     if (p.contains("fullgraph")) id.pinned.fullgraph = p["fullgraph"].get<bool>();
     if (p.contains("backward")) id.pinned.backward = p["backward"].get<bool>();
     if (p.contains("inductor_config")) id.pinned.inductorConfig = p["inductor_config"];
@@ -112,8 +115,7 @@ CampaignIdentity identityFromOptions(const Options& o, const std::set<std::strin
   }
   if (given.count("--backend")) id.pinned.backend = o.backend;
   if (given.count("--mode")) id.pinned.mode = o.mode;
-  if (given.count("--dynamic"))  // auto, true or false (Options.def)
-    id.pinned.dynamic = o.dynamic == "auto" ? std::nullopt : std::optional<bool>(o.dynamic == "true");
+  if (given.count("--dynamic")) id.pinned.dynamic = o.dynamic;  // auto, true, false or mark (Options.def)
   if (given.count("--fullgraph")) id.pinned.fullgraph = o.fullgraph;
   if (given.count("--backward")) id.pinned.backward = o.backward;
   if (given.count("--inductor-config")) {

@@ -26,8 +26,9 @@ from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, 
 from lift import run_lift_job
 from script_job import SCRIPT_TAIL_CHARS, run_script_job, tail
 from program_guard import GUARD
-from reference.repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, schedule_leaves,
-                          layout_copies, seed_everything, widen_inputs, widen_model_and_inputs, write_tensor_file)
+from reference.repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy, layout_copies,
+                                    marking_dynamic, schedule_leaves, seed_everything, widen_inputs,
+                                    widen_model_and_inputs, write_tensor_file)
 
 PHASE_FILE = "phase"
 NO_COMPILE_BACKEND = "none"  # oracles::kNoCompileBackend: the compiled job calls the model without torch.compile
@@ -163,7 +164,8 @@ class ChildRun:
             kwargs["mode"] = cfg["mode"]
         if cfg.get("dynamic") is not None:
             kwargs["dynamic"] = bool(cfg["dynamic"])
-        return torch.compile(model, **kwargs)
+        compiled = torch.compile(model, **kwargs)
+        return marking_dynamic(compiled) if cfg.get("mark_dynamic") else compiled
 
     # -- the run -------------------------------------------------------------------------------
     def build(self, ns, mode):

@@ -129,7 +129,7 @@ std::string compileCall(const CompileConfig& c) {
   if (!c.defaultMode()) call += fmt::format(", mode=\"{}\"", c.mode);
   if (c.dynamic) call += fmt::format(", dynamic={}", *c.dynamic ? "True" : "False");
   if (c.fullgraph) call += ", fullgraph=True";
-  return call + ")";
+  return c.markDynamic ? "marking_dynamic(" + call + "))" : call + ")";
 }
 
 /// The flattened output leaf the check looks at (outputs, then gradients): the first diverging one.
@@ -337,6 +337,16 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("    return [copy(x) for x in xs]");
   }
   addDesugaredHops(lines, repro.programPy);
+  if (repro.compile.markDynamic) {  // the compile configuration mark_dynamic: the marks are outside the compiled code
+    add("def marking_dynamic(fn):  # each call's tensor dimensions of size >= 2 marked maybe-dynamic first");
+    add("    def call(*args):");
+    add("        for x in args:");
+    add("            for dim, size in enumerate(x.shape if isinstance(x, torch.Tensor) else ()):");
+    add("                if size >= 2:");
+    add("                    torch._dynamo.maybe_mark_dynamic(x, dim)");
+    add("        return fn(*args)");
+    add("    return call");
+  }
   add(arbitrated ? "def run(compiled=False, fp64=False):" : "def run(compiled=False):");
   if (!desugaredGlobals(repro.programPy).empty())
     add(repro.compile.compiles() ? "    globals().update(OWN_HOPS if compiled else PYTHON_MEANING)"

@@ -48,6 +48,8 @@ def run(mode):
         if cfg.get("dynamic") is not None:
             kwargs["dynamic"] = bool(cfg["dynamic"])
         fn = torch.compile(model, **kwargs)
+        if cfg.get("mark_dynamic"):
+            fn = marking_dynamic(fn)
     state = model_state(model)
     with torch.no_grad():
         built = {name: t.detach().clone() for name, t in state}
@@ -117,7 +119,8 @@ def run(mode):
         return detached(call(grad_leaves(args) if CASE["backward"] else args))
 
     # Call 4 (inputs of another size, dynamic=True only), then the moved call (inputs at storage offset 0).
-    for role in ("resized", "moved") if CASE["compile"].get("dynamic") is True else ("moved",):
+    symbolic = CASE["compile"].get("dynamic") is True or CASE["compile"].get("mark_dynamic")
+    for role in ("resized", "moved") if symbolic else ("moved",):
         add(role, [(name, leaf) for leaf, name in later_call_leaves(role, inputs, probe, restore, later_call)])
     def scheduled_call(transform=None):
         if transform is None:

@@ -113,6 +113,20 @@ def detached_copies(inputs):
                          else t for t in inputs])
 
 
+def marking_dynamic(fn):
+    """fn called with every dimension of size >= 2 of each top-level tensor argument marked maybe-dynamic
+    first (torch._dynamo.maybe_mark_dynamic: a dimension the program specializes stays static, no error).
+    The compile configuration mark_dynamic; the marks are on the arguments, outside the compiled code."""
+    def call(*args):
+        for x in args:
+            if isinstance(x, torch.Tensor):
+                for dim, size in enumerate(x.shape):
+                    if size >= 2:
+                        torch._dynamo.maybe_mark_dynamic(x, dim)
+        return fn(*args)
+    return call
+
+
 def aliased_positions(inputs):
     """The positions of the top-level strided tensor inputs that share their storage with another input."""
     owners = [t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) and t.layout == torch.strided else None
