@@ -389,7 +389,7 @@ TEST_F(PythonLiftWorkers, BranchesAndLoopsLiftOntoReturnedNodes) {
   oracles::RunResult r = lift(sourcePath("tests/programs/llm/branches_and_loop.py"));
   ASSERT_TRUE(r.ok()) << r.summary() << r.stderrTail;
   ASSERT_TRUE(r.lift.contains("proposal")) << r.lift.dump();
-  EXPECT_EQ(r.lift["constructs"], json::parse(R"({"branches": 3, "loops": 1, "not_placed": 1})")) << r.lift.dump();
+  EXPECT_EQ(r.lift["constructs"], json::parse(R"({"branches": 3, "loops": 1, "hops": [], "not_placed": 1})")) << r.lift.dump();
   const json& nodes = r.lift["proposal"]["nodes"];
   std::vector<std::string> ops;
   for (const auto& n : nodes) ops.push_back(n["op"].get<std::string>());
@@ -410,4 +410,30 @@ TEST_F(PythonLiftWorkers, BranchesAndLoopsLiftOntoReturnedNodes) {
   EXPECT_NE(python.find(".flatten()[0].item() > 0.25:"), std::string::npos) << python;
   EXPECT_NE(python.find("if self.flag:"), std::string::npos) << python;
   EXPECT_NE(python.find("enumerate("), std::string::npos) << python;
+}
+
+// An LLM's higher-order ops are constructs the lift keeps too: torch.cond, torch.func.vmap and checkpoint run
+// their Python meaning (what the references run), so the recorded calls are their bodies' plain ops, and each
+// becomes the IR's region of its kind on a returned node. The program built from the proposal calls the real ops.
+TEST_F(PythonLiftWorkers, HigherOrderOpsLiftOntoReturnedNodesAsRegions) {
+  oracles::RunResult r = lift(sourcePath("tests/programs/llm/higher_order_ops.py"));
+  ASSERT_TRUE(r.ok()) << r.summary() << r.stderrTail;
+  ASSERT_TRUE(r.lift.contains("proposal")) << r.lift.dump();
+  EXPECT_EQ(r.lift["constructs"], json::parse(R"({"branches": 0, "loops": 0, "hops": ["cond", "vmap", "checkpoint"],
+                                                  "not_placed": 0})")) << r.lift.dump();
+  std::vector<std::string> hops;
+  for (const auto& n : r.lift["proposal"]["nodes"])
+    if (n.contains("python")) hops.push_back(n["python"]["hop"]["kind"].get<std::string>() + ":" + n["op"].get<std::string>());
+  // x.sum() > 0 on seed 0's uniform inputs: cond's true branch, sin; vmap's body is one node per row plus a stack,
+  // the last one returned; checkpoint's body ends in a mul.
+  ASSERT_EQ(hops.size(), 3u) << r.lift.dump();
+  EXPECT_EQ(hops[0], "cond:sin") << r.lift.dump();
+  EXPECT_TRUE(hops[1].starts_with("vmap:")) << r.lift.dump();
+  EXPECT_TRUE(hops[2].starts_with("checkpoint:")) << r.lift.dump();
+
+  gen::IntSolver solver(1);
+  gen::ProposalOutcome built = gen::buildProposal(r.lift["proposal"], catalog(), gen::GenPolicy{}.caps, 1, solver);
+  ASSERT_TRUE(built.graph) << built.rejection << ": " << built.detail;
+  std::string python = gen::PythonEmitter(catalog()).emit(*built.graph);
+  for (std::string call : {"cond(", "vmap(", "checkpoint("}) EXPECT_NE(python.find(call), std::string::npos) << call << "\n" << python;
 }

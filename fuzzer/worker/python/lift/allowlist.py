@@ -17,9 +17,14 @@ LIFT_DENIED_PATHS = (
     "torch.backends", "torch.distributed", "torch.multiprocessing", "torch.compile", "torch._dynamo",
     "torch._inductor", "torch.jit", "torch.library", "torch.from_file",
 )
-# Whole attribute paths allowed below a denied one, exactly as written (nothing below them): the graph break a
-# Dynamo-level program marks, which the lift records as the next node's graph_break_before.
-LIFT_ALLOWED_PATHS = ("torch._dynamo.graph_break",)
+# Whole attribute paths allowed below a denied one or outside LIFT_REACHABLE, exactly as written (nothing below
+# them): the graph break a Dynamo-level program marks, which the lift records as the next node's
+# graph_break_before, and the higher-order ops it keeps (constructs.LIFT_HOP_PATHS; the marked program calls
+# their Python meaning instead).
+LIFT_ALLOWED_PATHS = ("torch._dynamo.graph_break", "torch.vmap", "torch.func.vmap", "torch.func.grad", "torch.func.jvp",
+                      "torch.func.vjp", "torch.func.jacrev", "torch.func.jacfwd", "torch.utils.checkpoint.checkpoint",
+                      "torch._higher_order_ops.while_loop", "torch._higher_order_ops.scan",
+                      "torch._higher_order_ops.map", "torch._higher_order_ops.associative_scan")
 # Attribute names refused on any object: file and pickle access, raw memory, frames, str.format's
 # attribute traversal.
 LIFT_DENIED_ATTRIBUTES = frozenset({

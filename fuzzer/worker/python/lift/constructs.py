@@ -1,11 +1,14 @@
-"""The Python constructs of a lifted program: its `if` statements and `for` loops, marked while forward runs.
+"""The Python constructs of a lifted program: its `if` statements, `for` loops and higher-order ops, marked while
+forward runs.
 
 The lift runs a program once in eager and records its torch calls, which flattens Python control flow to the
 path taken. mark_constructs rewrites the program's AST (after check_program_ast passed it; the rewrite only adds
 calls of the two markers below) so that the run also records, among the calls:
   BRANCH  an `if` whose test Dynamo cannot settle from shapes: (kind, threshold, tensors the test read), where
           kind is the IR's BranchTest kind ("item", "any", "tensor", "flag", "training");
-  LOOP    the first iteration of a `for` loop.
+  LOOP    the first iteration of a `for` loop;
+  HOP     a call of a higher-order op or torch.func transform (LIFT_HOP_PATHS): (kind,). The call runs the op's
+          Python meaning (reference.desugared_hops), so the calls recorded inside are its body's plain ops.
 The test's own torch calls (x.flatten()[0].item(), (x > 0).any()) are taken out of the recorded calls: they
 decide the branch and are no node. The Lifter puts each marker on a returned node of the proposal
 (place_constructs), where the IR can hold it (a branch or a loop form sits on a node forward only returns).
@@ -15,10 +18,39 @@ import ast
 
 import torch
 
+from reference.desugared_hops import DESUGARED_HOPS
+
 BRANCH_HELPER = "__tcfuzz_branch__"
 LOOP_HELPER = "__tcfuzz_loop__"
+HOP_HELPER = "__tcfuzz_hop__"
+# The attribute paths of the higher-order ops the lift keeps -> (the IR's hop kind, its DESUGARED_HOPS meaning).
+# allowlist.LIFT_ALLOWED_PATHS admits exactly these; the marked program never reaches them (it calls HOP_HELPER).
+LIFT_HOP_PATHS = {
+    "torch.cond": ("cond", "cond"),
+    "torch.vmap": ("vmap", "vmap"), "torch.func.vmap": ("vmap", "vmap"),
+    "torch.func.grad": ("grad", "grad"), "torch.func.jvp": ("jvp", "jvp"), "torch.func.vjp": ("vjp", "vjp"),
+    "torch.func.jacrev": ("jacrev", "jacrev"), "torch.func.jacfwd": ("jacfwd", "jacfwd"),
+    "torch.utils.checkpoint.checkpoint": ("checkpoint", "checkpoint"),
+    "torch._higher_order_ops.while_loop": ("while_loop", "while_loop"),
+    "torch._higher_order_ops.scan": ("scan", "scan"),
+    "torch._higher_order_ops.map": ("map", "hop_map"),
+    "torch._higher_order_ops.associative_scan": ("associative_scan", "associative_scan"),
+}
 # The loop form a lifted `for` loop becomes (generators/python/PythonForms.cpp): a Python loop over dim 0.
 LIFTED_LOOP_FORM = "enumerate"
+
+
+def HOP():
+    """The marker of a higher-order op called in forward."""
+
+
+def _dotted(e):
+    """"torch.func.vmap" for an attribute chain on a name, else None."""
+    parts = []
+    while isinstance(e, ast.Attribute):
+        parts.append(e.attr)
+        e = e.value
+    return ".".join([e.id] + parts[::-1]) if isinstance(e, ast.Name) and parts else None
 
 
 def BRANCH():
@@ -111,6 +143,14 @@ class _ConstructMarker(ast.NodeTransformer):
             keywords=[])
         return node
 
+    def visit_Attribute(self, node):
+        path = _dotted(node)
+        if path in LIFT_HOP_PATHS and isinstance(node.ctx, ast.Load):  # torch.cond -> __tcfuzz_hop__("torch.cond")
+            return ast.copy_location(
+                ast.Call(func=ast.Name(id=HOP_HELPER, ctx=ast.Load()), args=[ast.Constant(path)], keywords=[]), node)
+        self.generic_visit(node)
+        return node
+
     def visit_For(self, node):
         self.generic_visit(node)
         if not self.functions:
@@ -129,8 +169,9 @@ def mark_constructs(source, path):
 
 
 class ConstructRecorder:
-    """The two markers a marked program calls. While `active` (forward runs under the LiftRecorder) they record
-    BRANCH and LOOP among `calls`; otherwise they only decide the `if` as Python would."""
+    """The markers a marked program calls. While `active` (forward runs under the LiftRecorder) they record
+    BRANCH, LOOP and HOP among `calls`; otherwise they only decide the `if` as Python would and run a
+    higher-order op's meaning."""
 
     def __init__(self, calls):
         self.calls = calls
@@ -138,7 +179,17 @@ class ConstructRecorder:
         self.loops_seen = set()
 
     def helpers(self):
-        return {BRANCH_HELPER: self.branch, LOOP_HELPER: self.loop}
+        return {BRANCH_HELPER: self.branch, LOOP_HELPER: self.loop, HOP_HELPER: self.hop}
+
+    def hop(self, path):
+        """The Python meaning of the op at `path`, recording HOP (kind,) when called while active."""
+        kind, meaning = LIFT_HOP_PATHS[path]
+
+        def call(*args, **kwargs):
+            if self.active:
+                self.calls.append((HOP, (kind,), {}, None))
+            return DESUGARED_HOPS[meaning](*args, **kwargs)
+        return call
 
     def branch(self, test, kind, threshold, reads_self):
         if not self.active:
@@ -164,11 +215,13 @@ class ConstructRecorder:
             self.calls.append((LOOP, (), {}, None))
 
 
-def place_constructs(nodes, outputs, names, branches, loops):
-    """Puts the recorded branches and loops on the proposal's returned nodes: each on the first returned node
-    that holds none of its kind yet. A branch on tensor data reads, as its operand, one of the node's arguments
-    that is a forward input (x0, x1, ...), the tensor its test read where the node reads it. Returns how many
-    found no node (the IR holds such constructs only on a node forward only returns)."""
+def place_constructs(nodes, outputs, names, branches, loops, hops=()):
+    """Puts the recorded branches, loops and higher-order ops on the proposal's returned nodes: each on the first
+    returned node that holds none of its kind yet (a higher-order op: no construct at all). A branch on tensor data
+    reads, as its operand, one of the node's arguments that is a forward input (x0, x1, ...), the tensor its test
+    read where the node reads it. A higher-order op becomes the IR's region of that kind around the node and the
+    nodes only it reads (a cond's predicate: forward input 0 against 0). Returns how many found no node (the IR
+    holds such constructs only on a node forward only returns)."""
     read = {a for n in nodes for a in n["args"]}
     returned = [n for n in nodes if n["out"] in outputs and n["out"] not in read]
     dropped = 0
@@ -195,6 +248,12 @@ def place_constructs(nodes, outputs, names, branches, loops):
             dropped += 1
             continue
         target.setdefault("python", {})["form"] = LIFTED_LOOP_FORM
+    for kind in hops:
+        target = next((n for n in returned if not n.get("python")), None)
+        if target is None:
+            dropped += 1
+            continue
+        target["python"] = {"hop": {"kind": kind, "input": 0, "threshold": 0.0} if kind == "cond" else {"kind": kind}}
     for n in returned:
         if n.get("python") == {}:
             del n["python"]

@@ -14,7 +14,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 from .allowlist import LiftRefused, check_program_ast, lift_builtins
-from .constructs import BRANCH, LOOP, ConstructRecorder, mark_constructs, place_constructs
+from .constructs import BRANCH, HOP, LOOP, ConstructRecorder, mark_constructs, place_constructs
 from program_guard import GUARD
 
 LIFT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "complex64", "complex128")
@@ -432,6 +432,7 @@ class Lifter:
         self.break_pending = False  # a graph_break() came since the last node: the next one breaks before it
         self.branches = []  # the BRANCH markers' (kind, threshold, tensors the test read), in order
         self.loops = 0  # LOOP markers: loops forward entered
+        self.hops = []  # the HOP markers' kinds, in order
 
     def check(self, t):
         dtype = _dtype_name(t.dtype)
@@ -546,6 +547,9 @@ class Lifter:
             if func is LOOP:
                 self.loops += 1
                 continue
+            if func is HOP:
+                self.hops.append(args[0])
+                continue
             outs = _result_tensors(result)
             if getattr(func, "__name__", "") == "__setitem__":
                 # x[...] = v writes x (and its base): a proposal that ignored it would compute something else.
@@ -571,7 +575,8 @@ class Lifter:
                     outputs.append(name)
         if not outputs and self.nodes:
             outputs = [self.nodes[-1]["out"]]
-        dropped = place_constructs(self.nodes, outputs, self.names, self.branches, self.loops)
+        dropped = place_constructs(self.nodes, outputs, self.names, self.branches, self.loops, self.hops)
         return {"proposal": {"inputs": self.inputs, "nodes": self.nodes, "outputs": outputs},
                 "calls": counted, "mapped": mapped, "unmapped": unmapped,
-                "constructs": {"branches": len(self.branches), "loops": self.loops, "not_placed": dropped}}
+                "constructs": {"branches": len(self.branches), "loops": self.loops, "hops": self.hops,
+                               "not_placed": dropped}}
