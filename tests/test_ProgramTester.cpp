@@ -667,23 +667,17 @@ TEST(Cli, MarkedDimensionsCompileOnceForACallAtAnotherSize) {
   std::ofstream(program) << "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
                             "        return (x.sin() * 2).sum(0)\n\n\ndef make_inputs(seed):\n"
                             "    return [torch.randn(6, 5, generator=torch.Generator().manual_seed(seed))]\n";
-  for (std::string dynamic : {"mark", "auto"}) {
-    CliRun r = runCli({"run", "--json", "--backend", "eager", "--dynamic", dynamic, program.string()});
-    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-    auto j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j["verdict"], "agree");
-    int resized = 0;
-    for (const auto& o : j["outputs"]) resized += o["name"].get<std::string>().starts_with("resized (dim 0 of input 0: 6 -> ");
-    const auto& facts = j["compiled"]["compile_facts"];
-    if (dynamic == "mark") {
-      EXPECT_EQ(j["config"], (nlohmann::json{{"backend", "eager"}, {"mark_dynamic", true}}));
-      EXPECT_EQ(resized, 1) << j["outputs"].dump();
-      EXPECT_EQ(facts.value("recompiles", 0), 0) << facts.dump();  // the key is left out at 0
-      EXPECT_EQ(facts.value("graph_count", -1), 1) << facts.dump();
-    } else {
-      EXPECT_EQ(resized, 0);  // no call at another size without symbolic sizes
-    }
-  }
+  CliRun r = runCli({"run", "--json", "--backend", "eager", "--dynamic", "mark", program.string()});
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "agree");
+  EXPECT_EQ(j["config"], (nlohmann::json{{"backend", "eager"}, {"mark_dynamic", true}}));
+  int resized = 0;
+  for (const auto& o : j["outputs"]) resized += o["name"].get<std::string>().starts_with("resized (dim 0 of input 0: 6 -> ");
+  EXPECT_EQ(resized, 1) << j["outputs"].dump();
+  const auto& facts = j["compiled"]["compile_facts"];
+  EXPECT_EQ(facts.value("recompiles", 0), 0) << facts.dump();  // the key is left out at 0
+  EXPECT_EQ(facts.value("graph_count", -1), 1) << facts.dump();
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
