@@ -17,14 +17,23 @@ LIFT_DENIED_PATHS = (
     "torch.backends", "torch.distributed", "torch.multiprocessing", "torch.compile", "torch._dynamo",
     "torch._inductor", "torch.jit", "torch.library", "torch.from_file",
 )
+# The attribute paths of the higher-order ops the lift keeps -> (the IR's hop kind, its DESUGARED_HOPS meaning).
+# constructs.mark_constructs rewrites each into a marker, so the marked program never reaches the op itself.
+LIFT_HOP_PATHS = {
+    "torch.cond": ("cond", "cond"),
+    "torch.vmap": ("vmap", "vmap"), "torch.func.vmap": ("vmap", "vmap"),
+    "torch.func.grad": ("grad", "grad"), "torch.func.jvp": ("jvp", "jvp"), "torch.func.vjp": ("vjp", "vjp"),
+    "torch.func.jacrev": ("jacrev", "jacrev"), "torch.func.jacfwd": ("jacfwd", "jacfwd"),
+    "torch.utils.checkpoint.checkpoint": ("checkpoint", "checkpoint"),
+    "torch._higher_order_ops.while_loop": ("while_loop", "while_loop"),
+    "torch._higher_order_ops.scan": ("scan", "scan"),
+    "torch._higher_order_ops.map": ("map", "hop_map"),
+    "torch._higher_order_ops.associative_scan": ("associative_scan", "associative_scan"),
+}
 # Whole attribute paths allowed below a denied one or outside LIFT_REACHABLE, exactly as written (nothing below
 # them): the graph break a Dynamo-level program marks, which the lift records as the next node's
-# graph_break_before, and the higher-order ops it keeps (constructs.LIFT_HOP_PATHS; the marked program calls
-# their Python meaning instead).
-LIFT_ALLOWED_PATHS = ("torch._dynamo.graph_break", "torch.vmap", "torch.func.vmap", "torch.func.grad", "torch.func.jvp",
-                      "torch.func.vjp", "torch.func.jacrev", "torch.func.jacfwd", "torch.utils.checkpoint.checkpoint",
-                      "torch._higher_order_ops.while_loop", "torch._higher_order_ops.scan",
-                      "torch._higher_order_ops.map", "torch._higher_order_ops.associative_scan")
+# graph_break_before, and the higher-order ops it keeps.
+LIFT_ALLOWED_PATHS = ("torch._dynamo.graph_break",) + tuple(LIFT_HOP_PATHS)
 # Attribute names refused on any object: file and pickle access, raw memory, frames, str.format's
 # attribute traversal.
 LIFT_DENIED_ATTRIBUTES = frozenset({

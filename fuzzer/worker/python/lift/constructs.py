@@ -20,22 +20,11 @@ import torch
 
 from reference.desugared_hops import DESUGARED_HOPS
 
+from .allowlist import LIFT_HOP_PATHS
+
 BRANCH_HELPER = "__tcfuzz_branch__"
 LOOP_HELPER = "__tcfuzz_loop__"
 HOP_HELPER = "__tcfuzz_hop__"
-# The attribute paths of the higher-order ops the lift keeps -> (the IR's hop kind, its DESUGARED_HOPS meaning).
-# allowlist.LIFT_ALLOWED_PATHS admits exactly these; the marked program never reaches them (it calls HOP_HELPER).
-LIFT_HOP_PATHS = {
-    "torch.cond": ("cond", "cond"),
-    "torch.vmap": ("vmap", "vmap"), "torch.func.vmap": ("vmap", "vmap"),
-    "torch.func.grad": ("grad", "grad"), "torch.func.jvp": ("jvp", "jvp"), "torch.func.vjp": ("vjp", "vjp"),
-    "torch.func.jacrev": ("jacrev", "jacrev"), "torch.func.jacfwd": ("jacfwd", "jacfwd"),
-    "torch.utils.checkpoint.checkpoint": ("checkpoint", "checkpoint"),
-    "torch._higher_order_ops.while_loop": ("while_loop", "while_loop"),
-    "torch._higher_order_ops.scan": ("scan", "scan"),
-    "torch._higher_order_ops.map": ("map", "hop_map"),
-    "torch._higher_order_ops.associative_scan": ("associative_scan", "associative_scan"),
-}
 # The loop form a lifted `for` loop becomes (generators/python/PythonForms.cpp): a Python loop over dim 0.
 LIFTED_LOOP_FORM = "enumerate"
 
