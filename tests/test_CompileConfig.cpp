@@ -20,7 +20,8 @@ TEST(CompileConfig, DefaultsAreInductorDefaultModeAutomaticDynamicAndNoOptions) 
   EXPECT_EQ(c.inductorConfig, json::object());
   EXPECT_EQ(c.nonDefault(), json::object());
   EXPECT_EQ(c.toJson().dump(),
-            R"({"backend":"inductor","dynamic":null,"fullgraph":false,"inductor_config":{},"mark_dynamic":false,"mode":null})");
+            R"({"backend":"inductor","dynamic":null,"entry":"compile","export_strict":false,"fullgraph":false,)"
+            R"("inductor_config":{},"mark_dynamic":false,"mode":null})");
   EXPECT_EQ(c.describe(), "backend=inductor");
 }
 
@@ -133,4 +134,32 @@ TEST(CompileConfig, AFindingsRecordedConfigBecomesAConfigAndBack) {
   EXPECT_EQ(oracles::findingCompile(json("not an object")).config, CompileConfig{});
   EXPECT_EQ(oracles::findingConfig(CompileConfig{}, false), json::object());
   EXPECT_EQ(oracles::findingConfig(CompileConfig{}, true), (json{{"backward", true}}));
+}
+
+TEST(CompileConfig, EntryPointsThroughExport) {
+  CompileConfig c;
+  EXPECT_FALSE(c.exports());
+  EXPECT_EQ(c.toJson()["entry"], "compile");
+  EXPECT_EQ(c.toJson()["export_strict"], false);
+  c.setEntry("export+decompose");
+  c.exportStrict = true;
+  EXPECT_TRUE(c.exports());
+  EXPECT_FALSE(c.usesInductor());  // torch.export alone: Inductor's options and modes do not apply
+  EXPECT_EQ(c.nonDefault(), (json{{"entry", "export+decompose"}, {"export_strict", true}}));
+  EXPECT_EQ(c.describe(), "entry=export+decompose strict=true");
+  EXPECT_EQ(CompileConfig::fromJson(c.nonDefault()), c);
+  EXPECT_EQ(CompileConfig::fromJson(c.toJson()), c);
+  c.setEntry("aoti");
+  c.exportStrict = false;
+  c.addInductorOverride("max_autotune=true");
+  EXPECT_TRUE(c.usesInductor());  // AOTInductor reads Inductor's options
+  EXPECT_EQ(c.describe(), "entry=aoti max_autotune=true");
+  for (const std::string& name : oracles::entryPointNames()) EXPECT_NO_THROW(c.setEntry(name)) << name;
+  try {
+    c.setEntry("jit");
+    FAIL() << "an unknown entry point was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "entry point 'jit' is not one of compile, export, export+decompose, export+saveload, aoti");
+  }
+  EXPECT_THROW(CompileConfig::fromJson(json{{"entry", 3}}), std::invalid_argument);
 }

@@ -2,6 +2,7 @@
 // template names options the installed torch really has.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -35,6 +36,7 @@ TEST(CompileMatrix, CpuNeverDrawsCudaTemplates) {
 
 TEST(CompileMatrix, SharesFollowTheWeights) {
   CompileMatrix m;
+  m.entries = {{"compile", 1}};  // torch.compile's own arguments (an export entry resets them)
   gen::Rng rng(7);
   int backward = 0, inductor = 0, fullgraph = 0, templated = 0, nonInductorMode = 0;
   const int n = 4000;
@@ -77,6 +79,7 @@ TEST(CompileMatrix, PinnedDimensionsAreNeverSampled) {
 
 TEST(CompileMatrix, MarkedDimensionsAreADynamicChoiceDrawnOrPinned) {
   CompileMatrix m;
+  m.entries = {{"compile", 1}};
   gen::Rng rng(5);
   int marked = 0;
   const int n = 4000;
@@ -90,6 +93,47 @@ TEST(CompileMatrix, MarkedDimensionsAreADynamicChoiceDrawnOrPinned) {
   pinned.dynamic = "mark";
   for (int i = 0; i < 50; ++i) EXPECT_TRUE(m.sample(rng, "cpu", pinned).config.markDynamic);
   EXPECT_THROW(CompileMatrix::fromJson(json{{"dynamic", {{"sometimes", 1}}}}), std::invalid_argument);
+}
+
+TEST(CompileMatrix, EntryPointsAreDrawnLastAndResetTorchCompilesArguments) {
+  CompileMatrix m;
+  gen::Rng rng(9);
+  std::map<std::string, int> drawn;
+  int strict = 0, exported = 0, aotiTemplated = 0;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    SampledCompile s = m.sample(rng, "cpu", {});
+    drawn[s.config.entry]++;
+    if (!s.config.exports()) continue;
+    exported++;
+    strict += s.config.exportStrict;
+    EXPECT_FALSE(s.backward);  // export entries run no backward
+    oracles::CompileConfig defaults;
+    defaults.entry = s.config.entry;
+    defaults.exportStrict = s.config.exportStrict;
+    defaults.inductorConfig = s.config.inductorConfig;
+    EXPECT_EQ(s.config, defaults) << s.config.describe();  // backend, mode, dynamic and fullgraph as torch's
+    if (s.config.entry != "aoti") EXPECT_TRUE(s.templates.empty() && s.config.inductorConfig.empty());
+    aotiTemplated += s.config.entry == "aoti" && !s.templates.empty();
+  }
+  EXPECT_NEAR(drawn["compile"] / double(n), 0.6, 0.03);  // weights 6, 1, 1, 0.5, 1.5
+  EXPECT_NEAR(drawn["aoti"] / double(n), 0.15, 0.02);
+  EXPECT_NEAR(drawn["export+saveload"] / double(n), 0.05, 0.015);
+  EXPECT_NEAR(strict / double(exported), m.exportStrictShare, 0.04);
+  EXPECT_GT(aotiTemplated, 0);  // AOTInductor keeps the Inductor templates drawn for it
+  PinnedCompile pinned;  // a torch.compile option given pins torch.compile
+  pinned.backend = "eager";
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(m.sample(rng, "cpu", pinned).config.entry, "compile");
+  pinned = {};
+  pinned.entry = "export+saveload";
+  pinned.exportStrict = true;
+  for (int i = 0; i < 50; ++i) {
+    SampledCompile s = m.sample(rng, "cpu", pinned);
+    EXPECT_EQ(s.config.entry, "export+saveload");
+    EXPECT_TRUE(s.config.exportStrict);
+  }
+  EXPECT_THROW(CompileMatrix::fromJson(json{{"entries", {{"torchscript", 1}}}}), std::invalid_argument);
+  EXPECT_EQ(CompileMatrix::fromJson(json{{"entries", {{"aoti", 1}}}}).entries, (std::map<std::string, double>{{"aoti", 1}}));
 }
 
 TEST(CompileMatrix, SamplingReplaysFromTheSeed) {

@@ -414,3 +414,67 @@ TEST_F(PythonConstructsTest, ThePolicyReadsItsChancesStrictly) {
 
 }  // namespace
 }  // namespace tcfuzz::gen
+
+namespace tcfuzz::gen {
+namespace {
+
+TEST(SingleTraceProgram, KeepsWhatOneTraceCapturesAndDropsWhatExportRunsOnce) {
+  OpCatalog catalog = makeDefaultCatalog();
+  Generator gen(catalog, GenPolicy{}, 11);
+  int schedules = 0, hops = 0, keptHops = 0, dataDependent = 0, keptDataDependent = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    Graph g = gen.generate(i);
+    Graph single = singleTraceProgram(g);
+    ASSERT_EQ(single.nodes.size(), g.nodes.size());  // the op graph is the same
+    EXPECT_EQ(single.outputs, g.outputs);
+    schedules += !g.schedule.empty();
+    EXPECT_TRUE(single.schedule.empty());
+    EXPECT_TRUE(single.hook.empty());
+    for (const Source& s : single.inputs) EXPECT_TRUE(s.alias.none());
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const NodePython &p = single.nodes[k].python, &before = g.nodes[k].python;
+      EXPECT_FALSE(p.graphBreakBefore || p.branch || !p.outputState.empty() || p.counter) << "program " << i;
+      if (!p.form.empty()) EXPECT_FALSE(pythonForm(p.form).keepsState || pythonForm(p.form).breaksGraph) << p.form;
+      hops += before.hop && kExportedHopKinds.count(before.hop->kind);
+      keptHops += p.hop.has_value();
+      if (p.hop) EXPECT_TRUE(kExportedHopKinds.count(p.hop->kind)) << p.hop->kind;
+      bool dd = !before.form.empty() && pythonForm(before.form).dataDependent && !pythonForm(before.form).breaksGraph;
+      dataDependent += dd;
+      keptDataDependent += dd && p.form == before.form;
+    }
+    // What stays still holds: the constructs the plan of the single-trace program keeps are all of its own.
+    PythonPlan plan = planPythonConstructs(single, catalog);
+    EXPECT_TRUE(plan.schedule.empty());
+    EXPECT_FALSE(plan.graphBreak());
+    EXPECT_FALSE(plan.mutatesState()) << "program " << i;
+  }
+  EXPECT_GT(schedules, 0);
+  EXPECT_GT(hops, 0);
+  EXPECT_EQ(keptHops, hops);  // the higher-order ops export documents and data-dependent forms stay
+  EXPECT_EQ(keptDataDependent, dataDependent);
+}
+
+TEST(SingleTraceProgram, AParameterWrittenOutsideAutogradBecomesABufferWrittenTheSameWay) {
+  OpCatalog catalog = makeDefaultCatalog();
+  PythonEmitter emitter(catalog);
+  Graph g;
+  int x0 = g.addValue({{4}, DType::Float32});
+  g.inputs.push_back({x0, "x0", {"uniform", -2, 2}});
+  int a = g.addValue({{4}, DType::Float32});
+  g.nodes.push_back({"param_data_add_", {x0}, {a}, json{{"shape", {4}}, {"dtype", "float32"}, {"alpha", 0.1}}});
+  int b = g.addValue({{4}, DType::Float32});
+  g.nodes.push_back({"param_detach_lerp_", {a}, {b}, json{{"shape", {4}}, {"dtype", "float32"}}});
+  g.outputs = {b};
+  Graph single = singleTraceProgram(g);
+  EXPECT_EQ(single.nodes[0].op, "buffer_add_");
+  EXPECT_FALSE(single.nodes[0].attrs.contains("alpha"));
+  EXPECT_EQ(single.nodes[1].op, "buffer_lerp_");
+  EXPECT_EQ(single.nodes[1].attrs["weight"], 0.5);
+  std::string py = emitter.emit(single);  // export keeps a parameter as a constant, a buffer as state it writes
+  EXPECT_EQ(py.find("nn.Parameter"), std::string::npos) << py;
+  EXPECT_NE(py.find(".add_(x0.detach())"), std::string::npos) << py;
+  EXPECT_NE(py.find(".lerp_("), std::string::npos) << py;
+}
+
+}  // namespace
+}  // namespace tcfuzz::gen

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/python/PythonConstructs.h"
 #include "oracles/judge/OutputLoader.h"
 #include "oracles/judge/Signature.h"
 
@@ -367,14 +368,16 @@ std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, co
 }
 
 void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t) {
-  t.py = emitter_.emit(c.graph);
-  t.file = scratch / fmt::format("{:06d}.py", c.index);
-  writeFileAtomically(t.file, t.py);
   {
     std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
     gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
     t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, settings_.pinned, c.pulls);
   }
+  // Export traces forward once: the program it judges is the one a single trace captures whole.
+  if (t.compile.config.exports()) c.graph = gen::singleTraceProgram(c.graph);
+  t.py = emitter_.emit(c.graph);
+  t.file = scratch / fmt::format("{:06d}.py", c.index);
+  writeFileAtomically(t.file, t.py);
   t.test = settings_.test;
   t.test.compile = t.compile.config;
   t.test.backward = t.compile.backward;
@@ -525,6 +528,8 @@ void Campaign::creditTrial(const Candidate& c, const Trial& t) {
     scheduler_.credit(c.pulls, t.torchSeconds, yield);
     ledger_.record(c.origin, t.torchSeconds, newFeatures, newSignatures, static_cast<int>(c.graph.nodes.size()),
                    gen::deadNodeCount(c.graph));
+    entries_.record(t.compile.config.entry, t.torchSeconds, newFeatures, newSignatures,
+                    static_cast<int>(c.graph.nodes.size()), gen::deadNodeCount(c.graph));
     referenceRate = ledger_.rate();
   }
   if (c.llm)
@@ -651,6 +656,7 @@ void Campaign::writeStats() {
     std::lock_guard lock(mutex_);
     ledger_.setLlmCpu(llmCpu);
     for (auto& line : ledger_.statsLines()) kv.push_back(std::move(line));
+    for (auto& line : entries_.statsLines()) kv.push_back(std::move(line));
     for (auto& line : dynamo_.statsLines()) kv.push_back(std::move(line));
   }
   if (extraStats_)

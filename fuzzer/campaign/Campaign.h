@@ -213,6 +213,7 @@ class Campaign {
   gen::Rng queueSampler_{0};  ///< draws for sampleQueueProgram
   CostAwareScheduler scheduler_;
   OriginLedger ledger_;        ///< this session's cost and yield per origin
+  OriginLedger entries_{"entry"};  ///< the same per entry point of the compiled run (CompileConfig::entry)
   DynamoFigures dynamo_;       ///< this session's graph breaks and recompiles, by kind and reason
   double sessionTorchSeconds_ = 0;
   double lastNewSignatureAt_ = 0;  ///< unix time

@@ -99,6 +99,8 @@ CompileMatrix CompileMatrix::fromJson(const json& doc) {
     else if (key == "modes")
       m.modes = weightsFrom(v, key, {"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"});
     else if (key == "dynamic") m.dynamic = weightsFrom(v, key, {"auto", "true", "false", "mark"});
+    else if (key == "entries") m.entries = weightsFrom(v, key, {oracles::entryPointNames().begin(), oracles::entryPointNames().end()});
+    else if (key == "export_strict_share") m.exportStrictShare = shareFrom(v, key);
     else if (key == "fullgraph_share") m.fullgraphShare = shareFrom(v, key);
     else if (key == "backward_share") m.backwardShare = shareFrom(v, key);
     else if (key == "template_share") m.templateShare = shareFrom(v, key);
@@ -132,7 +134,8 @@ json CompileMatrix::toJson() const {
   for (const auto& it : templates)
     t.push_back({{"name", it.name}, {"options", it.options}, {"needs_cuda", it.needsCuda}, {"weight", it.weight}});
   return {{"backends", backends},          {"modes", modes},
-          {"dynamic", dynamic},            {"fullgraph_share", fullgraphShare},
+          {"dynamic", dynamic},            {"entries", entries},
+          {"export_strict_share", exportStrictShare}, {"fullgraph_share", fullgraphShare},
           {"backward_share", backwardShare}, {"template_share", templateShare},
           {"max_templates", maxTemplates}, {"templates", t}};
 }
@@ -179,7 +182,7 @@ std::optional<std::string> CompileMatrix::disableTemplate(const std::string& nam
 }
 
 CompileShares CompileMatrix::shares(const std::string& device) const {
-  CompileShares s{backends, modes, backwardShare, templateShare, {}};
+  CompileShares s{backends, modes, entries, backwardShare, templateShare, {}};
   bool cuda = device.starts_with("cuda");
   for (const auto& t : templates)
     if (t.weight > 0 && (cuda || !t.needsCuda)) s.templates.emplace_back(t.name, t.weight);
@@ -192,6 +195,26 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
 
 SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, const PinnedCompile& pinned,
                                      const CompileShares& shares) const {
+  SampledCompile s = sampleCompileArguments(rng, pinned, shares);
+  oracles::CompileConfig& c = s.config;
+  std::string entry = pinned.entry                                   ? *pinned.entry
+                      : pinned.entryPinned() || shares.entries.empty() ? oracles::kCompileEntry
+                                                                       : drawKey(rng, shares.entries);
+  if (entry == oracles::kCompileEntry) return s;
+  bool strict = pinned.exportStrict ? *pinned.exportStrict : rng.chance(exportStrictShare);
+  // torch.export's arguments are the entry and strict only; AOTInductor alone reads Inductor options.
+  oracles::CompileConfig exported;
+  exported.setEntry(entry);
+  exported.exportStrict = strict;
+  if (entry == "aoti") exported.inductorConfig = c.inductorConfig;
+  else s.templates.clear();
+  s.config = exported;
+  s.backward = false;
+  return s;
+}
+
+SampledCompile CompileMatrix::sampleCompileArguments(gen::Rng& rng, const PinnedCompile& pinned,
+                                                     const CompileShares& shares) const {
   SampledCompile s;
   oracles::CompileConfig& c = s.config;
   c.backend = pinned.backend ? *pinned.backend : drawKey(rng, shares.backends);

@@ -27,7 +27,12 @@ struct PinnedCompile {
   std::optional<std::string> backend, mode;
   std::optional<std::string> dynamic;  ///< a key of CompileMatrix::dynamic: "auto", "true", "false" or "mark"
   std::optional<bool> fullgraph, backward;
+  std::optional<std::string> entry;  ///< an oracles::entryPointNames() name; a pinned backend pins "compile"
+  std::optional<bool> exportStrict;
   std::optional<nlohmann::json> inductorConfig;  ///< pinned: exactly these overrides, no templates
+  /// Whether a pinned torch.compile argument (backend, mode, dynamic, fullgraph, backward on) pins the entry
+  /// point to torch.compile; a pinned entry pins it too. The entry is drawn when neither does.
+  bool entryPinned() const { return entry || backend || mode || dynamic || fullgraph || backward.value_or(false); }
 };
 
 /// One sampled configuration: the compile arguments, whether to run backward, the templates used.
@@ -42,7 +47,7 @@ struct SampledCompile {
 /// The weights one draw uses for the dimensions a scheduler may retune; CompileMatrix::shares gives
 /// the configured ones (dynamic and fullgraph always keep the matrix's own shares).
 struct CompileShares {
-  std::map<std::string, double> backends, modes;  ///< relative weights; a zero weight is never drawn
+  std::map<std::string, double> backends, modes, entries;  ///< relative weights; a zero weight is never drawn
   double backwardShare = 0;
   double templateShare = 0;  ///< chance that an Inductor run applies templates
   std::vector<std::pair<std::string, double>> templates;  ///< the usable templates, in matrix order
@@ -56,6 +61,11 @@ class CompileMatrix {
   /// "mark": automatic, with every input dimension of size >= 2 marked maybe-dynamic
   /// (CompileConfig::markDynamic).
   std::map<std::string, double> dynamic{{"auto", 6}, {"true", 2}, {"false", 1}, {"mark", 1}};
+  /// The compiled run's entry point (CompileConfig::entry). Drawn last: an export entry then resets
+  /// backend, mode, dynamic, fullgraph and backward to their defaults, and keeps templates for "aoti" only.
+  std::map<std::string, double> entries{
+      {"compile", 6}, {"export", 1}, {"export+decompose", 1}, {"export+saveload", 0.5}, {"aoti", 1.5}};
+  double exportStrictShare = 0.3;  ///< share of export entries traced with strict=True
   double fullgraphShare = 0.15;
   double backwardShare = 0.25;
   double templateShare = 0.4;  ///< share of inductor runs that apply templates
@@ -88,6 +98,10 @@ class CompileMatrix {
   std::optional<std::string> disableTemplate(const std::string& name, const std::string& why);
   /// The templates a campaign on `device` can draw.
   std::vector<std::string> usableTemplates(const std::string& device) const;
+
+ private:
+  /// torch.compile's arguments, backward and templates: the draws before the entry point's.
+  SampledCompile sampleCompileArguments(gen::Rng& rng, const PinnedCompile& pinned, const CompileShares& shares) const;
 };
 
 }  // namespace tcfuzz

@@ -32,9 +32,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<ScheduleDimension, 5> kDimensions{ScheduleDimension::Backend, ScheduleDimension::Mode,
+constexpr std::array<ScheduleDimension, 6> kDimensions{ScheduleDimension::Backend, ScheduleDimension::Mode,
                                                        ScheduleDimension::Backward, ScheduleDimension::Template,
-                                                       ScheduleDimension::Size};
+                                                       ScheduleDimension::Size,    ScheduleDimension::Entry};
 constexpr const char* kNoTemplate = "none";
 constexpr int kStatsDraws = 512;  ///< Thompson draws behind a reported share
 
@@ -69,6 +69,7 @@ bool sampled(ScheduleDimension d, const PinnedCompile& pinned, const CompileMatr
     case ScheduleDimension::Backward: return !pinned.backward;
     case ScheduleDimension::Template: return !pinned.inductorConfig && inductor && matrix.maxTemplates > 0;
     case ScheduleDimension::Size: return bandit;
+    case ScheduleDimension::Entry: return !pinned.entryPinned();
   }
   return false;
 }
@@ -76,10 +77,12 @@ bool sampled(ScheduleDimension d, const PinnedCompile& pinned, const CompileMatr
 /// The arms a sampled configuration pulled; pinned dimensions and those it did not draw are left out.
 void recordArms(const SampledCompile& sc, const CompileMatrix& matrix, const PinnedCompile& pinned, ArmPulls& pulls) {
   const oracles::CompileConfig& c = sc.config;
-  if (!pinned.backend) pulls.arms.emplace_back(ScheduleDimension::Backend, c.backend);
-  if (!pinned.mode && c.usesInductor())
+  // An export entry resets torch.compile's arguments and backward: those arms were not pulled.
+  if (sampled(ScheduleDimension::Entry, pinned, matrix, true)) pulls.arms.emplace_back(ScheduleDimension::Entry, c.entry);
+  if (!pinned.backend && !c.exports()) pulls.arms.emplace_back(ScheduleDimension::Backend, c.backend);
+  if (!pinned.mode && c.usesInductor() && !c.exports())
     pulls.arms.emplace_back(ScheduleDimension::Mode, c.defaultMode() ? oracles::kDefaultModeName : c.mode);
-  if (!pinned.backward) pulls.arms.emplace_back(ScheduleDimension::Backward, sc.backward ? "on" : "off");
+  if (!pinned.backward && !c.exports()) pulls.arms.emplace_back(ScheduleDimension::Backward, sc.backward ? "on" : "off");
   if (!pinned.inductorConfig && c.usesInductor() && matrix.maxTemplates > 0) {
     if (sc.templates.empty()) pulls.arms.emplace_back(ScheduleDimension::Template, kNoTemplate);
     for (const auto& t : sc.templates) pulls.arms.emplace_back(ScheduleDimension::Template, t);
@@ -95,6 +98,7 @@ const char* toString(ScheduleDimension d) {
     case ScheduleDimension::Backward: return "backward";
     case ScheduleDimension::Template: return "template";
     case ScheduleDimension::Size: return "size";
+    case ScheduleDimension::Entry: return "entry";
   }
   return "?";
 }
@@ -184,6 +188,7 @@ std::vector<CostAwareScheduler::Arm> CostAwareScheduler::armsOf(ScheduleDimensio
           if (w > 0) arms.push_back({name, share * w / total});
       break;
     }
+    case ScheduleDimension::Entry: fromWeights(configured.entries); break;
     case ScheduleDimension::Size:
       for (const auto& b : policy_.sizes)
         if (b.weight > 0) arms.push_back({b.name, b.weight});
@@ -266,6 +271,7 @@ SampledCompile CostAwareScheduler::sampleCompile(const CompileMatrix& matrix, ge
       drawn.templateShare = p.count(kNoTemplate) ? 1 - p[kNoTemplate] : 1;
       for (auto& [name, w] : drawn.templates) w = p.count(name) ? p[name] : 0;
     }
+    if (sampled(ScheduleDimension::Entry, pinned, matrix, true)) drawn.entries = probabilities(ScheduleDimension::Entry);
     sc = matrix.sample(rng, device, pinned, drawn);
   }
   recordArms(sc, matrix, pinned, pulls);

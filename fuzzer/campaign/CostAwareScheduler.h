@@ -41,8 +41,8 @@ struct SchedulePolicy {
 };
 
 /// The choices the scheduler learns over; dynamic and fullgraph keep the matrix's fixed shares.
-enum class ScheduleDimension { Backend, Mode, Backward, Template, Size };
-/// "backend", "mode", "backward", "template", "size".
+enum class ScheduleDimension { Backend, Mode, Backward, Template, Size, Entry };
+/// "backend", "mode", "backward", "template", "size", "entry".
 const char* toString(ScheduleDimension d);
 
 /// The arms one program drew (pinned dimensions never appear), credited once its result is in.

@@ -70,16 +70,17 @@ std::vector<std::pair<std::string, std::string>> OriginLedger::statsLines() cons
       std::string k = key;
       for (char& c : k)
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      kv.emplace_back(fmt::format("origin_{}_programs", k), std::to_string(o["programs"].get<int64_t>()));
-      kv.emplace_back(fmt::format("origin_{}_mean_nodes", k), fmt::format("{:.2f}", o["mean_nodes"].get<double>()));
-      kv.emplace_back(fmt::format("origin_{}_dead_nodes", k), std::to_string(o["dead_nodes"].get<int64_t>()));
-      kv.emplace_back(fmt::format("origin_{}_cpu_s", k), fmt::format("{:.1f}", o["cpu_s"].get<double>()));
-      kv.emplace_back(fmt::format("origin_{}_new_features", k), std::to_string(o["new_features"].get<int64_t>()));
-      kv.emplace_back(fmt::format("origin_{}_new_signatures", k), std::to_string(o["new_signatures"].get<int64_t>()));
-      kv.emplace_back(fmt::format("origin_{}_features_per_cpu_s", k), fmt::format("{:.4f}", o["features_per_cpu_s"].get<double>()));
-      kv.emplace_back(fmt::format("origin_{}_signatures_per_cpu_hour", k),
+      kv.emplace_back(fmt::format("{}_{}_programs", prefix_, k), std::to_string(o["programs"].get<int64_t>()));
+      kv.emplace_back(fmt::format("{}_{}_mean_nodes", prefix_, k), fmt::format("{:.2f}", o["mean_nodes"].get<double>()));
+      kv.emplace_back(fmt::format("{}_{}_dead_nodes", prefix_, k), std::to_string(o["dead_nodes"].get<int64_t>()));
+      kv.emplace_back(fmt::format("{}_{}_cpu_s", prefix_, k), fmt::format("{:.1f}", o["cpu_s"].get<double>()));
+      kv.emplace_back(fmt::format("{}_{}_new_features", prefix_, k), std::to_string(o["new_features"].get<int64_t>()));
+      kv.emplace_back(fmt::format("{}_{}_new_signatures", prefix_, k), std::to_string(o["new_signatures"].get<int64_t>()));
+      kv.emplace_back(fmt::format("{}_{}_features_per_cpu_s", prefix_, k), fmt::format("{:.4f}", o["features_per_cpu_s"].get<double>()));
+      kv.emplace_back(fmt::format("{}_{}_signatures_per_cpu_hour", prefix_, k),
                       fmt::format("{:.2f}", o["signatures_per_cpu_hour"].get<double>()));
     }
+  if (prefix_ != "origin") return kv;
   kv.emplace_back("llm_cpu_share", fmt::format("{:.3f}", j["llm_cpu_share"].get<double>()));
   kv.emplace_back("yield_per_cpu_s", fmt::format("{:.4f}", j["yield_per_cpu_s"].get<double>()));
   return kv;

@@ -12,9 +12,13 @@
 
 namespace tcfuzz {
 
-/// Per-origin tallies. Not thread-safe: the campaign guards it.
+/// Per-origin tallies. Not thread-safe: the campaign guards it. A ledger with another prefix tallies programs
+/// by another key the same way (the campaign's "entry" ledger: by the compiled run's entry point).
 class OriginLedger {
  public:
+  /// `prefix` starts each fuzzer_stats key; only the "origin" ledger adds llm_cpu_share and yield_per_cpu_s.
+  explicit OriginLedger(std::string prefix = "origin") : prefix_(std::move(prefix)) {}
+
   /// The ledger's key for a program's origin: "grammar", "mutation" (every mutator together) or
   /// "llm:<strategy>".
   static std::string keyOf(const std::string& programOrigin);
@@ -34,7 +38,7 @@ class OriginLedger {
   /// Per origin: programs, mean_nodes, dead_nodes, cpu_s (llm_cpu_s of it for LLM strategies), new_features, new_signatures,
   /// features_per_cpu_s, signatures_per_cpu_hour, yield_per_cpu_s; and "llm_cpu_share" overall.
   nlohmann::json toJson() const;
-  /// toJson() as fuzzer_stats lines: origin_<key>_<figure> (key with ':' spelt '_'), llm_cpu_share.
+  /// toJson() as fuzzer_stats lines: <prefix>_<key>_<figure> (key with ':' and '+' spelt '_'), llm_cpu_share.
   std::vector<std::pair<std::string, std::string>> statsLines() const;
 
   static constexpr double kSignatureWorth = 10;  ///< a new signature, in new features (as LlmProposer's)
@@ -45,6 +49,7 @@ class OriginLedger {
     double testSeconds = 0, llmSeconds = 0;
     double cpu() const { return testSeconds + llmSeconds; }
   };
+  std::string prefix_;
   std::map<std::string, Tally> tallies_;
 };
 

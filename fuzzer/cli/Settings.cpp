@@ -85,6 +85,13 @@ oracles::CompileConfig compileConfigFrom(const Options& o) {
   c.setMode(o.mode);
   c.setDynamic(o.dynamic);  // auto, true, false or mark (Options.def)
   c.fullgraph = o.fullgraph;
+  c.setEntry(o.entry);
+  c.exportStrict = o.exportStrict;
+  if (c.exports() && (o.backward || o.backend != oracles::kInductorBackend || o.mode != oracles::kDefaultModeName ||
+                      o.dynamic != "auto" || o.fullgraph))
+    throw std::invalid_argument("--entry " + o.entry +
+                                " runs torch.export: --backward, --backend, --mode, --dynamic and --fullgraph are "
+                                "torch.compile's (--entry compile)");
   for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
   return c;
 }

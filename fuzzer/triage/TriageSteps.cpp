@@ -232,6 +232,8 @@ void bisect(CaseInTriage& c, TriageTools& tools) {
   TriagedCase& t = c.result;
   if (!tools.settings.bisect) {
     t.bisect.note = "not run (--no-bisect)";
+  } else if (c.best.compile.exports()) {
+    t.bisect.note = "not run: the bisector splits torch.compile's Inductor, not an export entry point";
   } else if (t.component.rfind("inductor", 0) != 0 || !c.best.compile.usesInductor()) {
     t.bisect.note = "not an Inductor bug: the bisector only splits Inductor";
   } else {

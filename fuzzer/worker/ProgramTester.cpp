@@ -132,7 +132,7 @@ oracles::RunResult fp64NotNeeded(const std::string& why) {
 /// and the row says why that is the documented outcome; "" when the row does not apply.
 struct DocumentedRefusal {
   const char* name;
-  std::string (*applies)(const TestSettings&, const oracles::ExceptionInfo&);
+  std::string (*applies)(const TestSettings&, const oracles::RunResult& compiled, const oracles::ExceptionInfo&);
 };
 
 /// The graph-break documentation page a Dynamo message links to ("gb0123: <its gb_type>"), or "" when it has
@@ -153,14 +153,14 @@ std::string documentedGraphBreak(const std::string& message) {
 const DocumentedRefusal kDocumentedRefusals[] = {
     // Under fullgraph=True a graph break is the documented outcome: Dynamo raises Unsupported.
     {"fullgraph-graph-break",
-     [](const TestSettings& s, const oracles::ExceptionInfo& e) -> std::string {
+     [](const TestSettings& s, const oracles::RunResult&, const oracles::ExceptionInfo& e) -> std::string {
        return s.compile.fullgraph && (e.type == "Unsupported" || e.message.find("graph break") != std::string::npos)
                   ? "a graph break under fullgraph=True"
                   : "";
      }},
     // A Python branch on a value read from a tensor: Dynamo cannot guard on it (torch.cond is the documented way).
     {"fullgraph-data-dependent-branch",
-     [](const TestSettings& s, const oracles::ExceptionInfo& e) -> std::string {
+     [](const TestSettings& s, const oracles::RunResult&, const oracles::ExceptionInfo& e) -> std::string {
        return s.compile.fullgraph && e.type == "UserError" && e.message.find("data-dependent expression") != std::string::npos
                   ? "a branch on tensor data under fullgraph=True (Dynamo cannot guard on a data-dependent expression)"
                   : "";
@@ -168,21 +168,50 @@ const DocumentedRefusal kDocumentedRefusals[] = {
     // A higher-order op's body must be captured whole (the HOP docs); a graph break inside it is raised, under any
     // fullgraph. It is documented when Dynamo's graph-break registry has a page for it that does not call it a bug.
     {"higher-order-op-body-graph-break",
-     [](const TestSettings&, const oracles::ExceptionInfo& e) -> std::string {
+     [](const TestSettings&, const oracles::RunResult&, const oracles::ExceptionInfo& e) -> std::string {
        if (e.type != "UncapturedHigherOrderOpError") return "";
        std::string page = documentedGraphBreak(e.message);
        return page.empty() ? "" : "a graph break inside a higher-order op's body, which must be captured whole: " + page;
      }},
+    // torch.export's UserError is its documented refusal of a program (data-dependent control flow without
+    // torch.cond, a constraint violation, an unsupported input or output), raised by the trace itself.
+    {"export-user-error",
+     [](const TestSettings& s, const oracles::RunResult& c, const oracles::ExceptionInfo& e) -> std::string {
+       if (!s.compile.exports() || c.phase != "export" || e.type != "UserError") return "";
+       std::string first = e.message.substr(0, e.message.find('\n'));
+       return "torch.export refuses the program (" + first.substr(0, 160) + ")";
+     }},
+    // A guard on a data-dependent value in a non-strict trace: export's documented limit (torch._check or
+    // torch.cond is the documented way); strict tracing raises it as a UserError.
+    {"export-data-dependent-guard",
+     [](const TestSettings& s, const oracles::RunResult& c, const oracles::ExceptionInfo& e) -> std::string {
+       return s.compile.exports() && c.phase == "export" && e.type == "GuardOnDataDependentSymNode"
+                  ? "torch.export cannot guard on a data-dependent value (GuardOnDataDependentSymNode)"
+                  : "";
+     }},
+    // Under strict=True Dynamo traces, and a graph break is a refusal as under fullgraph=True.
+    {"export-strict-graph-break",
+     [](const TestSettings& s, const oracles::RunResult& c, const oracles::ExceptionInfo& e) -> std::string {
+       return s.compile.exports() && s.compile.exportStrict && c.phase == "export" && e.type == "Unsupported"
+                  ? "a graph break under torch.export(strict=True)"
+                  : "";
+     }},
 };
+
+/// The exception modules whose types a documented refusal may name: Dynamo's and symbolic shapes'.
+bool refusalModule(const std::string& qualifiedType) {
+  return qualifiedType.starts_with("torch._dynamo.exc.") ||
+         qualifiedType.starts_with("torch.fx.experimental.symbolic_shapes.");
+}
 
 /// Why the compiled run's rejection is documented as unsupported (kDocumentedRefusals), or "".
 std::string documentedRefusal(const TestSettings& settings, const ProgramTestResult& r) {
   const auto& c = r.runs.compiled;
   if (r.verdict.verdict != oracles::Verdict::CrashMismatch || c.status != oracles::RunStatus::Exception || !c.exception ||
-      !c.exception->qualifiedType.starts_with("torch._dynamo.exc."))
+      !refusalModule(c.exception->qualifiedType))
     return "";
   for (const DocumentedRefusal& row : kDocumentedRefusals)
-    if (std::string why = row.applies(settings, *c.exception); !why.empty()) return why;
+    if (std::string why = row.applies(settings, c, *c.exception); !why.empty()) return why;
   return "";
 }
 

@@ -539,4 +539,31 @@ std::string PythonText::scheduleAndState() const {
   return out;
 }
 
+Graph singleTraceProgram(const Graph& g) {
+  Graph out = g;
+  out.schedule.clear();
+  out.hook.clear();
+  for (Node& n : out.nodes) {
+    NodePython& p = n.python;
+    p.graphBreakBefore = false;
+    p.branch.reset();
+    p.outputState.clear();
+    p.counter = false;
+    if (!p.form.empty()) {
+      const PythonForm& form = pythonForm(p.form);
+      if (form.keepsState || form.breaksGraph) p.form.clear();
+    }
+    if (p.hop && !kExportedHopKinds.count(p.hop->kind)) p.hop.reset();
+    if (n.op == "param_data_add_") {  // self.w.data.add_(x, alpha) -> self.buf.add_(x)
+      n.op = "buffer_add_";
+      n.attrs.erase("alpha");
+    } else if (n.op == "param_detach_lerp_") {  // self.w.detach().lerp_(x, 0.5) -> self.buf.lerp_(x, 0.5)
+      n.op = "buffer_lerp_";
+      n.attrs["weight"] = 0.5;
+    }
+  }
+  for (Source& s : out.inputs) s.alias = {};
+  return out;
+}
+
 }  // namespace tcfuzz::gen

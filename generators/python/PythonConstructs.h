@@ -87,6 +87,20 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
 /// others' at 0. False when nothing changed.
 bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstructChances& chances, Rng& rng);
 
+/// `g` as one trace captures it whole, for the entry points through torch.export: without a call schedule, a
+/// hook, graph breaks, Python branches, Python state (output state, the counter, forms that keep state or break
+/// the graph) and aliased inputs. Export runs forward once and keeps one graph, so those would judge export's
+/// documented single trace rather than the compiler. Higher-order ops, data-dependent forms, input and buffer
+/// writes stay: export captures them. So do the regions of the higher-order ops export documents
+/// (kExportedHopKinds); the others (checkpoint, the torch.func transforms but vmap, autograd.Function,
+/// nested_compile_region) run inline. A parameter written outside autograd (family "param-data") becomes a
+/// buffer written the same way (buffer_add_, buffer_lerp_): export keeps parameters as constants.
+Graph singleTraceProgram(const Graph& g);
+/// The higher-order op kinds a program judged through torch.export keeps.
+inline const std::set<std::string> kExportedHopKinds{"cond",  "map",  "while_loop",     "scan",
+                                                     "associative_scan", "vmap", "flex_attention", "functional_call"};
+
+
 /// The program's Python text for its constructs, for PythonEmitter. `names` are the values' Python names.
 struct PythonText {
   const PythonPlan& plan;

@@ -1,10 +1,25 @@
 #include "oracles/judge/CompileConfig.h"
 
+#include <algorithm>
 #include <stdexcept>
+
+#include <fmt/ranges.h>
 
 #include <fmt/format.h>
 
 namespace tcfuzz::oracles {
+
+const std::vector<std::string>& entryPointNames() {
+  static const std::vector<std::string> kNames{kCompileEntry, "export", "export+decompose", "export+saveload", "aoti"};
+  return kNames;
+}
+
+void CompileConfig::setEntry(const std::string& name) {
+  const auto& names = entryPointNames();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw std::invalid_argument(fmt::format("entry point '{}' is not one of {}", name, fmt::join(names, ", ")));
+  entry = name;
+}
 
 bool CompileConfig::defaultMode() const { return mode.empty() || mode == kDefaultModeName; }
 
@@ -25,12 +40,15 @@ nlohmann::json CompileConfig::nonDefault() const {
   if (dynamic) j["dynamic"] = *dynamic;
   if (markDynamic) j["mark_dynamic"] = true;
   if (fullgraph != defaults.fullgraph) j["fullgraph"] = fullgraph;
+  if (exports()) j["entry"] = entry;
+  if (exportStrict) j["export_strict"] = true;
   if (!inductorConfig.empty()) j["inductor_config"] = inductorConfig;
   return j;
 }
 
 std::string CompileConfig::describe(OptionText strings) const {
-  std::string text = "backend=" + backend;
+  std::string text = exports() ? "entry=" + entry : "backend=" + backend;
+  if (exportStrict) text += " strict=true";
   if (!defaultMode()) text += " mode=" + mode;
   if (dynamic) text += fmt::format(" dynamic={}", *dynamic);
   if (markDynamic) text += " mark_dynamic=true";
@@ -45,6 +63,8 @@ nlohmann::json CompileConfig::toJson() const {
   j["mode"] = defaultMode() ? nlohmann::json() : nlohmann::json(mode);
   j["dynamic"] = dynamic ? nlohmann::json(*dynamic) : nlohmann::json();
   j["mark_dynamic"] = markDynamic;
+  j["entry"] = entry;
+  j["export_strict"] = exportStrict;
   return j;
 }
 
@@ -70,6 +90,13 @@ CompileConfig CompileConfig::fromJson(const nlohmann::json& j) {
           fmt::format("compile config: 'fullgraph' must be true or false, not {}", fullgraph->dump()));
     c.fullgraph = fullgraph->get<bool>();
   }
+  if (const nlohmann::json* entry = given("entry")) {
+    if (!entry->is_string())
+      throw std::invalid_argument(fmt::format("compile config: 'entry' must be a string, not {}", entry->dump()));
+    c.setEntry(entry->get<std::string>());
+  }
+  if (const nlohmann::json* strict = given("export_strict"); strict && strict->is_boolean())
+    c.exportStrict = strict->get<bool>();
   if (const nlohmann::json* options = given("inductor_config"); options && options->is_object())
     c.inductorConfig = *options;
   return c;

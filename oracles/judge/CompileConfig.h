@@ -3,6 +3,7 @@
 // the member initializers below and nowhere else; a finding records only what differs from them.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,13 @@ inline constexpr const char* kInductorBackend = "inductor";
 inline constexpr const char* kNoCompileBackend = "none";
 /// The name torch.compile gives its default mode; stored as "" in CompileConfig::mode.
 inline constexpr const char* kDefaultModeName = "default";
+/// The entry point that is torch.compile itself (CompileConfig::entry's default).
+inline constexpr const char* kCompileEntry = "compile";
+/// Every entry point into the compiler, torch.compile first (docs/oracle.md, "Entry points"): "compile";
+/// "export" (torch.export.export, then ep.module()); "export+decompose" (ep.run_decompositions() with the
+/// default table first); "export+saveload" (a torch.export.save/load round trip first); "aoti"
+/// (torch._inductor.aoti_compile_and_package, then aoti_load_package).
+const std::vector<std::string>& entryPointNames();
 
 /// The arguments of torch.compile plus Inductor config overrides.
 struct CompileConfig {
@@ -25,21 +33,31 @@ struct CompileConfig {
   /// input before each compiled call (a dimension the program specializes stays static, with no error).
   bool markDynamic = false;
   bool fullgraph = false;
+  /// How the compiled run reaches the compiler: an entryPointNames() name. Under an export entry backend,
+  /// mode, dynamic and fullgraph keep their defaults; Inductor options apply to "aoti" only.
+  std::string entry = kCompileEntry;
+  /// torch.export.export(strict=True) (Dynamo traces) rather than non-strict (Python runs on fake tensors).
+  bool exportStrict = false;
   /// Dotted name -> value: an Inductor option, or under "dynamo." a Dynamo one ("dynamo.capture_scalar_outputs").
   nlohmann::json inductorConfig = nlohmann::json::object();
 
   /// Whether the mode is torch.compile's default ("" or "default").
   bool defaultMode() const;
-  /// Whether the backend is Inductor (mode presets and Inductor options take effect).
-  bool usesInductor() const { return backend == kInductorBackend; }
+  /// Whether Inductor compiles (mode presets and Inductor options take effect): the Inductor backend under
+  /// torch.compile, or AOTInductor.
+  bool usesInductor() const { return backend == kInductorBackend && (entry == kCompileEntry || entry == "aoti"); }
   /// Whether torch.compile is applied at all (every backend but kNoCompileBackend).
   bool compiles() const { return backend != kNoCompileBackend; }
+  /// Whether the compiled run goes through torch.export (every entry but torch.compile).
+  bool exports() const { return entry != kCompileEntry; }
   /// Whether the run is compiled for sizes other than its own (dynamic=True or marked dimensions): a
   /// later call at another size checks that.
   bool symbolicSizes() const { return dynamic.value_or(false) || markDynamic; }
   /// Sets dynamic and markDynamic from a compile matrix key: "auto", "true", "false" or "mark";
   /// std::invalid_argument on any other.
   void setDynamic(const std::string& key);
+  /// Sets the entry point; std::invalid_argument naming the choices for a name not in entryPointNames().
+  void setEntry(const std::string& name);
   /// Sets the mode from its name; "default" becomes "".
   void setMode(const std::string& name);
 
@@ -47,7 +65,8 @@ struct CompileConfig {
   nlohmann::json nonDefault() const;
   /// How describe() writes an Inductor option's string value: as JSON ("x") or bare (x).
   enum class OptionText { Json, Bare };
-  /// "backend=inductor mode=max-autotune dynamic=true mark_dynamic=true fullgraph=true cpp_wrapper=true",
+  /// "backend=inductor mode=max-autotune dynamic=true mark_dynamic=true fullgraph=true cpp_wrapper=true"; an
+  /// export entry: "entry=export strict=true" (then the Inductor options of "aoti"),
   /// defaults left out.
   std::string describe(OptionText strings = OptionText::Json) const;
   /// The job's "compile" field: every key, null for the default mode and automatic dynamic.

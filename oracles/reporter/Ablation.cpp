@@ -12,6 +12,28 @@ namespace {
 
 constexpr std::string_view kBackendPrefix = "backend=";
 constexpr std::string_view kWithoutPrefix = "without ";
+constexpr std::string_view kEntryPrefix = "entry=";
+
+/// Whether the row of entry point `entry` reproduces (false when there is no such row).
+bool reproducesThrough(const std::vector<AblationRow>& rows, const std::string& entry) {
+  for (const auto& row : rows)
+    if (row.variant == std::string(kEntryPrefix) + entry) return row.reproduces;
+  return false;
+}
+
+/// The component an export finding's entry-point rows blame, or "" when the rows are not entry rows.
+std::string entryAtFault(const std::vector<AblationRow>& rows) {
+  if (std::none_of(rows.begin(), rows.end(), [](const AblationRow& r) { return r.variant.starts_with(kEntryPrefix); }))
+    return "";
+  bool compiled = reproducesThrough(rows, kCompileEntry);
+  if (reproducesThrough(rows, "export")) return compiled ? "the traced graph (torch.compile fails too)" : "torch.export (its trace)";
+  if (reproducesThrough(rows, "export+decompose")) return "torch.export's decompositions (run_decompositions)";
+  if (reproducesThrough(rows, "export+saveload")) return "torch.export's serialization (save and load)";
+  if (reproducesThrough(rows, "aoti"))
+    return compiled ? "inductor (its lowering: torch.compile and AOTInductor both fail)"
+                    : "AOTInductor (its wrapper or packaging: torch.compile of the same program does not fail)";
+  return "unknown (no entry point reproduces)";
+}
 
 /// Whether the row of backend `backend` reproduces (false when there is no such row).
 bool reproducesUnder(const std::vector<AblationRow>& rows, const std::string& backend) {
@@ -27,6 +49,20 @@ bool isStandardBackend(const std::string& backend) {
 }
 
 std::vector<AblationVariant> ablationVariants(const MinimizeCase& c) {
+  if (c.compile.exports()) {  // through torch.export: which entry points share the fault
+    std::vector<std::string> entries{kCompileEntry, "export", "export+decompose", "aoti"};
+    if (std::find(entries.begin(), entries.end(), c.compile.entry) == entries.end()) entries.push_back(c.compile.entry);
+    std::vector<AblationVariant> out;
+    for (const auto& entry : entries) {
+      MinimizeCase v = c;
+      v.compile = CompileConfig{};  // torch.compile as its defaults; the export entries keep strict
+      v.compile.setEntry(entry);
+      if (entry != kCompileEntry) v.compile.exportStrict = c.compile.exportStrict;
+      if (entry == kCompileEntry || entry == "aoti") v.compile.inductorConfig = c.compile.inductorConfig;
+      out.push_back({std::string(kEntryPrefix) + entry, std::move(v)});
+    }
+    return out;
+  }
   std::vector<std::string> backends(kStandardBackends.begin(), kStandardBackends.end());
   if (!isStandardBackend(c.compile.backend)) backends.push_back(c.compile.backend);
   std::vector<AblationVariant> out;
@@ -50,7 +86,8 @@ AblationRow ablationRow(const AblationVariant& variant, const std::string& verdi
 }
 
 std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend, bool beforeBackward) {
-  std::string component;
+  std::string component = entryAtFault(rows);
+  if (!component.empty()) return component;
   if (backend == kNoCompileBackend && reproducesUnder(rows, backend))
     component = "eager's own higher-order op (no torch.compile)";
   else if (reproducesUnder(rows, "eager")) component = "dynamo";

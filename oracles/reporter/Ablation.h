@@ -33,7 +33,8 @@ struct AblationVariant {
 
 /// Every standard backend (mode and Inductor options dropped under the non-Inductor ones), the case's
 /// own backend when it is not standard, then the case without each of its non-default options
-/// (configOptionNames order).
+/// (configOptionNames order). A case through torch.export: each entry point instead (torch.compile at its
+/// defaults, export, export+decompose, aoti, and the case's own), strict as the case's.
 std::vector<AblationVariant> ablationVariants(const MinimizeCase& c);
 
 /// The row of `variant` given its test's verdict name, whether it shows the bug, and one line of evidence.
@@ -46,6 +47,9 @@ AblationRow ablationRow(const AblationVariant& variant, const std::string& verdi
 /// the bug is gone, then " (CUDA only)" or " (on CPU too)" when a kCpuVariant row says. A run without backward
 /// also runs forward without grad mode: for a bug that shows before any backward (`beforeBackward`: a crash
 /// in compile or in the forward call), what it needs is named "grad mode", not "backward".
+/// A finding through torch.export is ablated over entry points instead (rows "entry=compile", "entry=export",
+/// "entry=export+decompose", "entry=aoti"): the rows blame export's trace, its decompositions, its
+/// serialization, AOTInductor alone, or Inductor's lowering when torch.compile fails too.
 std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend,
                              bool beforeBackward = false);
 

@@ -78,9 +78,27 @@ std::string verdictOf(const BugReport& bug) {
   return bug.repro.verdict.empty() ? bug.signature.symptom : bug.repro.verdict;
 }
 
-/// "`torch.compile(backend="inductor", dynamic=True)` with the Inductor options `cpp_wrapper=True`".
+/// " with the Inductor options `cpp_wrapper=True`", or "" without any.
+std::string inductorOptionsText(const CompileConfig& c) {
+  if (!c.inductorConfig.is_object() || c.inductorConfig.empty()) return "";
+  std::vector<std::string> items;
+  for (const auto& [k, v] : c.inductorConfig.items()) items.push_back(code(k + "=" + pythonLiteral(v)));
+  return fmt::format(" with the Inductor option{} {}", items.size() == 1 ? "" : "s", fmt::join(items, ", "));
+}
+
+/// "`torch.compile(backend="inductor", dynamic=True)` with the Inductor options `cpp_wrapper=True`"; an export
+/// entry's chain of calls.
 std::string describeCompile(const CompileConfig& c) {
   if (!c.compiles()) return "no `torch.compile` (eager's own higher-order ops, against their Python meaning)";
+  if (c.exports()) {
+    std::string strict = c.exportStrict ? "True" : "False";
+    std::string out = code("torch.export.export(model, inputs, strict=" + strict + ")");
+    if (c.entry == "export") out += ", then " + code("ep.module()");
+    if (c.entry == "export+decompose") out += ", then " + code("ep.run_decompositions().module()");
+    if (c.entry == "export+saveload") out += ", a " + code("torch.export.save") + "/" + code("load") + " round trip, then " + code(".module()");
+    if (c.entry == "aoti") out += ", then AOTInductor: " + code("aoti_compile_and_package") + " and " + code("aoti_load_package");
+    return out + inductorOptionsText(c);
+  }
   std::string args;
   auto add = [&](const std::string& arg) { args += (args.empty() ? "" : ", ") + arg; };
   add(fmt::format("backend=\"{}\"", c.backend));
@@ -89,12 +107,7 @@ std::string describeCompile(const CompileConfig& c) {
   if (c.fullgraph) add("fullgraph=True");
   std::string out = code("torch.compile(" + args + ")");
   if (c.markDynamic) out += " called with every input dimension of size >= 2 marked by " + code("torch._dynamo.maybe_mark_dynamic");
-  if (c.inductorConfig.is_object() && !c.inductorConfig.empty()) {
-    std::vector<std::string> items;
-    for (const auto& [k, v] : c.inductorConfig.items()) items.push_back(code(k + "=" + pythonLiteral(v)));
-    out += fmt::format(" with the Inductor option{} {}", items.size() == 1 ? "" : "s", fmt::join(items, ", "));
-  }
-  return out;
+  return out + inductorOptionsText(c);
 }
 
 /// The run that misbehaved in the observed test, and its exception object (either may be null).

@@ -60,6 +60,8 @@ struct CampaignIdentity {
       p["dynamic"] = *pinned.dynamic == "true" || *pinned.dynamic == "false" ? json(*pinned.dynamic == "true")
                                                                              : json(*pinned.dynamic);
     if (pinned.fullgraph) p["fullgraph"] = *pinned.fullgraph;
+    if (pinned.entry) p["entry"] = *pinned.entry;
+    if (pinned.exportStrict) p["export_strict"] = *pinned.exportStrict;
     if (pinned.backward) p["backward"] = *pinned.backward;
     if (pinned.inductorConfig) p["inductor_config"] = *pinned.inductorConfig;
     return {{"seed", seed},       {"device", device},   {"policy", policy.toJson()}, {"pinned", p},
@@ -78,6 +80,8 @@ struct CampaignIdentity {
       id.pinned.dynamic = p["dynamic"].is_boolean() ? (p["dynamic"].get<bool>() ? "true" : "false")
                                                     : p["dynamic"].get<std::string>();
     if (p.contains("fullgraph")) id.pinned.fullgraph = p["fullgraph"].get<bool>();
+    if (p.contains("entry")) id.pinned.entry = p["entry"].get<std::string>();
+    if (p.contains("export_strict")) id.pinned.exportStrict = p["export_strict"].get<bool>();
     if (p.contains("backward")) id.pinned.backward = p["backward"].get<bool>();
     if (p.contains("inductor_config")) id.pinned.inductorConfig = p["inductor_config"];
     id.plugins = j.at("plugins").get<std::vector<std::string>>();
@@ -117,6 +121,11 @@ CampaignIdentity identityFromOptions(const Options& o, const std::set<std::strin
   if (given.count("--mode")) id.pinned.mode = o.mode;
   if (given.count("--dynamic")) id.pinned.dynamic = o.dynamic;  // auto, true, false or mark (Options.def)
   if (given.count("--fullgraph")) id.pinned.fullgraph = o.fullgraph;
+  if (given.count("--entry")) {
+    compileConfigFrom(o);  // refuses torch.compile's options beside an export entry
+    id.pinned.entry = o.entry;  // an entryPointNames() name (Options.def)
+  }
+  if (given.count("--export-strict")) id.pinned.exportStrict = o.exportStrict;
   if (given.count("--backward")) id.pinned.backward = o.backward;
   if (given.count("--inductor-config")) {
     oracles::CompileConfig c;

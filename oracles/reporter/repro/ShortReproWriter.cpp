@@ -124,6 +124,7 @@ void addDesugaredHops(std::vector<std::string>& lines, const std::string& progra
 
 /// The torch.compile call on `model` as the case configures it.
 std::string compileCall(const CompileConfig& c) {
+  if (c.exports()) return "exported(model, inputs)";  // the entry point's function, written before run()
   if (!c.compiles()) return "model";  // no torch.compile: eager's own higher-order ops against their Python meaning
   std::string call = fmt::format("torch.compile(model, backend=\"{}\"", c.backend);
   if (!c.defaultMode()) call += fmt::format(", mode=\"{}\"", c.mode);
@@ -346,6 +347,18 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     add("                    torch._dynamo.maybe_mark_dynamic(x, dim)");
     add("        return fn(*args)");
     add("    return call");
+  }
+  if (repro.compile.exports()) {  // the entry point the finding was made through, instead of torch.compile
+    add(fmt::format("def exported(model, inputs):  # entry point: {}", repro.compile.entry));
+    add(fmt::format("    ep = torch.export.export(model, tuple(inputs), strict={})", repro.compile.exportStrict ? "True" : "False"));
+    if (repro.compile.entry == "export") add("    return ep.module()");
+    if (repro.compile.entry == "export+decompose") add("    return ep.run_decompositions().module()");
+    if (repro.compile.entry == "export+saveload") {
+      add("    torch.export.save(ep, \"exported_program.pt2\")");
+      add("    return torch.export.load(\"exported_program.pt2\").module()");
+    }
+    if (repro.compile.entry == "aoti")
+      add("    return torch._inductor.aoti_load_package(torch._inductor.aoti_compile_and_package(ep, package_path=\"aoti_package.pt2\"))");
   }
   add(arbitrated ? "def run(compiled=False, fp64=False):" : "def run(compiled=False):");
   if (!desugaredGlobals(repro.programPy).empty())
