@@ -275,7 +275,8 @@ TEST(KnownUpstream, CheckUpstreamListsTheTrackersClosestIssuesAsPossibleDuplicat
   ASSERT_TRUE(std::getline(portLine, port)) << "the API fixture did not start";
   std::ofstream(policy) << R"({"mutation_share": 0, "schedule": {"bandit": false},
     "generation": {"min_nodes": 2, "max_nodes": 3, "dtype_weights": {"float32": 1}, "op_weights": {"sigmoid": 100000}},
-    "compile": {"backends": {"tcfuzz_planted_sigmoid": 1}, "fullgraph_share": 0, "backward_share": 0}})";
+    "compile": {"backends": {"tcfuzz_planted_sigmoid": 1}, "entries": {"compile": 1}, "fullgraph_share": 0,
+                  "backward_share": 0}})";
   std::string plugin = sourcePath("tests/fixtures/planted_backends.py").string();
   Finished fuzz = runTcfuzz({"fuzz", "-o", out.string(), "--seed", "5", "--policy", policy.string(), "--plugin", plugin,
                              "--max-programs", "2", "--status", "log", "--no-triage", "--llm", "off", "-j", "1",

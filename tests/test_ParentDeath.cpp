@@ -61,7 +61,8 @@ class ParentDeathEndToEnd : public ::testing::Test {
     fs::path policy = out.parent_path() / "policy.json";
     std::ofstream(policy) << R"({"mutation_share": 0, "schedule": {"bandit": false},
       "generation": {"min_nodes": 3, "max_nodes": 4, "dtype_weights": {"float32": 1}, "op_weights": {"cumsum": 300}},
-      "compile": {"backends": {"tcfuzz_planted_cumsum_raise": 1}, "fullgraph_share": 0, "backward_share": 0}})";
+      "compile": {"backends": {"tcfuzz_planted_cumsum_raise": 1}, "entries": {"compile": 1}, "fullgraph_share": 0,
+                  "backward_share": 0}})";
     Finished fuzz = runTcfuzz({"fuzz", "-o", out.string(), "--seed", "3", "--policy", policy.string(), "--plugin",
                                sourcePath("tests/fixtures/planted_backends.py").string(), "--max-programs", "2",
                                "--status", "log", "--no-triage", "--llm", "off", "-j", "1", "--sandbox", sandboxArg()});

@@ -177,6 +177,7 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
       {"compile",
        {{"backends", {{"tcfuzz_planted_sigmoid", 1}, {"tcfuzz_planted_cumsum_raise", 1}, {"tcfuzz_planted_tanh_segv", 1}}},
         {"dynamic", {{"auto", 1}}},
+        {"entries", {{"compile", 1}}},  // every program through the planted backends, none through torch.export
         {"fullgraph_share", 0},
         {"backward_share", 0}}},
       // Fixed shares: the bandit would also scale the 3-6 node range (up to 12), and a larger program can

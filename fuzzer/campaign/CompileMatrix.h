@@ -64,7 +64,7 @@ class CompileMatrix {
   /// The compiled run's entry point (CompileConfig::entry). Drawn last: an export entry then resets
   /// backend, mode, dynamic, fullgraph and backward to their defaults, and keeps templates for "aoti" only.
   std::map<std::string, double> entries{
-      {"compile", 6}, {"export", 1}, {"export+decompose", 1}, {"export+saveload", 0.5}, {"aoti", 1.5}};
+      {"compile", 6.5}, {"export", 1}, {"export+decompose", 1}, {"export+saveload", 0.5}, {"aoti", 1}};
   double exportStrictShare = 0.3;  ///< share of export entries traced with strict=True
   double fullgraphShare = 0.15;
   double backwardShare = 0.25;

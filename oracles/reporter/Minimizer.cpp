@@ -66,6 +66,8 @@ std::vector<std::pair<std::string, std::function<void(MinimizeCase&)>>> configOp
     out.push_back({"mark_dynamic", [](MinimizeCase& m) { m.compile.markDynamic = CompileConfig{}.markDynamic; }});
   if (k.fullgraph)
     out.push_back({"fullgraph", [](MinimizeCase& m) { m.compile.fullgraph = CompileConfig{}.fullgraph; }});
+  if (k.exportStrict)
+    out.push_back({"export_strict", [](MinimizeCase& m) { m.compile.exportStrict = CompileConfig{}.exportStrict; }});
   if (c.backward) out.push_back({"backward", [](MinimizeCase& m) { m.backward = false; }});
   if (k.inductorConfig.is_object())
     for (const auto& [name, _] : k.inductorConfig.items())
