@@ -7,6 +7,7 @@
 #include <torch/headeronly/version.h>
 
 #include "TestWorkers.h"
+#include "fuzzer/worker/InductorCache.h"
 #include "oracles/judge/OutputLoader.h"
 
 using namespace tcfuzz;
@@ -277,4 +278,36 @@ TEST(WorkerPool, KernelLinkerLldOnATorchWithoutCompilerCommandsIsARefusalAndAuto
     WorkerPool pool(spec, 1);
     EXPECT_EQ(pool.hello().kernelLinker, "default");
   }
+}
+
+TEST(InductorCache, OverItsCapTheLeastRecentlyWrittenEntriesGoFirstAndFreshOnesStay) {
+  namespace fs = std::filesystem;
+  TempDir dir("tcfuzz-inductor-cache");
+  fs::path cache = dir.path() / "cache";
+  auto write = [&](const fs::path& rel, size_t bytes, std::chrono::minutes age) {
+    fs::create_directories((cache / rel).parent_path());
+    std::ofstream(cache / rel) << std::string(bytes, 'x');
+    fs::last_write_time(cache / rel, fs::file_time_type::clock::now() - age);
+  };
+  write("fxgraph/aa/entry", 4000, std::chrono::minutes(50));  // oldest: the first to go
+  write("ab/kernel.so", 3000, std::chrono::minutes(40));
+  write("ab/kernel.cpp", 1000, std::chrono::minutes(35));      // the same 2-char directory: one entry per file
+  write("fxgraph/bb/entry", 2000, std::chrono::minutes(30));
+  write("triton/0/new", 5000, std::chrono::minutes(0));        // written just now: kept whatever its age rank
+  CacheTrim none = trimCache(cache, 0, std::chrono::seconds(120));
+  EXPECT_EQ(none.bytesBefore, 15000u);
+  EXPECT_EQ(none.entriesRemoved, 0);  // a cap of 0 trims nothing
+  CacheTrim under = trimCache(cache, 20000, std::chrono::seconds(120));
+  EXPECT_EQ(under.bytesAfter, 15000u);
+  EXPECT_EQ(under.entriesRemoved, 0);
+  CacheTrim t = trimCache(cache, 10000, std::chrono::seconds(120));  // to at most 9000 bytes
+  EXPECT_EQ(t.bytesBefore, 15000u);
+  EXPECT_EQ(t.bytesAfter, 8000u);
+  EXPECT_EQ(t.entriesRemoved, 2);
+  EXPECT_FALSE(fs::exists(cache / "fxgraph/aa"));
+  EXPECT_FALSE(fs::exists(cache / "ab/kernel.so"));
+  EXPECT_TRUE(fs::exists(cache / "ab/kernel.cpp"));
+  EXPECT_TRUE(fs::exists(cache / "fxgraph/bb/entry"));
+  EXPECT_TRUE(fs::exists(cache / "triton/0/new"));
+  EXPECT_EQ(trimCache(dir.path() / "missing", 1, std::chrono::seconds(0)).bytesBefore, 0u);
 }

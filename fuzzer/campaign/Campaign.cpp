@@ -657,6 +657,11 @@ void Campaign::writeStats() {
     ledger_.setLlmCpu(llmCpu);
     for (auto& line : ledger_.statsLines()) kv.push_back(std::move(line));
     for (auto& line : entries_.statsLines()) kv.push_back(std::move(line));
+    if (!settings_.inductorCacheDir.empty()) {
+      kv.emplace_back("inductor_cache_mb", fmt::format("{:.1f}", static_cast<double>(cacheTrim_.bytesAfter) / (1 << 20)));
+      kv.emplace_back("inductor_cache_cap_mb", std::to_string(settings_.inductorCacheCapBytes >> 20));
+      kv.emplace_back("inductor_cache_entries_removed", std::to_string(cacheTrimmed_));
+    }
     for (auto& line : dynamo_.statsLines()) kv.push_back(std::move(line));
   }
   if (extraStats_)

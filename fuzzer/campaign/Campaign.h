@@ -26,6 +26,7 @@
 #include "fuzzer/campaign/DynamoFigures.h"
 #include "fuzzer/campaign/OriginLedger.h"
 #include "fuzzer/llm/LlmProposer.h"
+#include "fuzzer/worker/InductorCache.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/campaign/output/StatusView.h"
 #include "generators/Generator.h"
@@ -74,6 +75,11 @@ struct CampaignSettings {
   double stopReserveSeconds = 5;
   double statsIntervalSeconds = 5;
   double plotIntervalSeconds = 60;
+  /// The workers' Inductor cache, held under inductorCacheCapBytes (0: no cap), least recently written first,
+  /// checked every cacheTrimIntervalSeconds.
+  std::filesystem::path inductorCacheDir;
+  uint64_t inductorCacheCapBytes = 0;
+  double cacheTrimIntervalSeconds = 60;
   /// Programs to judge first, in order, before any is generated (--seed-corpus; a fresh campaign's).
   std::vector<gen::Graph> seedPrograms;
   /// A GPU campaign's per-GPU figures (owned by the caller): each program is counted on its GPU, and
@@ -215,6 +221,8 @@ class Campaign {
   OriginLedger ledger_;        ///< this session's cost and yield per origin
   OriginLedger entries_{"entry"};  ///< the same per entry point of the compiled run (CompileConfig::entry)
   DynamoFigures dynamo_;       ///< this session's graph breaks and recompiles, by kind and reason
+  CacheTrim cacheTrim_;        ///< the Inductor cache's last trim (its size); cacheTrimmed_ entries removed so far
+  int64_t cacheTrimmed_ = 0;
   double sessionTorchSeconds_ = 0;
   double lastNewSignatureAt_ = 0;  ///< unix time
   std::chrono::steady_clock::time_point began_;

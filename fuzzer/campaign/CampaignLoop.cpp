@@ -21,7 +21,7 @@ double unixSeconds() {
 }  // namespace
 
 void Campaign::supervise(const std::function<bool()>& running) {
-  auto lastStats = Clock::time_point{}, lastPlot = Clock::now();
+  auto lastStats = Clock::time_point{}, lastPlot = Clock::now(), lastTrim = Clock::time_point{};
   auto plot = [&] {
     CampaignSnapshot s = snapshot();
     output_.appendPlot({unixSeconds(), s.runSeconds, s.programs, s.programsPerMinute, s.queue, s.features, s.findings,
@@ -46,6 +46,14 @@ void Campaign::supervise(const std::function<bool()>& running) {
       if (std::chrono::duration<double>(now - lastStats).count() >= settings_.statsIntervalSeconds) {
         writeStats();
         lastStats = now;
+      }
+      if (!settings_.inductorCacheDir.empty() &&
+          std::chrono::duration<double>(now - lastTrim).count() >= settings_.cacheTrimIntervalSeconds) {
+        CacheTrim trim = trimCache(settings_.inductorCacheDir, settings_.inductorCacheCapBytes, std::chrono::seconds(120));
+        std::lock_guard lock(mutex_);
+        cacheTrim_ = trim;
+        cacheTrimmed_ += trim.entriesRemoved;
+        lastTrim = now;
       }
       if (std::chrono::duration<double>(now - lastPlot).count() >= settings_.plotIntervalSeconds) {
         plot();

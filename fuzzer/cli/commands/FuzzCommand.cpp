@@ -266,6 +266,8 @@ CampaignSettings campaignSettingsFrom(const Options& o, const CampaignIdentity& 
   settings.test.fp64OnDemand = o.fp64 == "on-demand";  // no fp64 run where it cannot change the verdict
   settings.test.confirmFindings = true;   // fresh process, cold cache: before anything is recorded
   settings.pinned = id.pinned;
+  settings.inductorCacheDir = spec.inductorCacheDir.empty() ? spec.workDir / "inductor-cache" : spec.inductorCacheDir;
+  settings.inductorCacheCapBytes = static_cast<uint64_t>(std::max<int64_t>(0, o.inductorCacheMb)) << 20;
   return settings;
 }
 
