@@ -99,7 +99,7 @@ TEST(CompileMatrix, EntryPointsAreDrawnLastAndResetTorchCompilesArguments) {
   CompileMatrix m;
   gen::Rng rng(9);
   std::map<std::string, int> drawn;
-  int strict = 0, exported = 0, aotiTemplated = 0;
+  int strict = 0, exported = 0, aotiTemplated = 0, ranged = 0;
   const int n = 4000;
   for (int i = 0; i < n; ++i) {
     SampledCompile s = m.sample(rng, "cpu", {});
@@ -112,7 +112,10 @@ TEST(CompileMatrix, EntryPointsAreDrawnLastAndResetTorchCompilesArguments) {
     defaults.entry = s.config.entry;
     defaults.exportStrict = s.config.exportStrict;
     defaults.inductorConfig = s.config.inductorConfig;
-    EXPECT_EQ(s.config, defaults) << s.config.describe();  // backend, mode, dynamic and fullgraph as torch's
+    defaults.dynamic = s.config.dynamic;
+    EXPECT_EQ(s.config, defaults) << s.config.describe();  // backend, mode, marks and fullgraph as torch's
+    EXPECT_TRUE(!s.config.dynamic || *s.config.dynamic) << "dynamic=true means Dim ranges; static is the default";
+    ranged += s.config.dynamic.has_value();
     if (s.config.entry != "aoti") EXPECT_TRUE(s.templates.empty() && s.config.inductorConfig.empty());
     aotiTemplated += s.config.entry == "aoti" && !s.templates.empty();
   }
@@ -120,6 +123,7 @@ TEST(CompileMatrix, EntryPointsAreDrawnLastAndResetTorchCompilesArguments) {
   EXPECT_NEAR(drawn["aoti"] / double(n), 0.1, 0.02);
   EXPECT_NEAR(drawn["export+saveload"] / double(n), 0.05, 0.015);
   EXPECT_NEAR(strict / double(exported), m.exportStrictShare, 0.04);
+  EXPECT_NEAR(ranged / double(exported), 0.3, 0.04);  // dynamic drawn "true" (2 of 10) or "mark" (1 of 10)
   EXPECT_GT(aotiTemplated, 0);  // AOTInductor keeps the Inductor templates drawn for it
   PinnedCompile pinned;  // a torch.compile option given pins torch.compile
   pinned.backend = "eager";

@@ -44,12 +44,20 @@ TEST(EntryPoints, EveryEntryJudgesWritesIntoABufferAndAnInputAsEagerDoesAndKeeps
   // every entry point (a loaded program's copies are written back; AOTInductor's constants are the model's own).
   TempDir dir("tcfuzz-entry");
   fs::path program = sourcePath("tests/programs/mutates_input_and_buffer.py");
+  // Two entries export with Dim ranges (--dynamic true): call 4 then runs at another size (dim 0: 3 -> 2).
   for (std::string entry : {"export", "export+decompose", "export+saveload", "aoti"}) {
     fs::path work = dir.path() / entry;
-    nlohmann::json j = runThrough(entry, program, work);
+    bool ranges = entry == "export+decompose" || entry == "aoti";
+    nlohmann::json j = runThrough(entry, program, work, ranges ? std::vector<std::string>{"--dynamic", "true"}
+                                                               : std::vector<std::string>{});
     ASSERT_TRUE(j.is_object()) << entry;
     EXPECT_EQ(j["verdict"], "agree") << entry << ": " << j.value("reason", "");
-    EXPECT_EQ(j["config"], (nlohmann::json{{"entry", entry}}));
+    nlohmann::json config{{"entry", entry}};
+    if (ranges) config["dynamic"] = true;
+    EXPECT_EQ(j["config"], config);
+    int resized = 0;
+    for (const auto& o : j["outputs"]) resized += o["name"].get<std::string>().starts_with("resized (dim 0 of input 0: 3 -> 2)");
+    EXPECT_EQ(resized, ranges ? 1 : 0) << entry << ": " << j["outputs"].dump();
     EXPECT_EQ(j["compiled"]["phase"], "done") << entry;
     EXPECT_FALSE(j["compiled"].contains("compile_facts")) << entry;  // Dynamo's facts are torch.compile's
     int states = 0;

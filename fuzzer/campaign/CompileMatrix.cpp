@@ -206,6 +206,7 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
   oracles::CompileConfig exported;
   exported.setEntry(entry);
   exported.exportStrict = strict;
+  if (c.symbolicSizes()) exported.dynamic = true;  // dynamic=True or marks drawn: export with Dim ranges
   if (entry == "aoti") exported.inductorConfig = c.inductorConfig;
   else s.templates.clear();
   s.config = exported;

@@ -62,7 +62,8 @@ class CompileMatrix {
   /// (CompileConfig::markDynamic).
   std::map<std::string, double> dynamic{{"auto", 6}, {"true", 2}, {"false", 1}, {"mark", 1}};
   /// The compiled run's entry point (CompileConfig::entry). Drawn last: an export entry then resets
-  /// backend, mode, dynamic, fullgraph and backward to their defaults, and keeps templates for "aoti" only.
+  /// backend, mode, fullgraph and backward to their defaults, keeps templates for "aoti" only, and turns a
+  /// drawn dynamic=True or "mark" into dynamic=true (export with Dim ranges).
   std::map<std::string, double> entries{
       {"compile", 6.5}, {"export", 1}, {"export+decompose", 1}, {"export+saveload", 0.5}, {"aoti", 1}};
   double exportStrictShare = 0.3;  ///< share of export entries traced with strict=True

@@ -88,10 +88,10 @@ oracles::CompileConfig compileConfigFrom(const Options& o) {
   c.setEntry(o.entry);
   c.exportStrict = o.exportStrict;
   if (c.exports() && (o.backward || o.backend != oracles::kInductorBackend || o.mode != oracles::kDefaultModeName ||
-                      o.dynamic != "auto" || o.fullgraph))
+                      o.dynamic == "mark" || o.fullgraph))
     throw std::invalid_argument("--entry " + o.entry +
-                                " runs torch.export: --backward, --backend, --mode, --dynamic and --fullgraph are "
-                                "torch.compile's (--entry compile)");
+                                " runs torch.export: --backward, --backend, --mode, --dynamic mark and --fullgraph are "
+                                "torch.compile's (--entry compile); --dynamic true exports with Dim ranges");
   for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
   return c;
 }

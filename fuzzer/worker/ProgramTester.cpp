@@ -196,19 +196,43 @@ const DocumentedRefusal kDocumentedRefusals[] = {
                   ? "a graph break under torch.export(strict=True)"
                   : "";
      }},
+    // An exported program called at another size (call 4) that its ranges or a dimension the trace specialized
+    // exclude: its input guard raises a clean error naming the range, export's documented contract.
+    {"export-input-guard",
+     [](const TestSettings& s, const oracles::RunResult& c, const oracles::ExceptionInfo& e) -> std::string {
+       if (!s.compile.exports() || c.phase != "resized-call" || e.qualifiedType != "builtins.AssertionError" ||
+           !e.message.starts_with("Guard failed: "))
+         return "";
+       return "the exported program's input guard refuses the size (" + e.message.substr(0, e.message.find('\n')) + ")";
+     }},
+    // AOTInductor's own input check (AOTI_RUNTIME_CHECK_INPUTS=1, which the worker sets) refusing the size or the
+    // strides of call 4 or of the moved call: the package is built for its example's layout and ranges.
+    {"aoti-input-check",
+     [](const TestSettings& s, const oracles::RunResult& c, const oracles::ExceptionInfo& e) -> std::string {
+       if (s.compile.entry != "aoti" || (c.phase != "resized-call" && c.phase != "moved-call") ||
+           e.qualifiedType != "builtins.RuntimeError" ||
+           (!e.message.starts_with("expected size ") && e.message.find("input_handles[") == std::string::npos))
+         return "";
+       return "AOTInductor's input check refuses the call's inputs (" + e.message.substr(0, e.message.find('\n')) + ")";
+     }},
 };
 
-/// The exception modules whose types a documented refusal may name: Dynamo's and symbolic shapes'.
-bool refusalModule(const std::string& qualifiedType) {
+/// Whether a documented refusal may name the compiled run's exception type: Dynamo's and symbolic shapes' types,
+/// an exported program's input guard (a builtins.AssertionError) in the call at another size, and AOTInductor's
+/// input check (a builtins.RuntimeError) in that call or the moved one.
+bool refusalModule(const TestSettings& s, const oracles::RunResult& c, const std::string& qualifiedType) {
   return qualifiedType.starts_with("torch._dynamo.exc.") ||
-         qualifiedType.starts_with("torch.fx.experimental.symbolic_shapes.");
+         qualifiedType.starts_with("torch.fx.experimental.symbolic_shapes.") ||
+         (s.compile.exports() && c.phase == "resized-call" && qualifiedType == "builtins.AssertionError") ||
+         (s.compile.entry == "aoti" && (c.phase == "resized-call" || c.phase == "moved-call") &&
+          qualifiedType == "builtins.RuntimeError");
 }
 
 /// Why the compiled run's rejection is documented as unsupported (kDocumentedRefusals), or "".
 std::string documentedRefusal(const TestSettings& settings, const ProgramTestResult& r) {
   const auto& c = r.runs.compiled;
   if (r.verdict.verdict != oracles::Verdict::CrashMismatch || c.status != oracles::RunStatus::Exception || !c.exception ||
-      !refusalModule(c.exception->qualifiedType))
+      !refusalModule(settings, c, c.exception->qualifiedType))
     return "";
   for (const DocumentedRefusal& row : kDocumentedRefusals)
     if (std::string why = row.applies(settings, c, *c.exception); !why.empty()) return why;

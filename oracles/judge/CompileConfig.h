@@ -34,7 +34,9 @@ struct CompileConfig {
   bool markDynamic = false;
   bool fullgraph = false;
   /// How the compiled run reaches the compiler: an entryPointNames() name. Under an export entry backend,
-  /// mode, dynamic and fullgraph keep their defaults; Inductor options apply to "aoti" only.
+  /// mode and fullgraph keep their defaults, Inductor options apply to "aoti" only, and dynamic=true exports
+  /// with a Dim.AUTO range [2, n + 1] on every dimension of size n >= 2 of each tensor input (call 4 then runs
+  /// at the size n - 1, or 3 from 2: inside the range or on its edge).
   std::string entry = kCompileEntry;
   /// torch.export.export(strict=True) (Dynamo traces) rather than non-strict (Python runs on fake tensors).
   bool exportStrict = false;

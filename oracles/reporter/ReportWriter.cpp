@@ -93,6 +93,8 @@ std::string describeCompile(const CompileConfig& c) {
   if (c.exports()) {
     std::string strict = c.exportStrict ? "True" : "False";
     std::string out = code("torch.export.export(model, inputs, strict=" + strict + ")");
+    if (c.dynamic.value_or(false))
+      out += " with a " + code("Dim.AUTO") + " range [2, n + 1] on every input dimension of size n >= 2";
     if (c.entry == "export") out += ", then " + code("ep.module()");
     if (c.entry == "export+decompose") out += ", then " + code("ep.run_decompositions().module()");
     if (c.entry == "export+saveload") out += ", a " + code("torch.export.save") + "/" + code("load") + " round trip, then " + code(".module()");

@@ -350,7 +350,14 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   }
   if (repro.compile.exports()) {  // the entry point the finding was made through, instead of torch.compile
     add(fmt::format("def exported(model, inputs):  # entry point: {}", repro.compile.entry));
-    add(fmt::format("    ep = torch.export.export(model, tuple(inputs), strict={})", repro.compile.exportStrict ? "True" : "False"));
+    std::string strict = repro.compile.exportStrict ? "True" : "False";
+    if (repro.compile.dynamic.value_or(false)) {  // Dim ranges [2, n + 1] on every dimension of size n >= 2
+      add("    ranges = tuple({d: torch.export.Dim.AUTO(min=2, max=n + 1) for d, n in enumerate(x.shape) if n >= 2}");
+      add("                   if isinstance(x, torch.Tensor) else None for x in inputs)");
+      add(fmt::format("    ep = torch.export.export(model, tuple(inputs), strict={}, dynamic_shapes=ranges)", strict));
+    } else {
+      add(fmt::format("    ep = torch.export.export(model, tuple(inputs), strict={})", strict));
+    }
     if (repro.compile.entry == "export") add("    return ep.module()");
     if (repro.compile.entry == "export+decompose") add("    return ep.run_decompositions().module()");
     if (repro.compile.entry == "export+saveload") {
