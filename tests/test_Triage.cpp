@@ -352,7 +352,8 @@ TEST(TriageConversions, ATriagedCaseSurvivesItsTriageRow) {
   t.trace = {true, "traces/abc/tlparse", "short_repro.py", ""};
   json j = toJson(t);
   EXPECT_EQ(j["repro"]["compile"].dump(),
-            R"({"backend":"aot_eager","dynamic":true,"fullgraph":false,"inductor_config":{},"mark_dynamic":false,"mode":null})");
+            R"({"backend":"aot_eager","dynamic":true,"entry":"compile","export_strict":false,"fullgraph":false,)"
+            R"("inductor_config":{},"mark_dynamic":false,"mode":null})");
   TriagedCase back = triagedCaseFromJson(j);
   EXPECT_EQ(back.signature, t.signature);
   EXPECT_EQ(back.repro.divergingLeaves, t.repro.divergingLeaves);
