@@ -26,7 +26,8 @@ from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, 
 from lift import run_lift_job
 from script_job import SCRIPT_TAIL_CHARS, run_script_job, tail
 from program_guard import GUARD
-from reference.repro_shared import (call_in_fp64, exported_model, fresh_copies, later_call_leaves, layout_copy,
+from reference.entry_points import exported_model
+from reference.repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy,
                                     layout_copies, marking_dynamic, schedule_leaves, seed_everything, widen_inputs,
                                     widen_model_and_inputs, write_tensor_file)
 

@@ -14,18 +14,20 @@
 #include "oracles/reporter/ReproCompare.inc"  // kReproCompareTemplate: oracles/reporter/repro/repro_compare.py
 #include "oracles/reporter/ReproCalls.inc"  // kReproCallsTemplate: oracles/reporter/repro/repro_calls.py
 #include "oracles/reporter/DesugaredHops.inc"  // kDesugaredHopsTemplate: fuzzer/worker/python/reference/desugared_hops.py
+#include "oracles/reporter/EntryPoints.inc"  // kEntryPointsTemplate: fuzzer/worker/python/reference/entry_points.py
 
 namespace tcfuzz::oracles {
 namespace {
 
 constexpr std::string_view kCaseMarker = "TCFUZZ_CASE_JSON";
 
-/// The files put into repro_driver.py, each at its one marker line: the calls of a run, the judge, and each
-/// higher-order op's Python meaning (the worker child imports that same file).
+/// The files put into repro_driver.py, each at its one marker line: the calls of a run, the judge, each
+/// higher-order op's Python meaning and the export entry points (the worker child imports those two same files).
 constexpr std::pair<std::string_view, const char*> kDriverParts[] = {
     {"TCFUZZ_CALLS_BLOCK", kReproCallsTemplate},
     {"TCFUZZ_COMPARE_BLOCK", kReproCompareTemplate},
     {"TCFUZZ_HOPS_BLOCK", kDesugaredHopsTemplate},
+    {"TCFUZZ_ENTRY_POINTS_BLOCK", kEntryPointsTemplate},
 };
 
 /// repro_driver.py with its parts (kDriverParts) put in.
