@@ -65,9 +65,12 @@ std::string configText(const MinimizeCase& c) {
   return text;
 }
 
-/// The title's tag for a component: "[dynamo]", "[aot_autograd]", "[inductor]", "[<backend>]", "[torch.compile]".
+/// The title's tag for a component: "[dynamo]", "[aot_autograd]", "[inductor]", "[export]", "[aoti]",
+/// "[<backend>]", "[torch.compile]".
 std::string componentTag(const std::string& component) {
   if (component.rfind("dynamo", 0) == 0) return "[dynamo]";
+  if (component.rfind("torch.export", 0) == 0) return "[export]";
+  if (component.rfind("AOTInductor", 0) == 0) return "[aoti]";
   if (component.rfind("aot_autograd", 0) == 0) return "[aot_autograd]";
   if (component.rfind("inductor", 0) == 0) return "[inductor]";
   if (component.rfind("backend ", 0) == 0) return "[" + firstLine(component.substr(8), 40) + "]";
