@@ -687,6 +687,11 @@ SAVED_PROGRAM = "exported_program.pt2"  # export+saveload's round trip, in the g
 AOTI_PACKAGE = "aoti_package.pt2"  # aoti's package, in the given directory
 
 
+def exports(cfg):
+    """Whether the job's compile configuration `cfg` goes through torch.export (CompileConfig::exports)."""
+    return cfg.get("entry", "compile") != "compile"
+
+
 def model_tensors(model):
     """The model's parameters and buffers by their qualified names (shared ones under every name)."""
     named = dict(model.named_parameters(remove_duplicate=False))
@@ -929,7 +934,7 @@ def run(mode):
     Returns the leaves, their names and their roles."""
     model, inputs = build(mode)
     fn = model
-    if mode == "compiled" and CASE["compile"].get("entry", "compile") != "compile":  # through torch.export
+    if mode == "compiled" and exports(CASE["compile"]):  # through torch.export
         with torch.set_grad_enabled(bool(CASE["backward"])):  # traced in the grad mode the calls run in
             fn = exported_model(model, fresh_copies(inputs), CASE["compile"], os.path.dirname(os.path.abspath(__file__)))
     elif mode == "compiled" and CASE["compile"].get("backend") != "none":  # "none": the program's own HOPs, uncompiled

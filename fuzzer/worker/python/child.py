@@ -26,7 +26,7 @@ from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, 
 from lift import run_lift_job
 from script_job import SCRIPT_TAIL_CHARS, run_script_job, tail
 from program_guard import GUARD
-from reference.entry_points import exported_model
+from reference.entry_points import exported_model, exports
 from reference.repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy,
                                     layout_copies, marking_dynamic, schedule_leaves, seed_everything, widen_inputs,
                                     widen_model_and_inputs, write_tensor_file)
@@ -163,7 +163,7 @@ class ChildRun:
         cfg = self.job.get("compile") or {}
         if cfg.get("backend") == NO_COMPILE_BACKEND:
             return model  # the program's own higher-order ops in eager, judged against their Python meaning
-        if cfg.get("entry", "compile") != "compile":
+        if exports(cfg):
             self.mark("export")
             started = time.monotonic()
             with torch.set_grad_enabled(bool(self.job.get("backward", False))):  # the grad mode the calls run in
@@ -400,7 +400,7 @@ class ChildRun:
             result["backward"] = self.backward_note
         cfg = job.get("compile") or {}
         # Dynamo's facts are torch.compile's: an export entry captures its one graph by design.
-        if mode == "compiled" and cfg.get("backend") != NO_COMPILE_BACKEND and cfg.get("entry", "compile") == "compile":
+        if mode == "compiled" and cfg.get("backend") != NO_COMPILE_BACKEND and not exports(cfg):
             result["compile_facts"] = compile_facts()
             result["compile_phases"] = compile_phases(self.compile_seconds)
             if self.repeat_recompiles:

@@ -40,7 +40,7 @@ def run(mode):
     Returns the leaves, their names and their roles."""
     model, inputs = build(mode)
     fn = model
-    if mode == "compiled" and CASE["compile"].get("entry", "compile") != "compile":  # through torch.export
+    if mode == "compiled" and exports(CASE["compile"]):  # through torch.export
         with torch.set_grad_enabled(bool(CASE["backward"])):  # traced in the grad mode the calls run in
             fn = exported_model(model, fresh_copies(inputs), CASE["compile"], os.path.dirname(os.path.abspath(__file__)))
     elif mode == "compiled" and CASE["compile"].get("backend") != "none":  # "none": the program's own HOPs, uncompiled

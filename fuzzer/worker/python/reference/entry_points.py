@@ -12,6 +12,11 @@ SAVED_PROGRAM = "exported_program.pt2"  # export+saveload's round trip, in the g
 AOTI_PACKAGE = "aoti_package.pt2"  # aoti's package, in the given directory
 
 
+def exports(cfg):
+    """Whether the job's compile configuration `cfg` goes through torch.export (CompileConfig::exports)."""
+    return cfg.get("entry", "compile") != "compile"
+
+
 def model_tensors(model):
     """The model's parameters and buffers by their qualified names (shared ones under every name)."""
     named = dict(model.named_parameters(remove_duplicate=False))
