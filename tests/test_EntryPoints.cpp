@@ -1,5 +1,7 @@
-// The compiled run's entry points through torch.export (docs/oracle.md, "Entry points"), end to end through
-// `tcfuzz run --entry`: real torch.export, run_decompositions, save/load and AOTInductor on real programs.
+// The compiled run's entry points (docs/oracle.md, "Entry points"), end to end through `tcfuzz run --entry`: real
+// torch.export, run_decompositions, save/load and AOTInductor on real programs, and real training steps with
+// torch.compile of the model, of the optimizer's step or both (the planted TEST FIXTURE backend proves the oracle
+// fires on a wrong step, and that repro.py and short_repro.py show it).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,24 +10,27 @@
 #include <nlohmann/json.hpp>
 
 #include "TestWorkers.h"
+#include "oracles/reporter/repro/ReproWriter.h"
+#include "oracles/reporter/repro/ShortReproWriter.h"
 
 using namespace tcfuzz;
 using tcfuzz::test_support::CliRun;
 using tcfuzz::test_support::runCli;
+using tcfuzz::test_support::readText;
 using tcfuzz::test_support::sourcePath;
 using tcfuzz::test_support::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
-/// `tcfuzz run --json --entry ENTRY program` in a kept work directory `work`: the parsed JSON line.
+/// `tcfuzz run --json --entry ENTRY program` in a kept work directory `work`, exiting `exitCode`: the parsed JSON line.
 nlohmann::json runThrough(const std::string& entry, const fs::path& program, const fs::path& work,
-                          std::vector<std::string> extra = {}) {
+                          std::vector<std::string> extra = {}, int exitCode = 0) {
   std::vector<std::string> args{"run", "--json", "--keep", "--work-dir", work.string(), "--entry", entry};
   args.insert(args.end(), extra.begin(), extra.end());
   args.push_back(program.string());
   CliRun r = runCli(args);
-  EXPECT_EQ(r.exitCode, 0) << entry << "\n" << r.out << r.err;
+  EXPECT_EQ(r.exitCode, exitCode) << entry << "\n" << r.out << r.err;
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
@@ -87,4 +92,82 @@ TEST(EntryPoints, TorchCompilesOptionsBesideAnExportEntryAreAUsageError) {
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("--entry aoti runs torch.export"), std::string::npos) << r.err;
   EXPECT_EQ(runCli({"run", "--entry", "torchscript", sourcePath("corpus/frexp_mul.py").string()}).exitCode, 2);
+}
+
+TEST(EntryPoints, TrainingStepsInEveryModeJudgeEachLossThenEveryParameterAndOptimizerState) {
+  TempDir dir("tcfuzz-train");
+  fs::path program = sourcePath("corpus/conv1d_mean_linear.py");
+  nlohmann::json j = runThrough("train", program, dir.path() / "both",
+                                {"--train", "optimizer=adam,steps=3,scheduler=step,clip=1,compiled=both"});
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["verdict"], "agree") << j.value("reason", "");
+  EXPECT_EQ(j["config"]["entry"], "train");
+  EXPECT_EQ(j["config"]["training"], (nlohmann::json{{"optimizer", "adam"}, {"steps", 3}, {"lr", 0.01},
+                                                     {"foreach", false}, {"scheduler", "step"}, {"clip_norm", 1.0},
+                                                     {"compiled", "both"}}));
+  int losses = 0, params = 0, moments = 0;
+  for (const auto& o : j["outputs"]) {
+    EXPECT_EQ(o["role"], "training") << o.dump();
+    std::string name = o.value("name", "");
+    losses += name.ends_with(": loss");
+    params += name.starts_with("param ") && name.ends_with(" after 3 steps");
+    moments += name.starts_with("optimizer state exp_avg_sq of ");
+  }
+  EXPECT_EQ(losses, 3);
+  EXPECT_GE(params, 2);  // the model's weights and biases
+  EXPECT_EQ(moments, params) << "Adam keeps a second moment per parameter";
+  EXPECT_GT(j["compiled"]["times"].value("compile_s", 0.0), 0.0);
+}
+
+TEST(EntryPoints, APlantedWrongOptimizerStepIsFoundWhereTheStepIsCompiledAndBothReprosShowIt) {
+  // TEST FIXTURE backend tcfuzz_planted_step: a graph run without grad mode (optimizer.step) moves a parameter.
+  TempDir dir("tcfuzz-train-planted");
+  fs::path program = sourcePath("corpus/conv1d_mean_linear.py");
+  fs::path plugin = sourcePath("tests/fixtures/planted_backends.py");
+  std::vector<std::string> planted{"--plugin", plugin.string(), "--backend", "tcfuzz_planted_step", "--seed", "3"};
+  auto withPart = [&](const std::string& part) {
+    std::vector<std::string> args = planted;
+    args.insert(args.end(), {"--train", "optimizer=sgd,steps=2,compiled=" + part});
+    return args;
+  };
+  nlohmann::json step = runThrough("train", program, dir.path() / "step", withPart("step"), /*numeric-divergence*/ 12);
+  EXPECT_EQ(step["verdict"], "numeric-divergence");
+  EXPECT_TRUE(step.value("reason", "").starts_with("output 2 step 2: output 0: rmse(compiled, fp64)")) << step.value("reason", "");
+  nlohmann::json model = runThrough("train", program, dir.path() / "model", withPart("model"));
+  EXPECT_EQ(model["verdict"], "agree") << "the planted bug is in the step graph only: " << model.value("reason", "");
+
+  oracles::ReproCase c;
+  c.programPy = readText(program);
+  c.compile.backend = "tcfuzz_planted_step";
+  c.compile.setEntry("train");
+  c.compile.training = oracles::TrainingLoop::parse("optimizer=sgd,steps=2,compiled=step");
+  c.seed = 3;
+  c.verdict = "numeric-divergence";
+  c.plugins = {plugin.string()};
+  c.divergingLeaves = {2};
+  test_support::OneWorkerTester workers("tcfuzz-train-repro");
+  fs::path repro = workers.dir.path() / "repro.py", shortRepro = workers.dir.path() / "short_repro.py";
+  std::ofstream(repro) << oracles::renderRepro(c, "planted step");
+  std::ofstream(shortRepro) << oracles::renderShortRepro(c, "planted step", oracles::ComparatorOptions{});
+  oracles::RunResult full = workers.runScript(repro);
+  EXPECT_EQ(full.exitCode.value_or(-1), 1) << test_support::describeRun(full);
+  EXPECT_EQ(oracles::reproVerdict(full.stdoutTail), "numeric-divergence") << test_support::describeRun(full);
+  EXPECT_NE(full.stdoutTail.find("leaf 2 (step 2: output 0): fail"), std::string::npos) << test_support::describeRun(full);
+  oracles::RunResult brief = workers.runScript(shortRepro, {plugin});
+  oracles::Signature numeric;
+  numeric.symptom = "numeric-divergence";
+  EXPECT_TRUE(oracles::shortReproReproduces(c, numeric, brief)) << test_support::describeRun(brief);
+}
+
+TEST(EntryPoints, TrainingStepOptionsOutsideTheTrainEntryAreAUsageError) {
+  std::string program = sourcePath("corpus/frexp_mul.py").string();
+  CliRun bare = runCli({"run", "--train", "optimizer=sgd", program});
+  EXPECT_EQ(bare.exitCode, 2);
+  EXPECT_NE(bare.err.find("--train describes the steps of --entry train"), std::string::npos) << bare.err;
+  CliRun backward = runCli({"run", "--entry", "train", "--backward", program});
+  EXPECT_EQ(backward.exitCode, 2);
+  EXPECT_NE(backward.err.find("--entry train runs its own backward"), std::string::npos) << backward.err;
+  CliRun unknown = runCli({"run", "--entry", "train", "--train", "optimizer=lbfgs", program});
+  EXPECT_EQ(unknown.exitCode, 2);
+  EXPECT_NE(unknown.err.find("optimizer 'lbfgs' is not one of sgd, adam, adamw"), std::string::npos) << unknown.err;
 }

@@ -367,6 +367,19 @@ std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, co
   return std::move(trial.features);
 }
 
+void Campaign::trainingProgram(Candidate& c, Trial& t) const {
+  const gen::Graph& g = c.graph;
+  bool trainable = std::any_of(g.params.begin(), g.params.end(),
+                               [&](const gen::Source& p) { return gen::isFloat(g.typeOf(p.value).dtype); });
+  if (!trainable) {  // nothing for an optimizer to step: judged through torch.compile instead, and credited so
+    t.compile.config.setEntry(oracles::kCompileEntry);
+    for (auto& [dimension, arm] : c.pulls.arms)
+      if (dimension == ScheduleDimension::Entry) arm = oracles::kCompileEntry;
+    return;
+  }
+  c.graph.schedule.clear();  // the steps call forward themselves: a call schedule would not run
+}
+
 void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t) {
   {
     std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
@@ -375,6 +388,7 @@ void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t) {
   }
   // Export traces forward once: the program it judges is the one a single trace captures whole.
   if (t.compile.config.exports()) c.graph = gen::singleTraceProgram(c.graph);
+  if (t.compile.config.trains()) trainingProgram(c, t);
   t.py = emitter_.emit(c.graph);
   t.file = scratch / fmt::format("{:06d}.py", c.index);
   writeFileAtomically(t.file, t.py);

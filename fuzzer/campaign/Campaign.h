@@ -167,6 +167,9 @@ class Campaign {
   /// in this order, are the member functions below.
   std::optional<std::vector<std::string>> testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
   /// Emits the candidate's Python into `scratch` and draws its compile configuration (the scheduler's arms).
+  /// A program drawn for the "train" entry: its call schedule dropped; without a floating parameter, judged
+  /// through torch.compile instead (its entry arm credited so).
+  void trainingProgram(Candidate& c, Trial& t) const;
   void prepareTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial);
   /// Tests the program in eager, compiled and fp64; false (the file removed, the cause counted or the
   /// campaign stopped) when it was not judged: cancelled, a dead worker, a rejected compile template,

@@ -101,6 +101,18 @@ CompileMatrix CompileMatrix::fromJson(const json& doc) {
     else if (key == "dynamic") m.dynamic = weightsFrom(v, key, {"auto", "true", "false", "mark"});
     else if (key == "entries") m.entries = weightsFrom(v, key, {oracles::entryPointNames().begin(), oracles::entryPointNames().end()});
     else if (key == "export_strict_share") m.exportStrictShare = shareFrom(v, key);
+    else if (key == "training_optimizers")
+      m.trainingOptimizers = weightsFrom(v, key, {oracles::TrainingLoop::optimizerNames().begin(), oracles::TrainingLoop::optimizerNames().end()});
+    else if (key == "training_compiled")
+      m.trainingCompiled = weightsFrom(v, key, {oracles::TrainingLoop::compiledParts().begin(), oracles::TrainingLoop::compiledParts().end()});
+    else if (key == "training_schedulers")
+      m.trainingSchedulers = weightsFrom(v, key, {oracles::TrainingLoop::schedulerNames().begin(), oracles::TrainingLoop::schedulerNames().end()});
+    else if (key == "max_training_steps") {
+      if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 8)
+        throw std::invalid_argument("compile matrix: 'max_training_steps' must be an integer from 1 to 8");
+      m.maxTrainingSteps = v.get<int>();
+    } else if (key == "training_foreach_share") m.trainingForeachShare = shareFrom(v, key);
+    else if (key == "training_clip_share") m.trainingClipShare = shareFrom(v, key);
     else if (key == "fullgraph_share") m.fullgraphShare = shareFrom(v, key);
     else if (key == "backward_share") m.backwardShare = shareFrom(v, key);
     else if (key == "template_share") m.templateShare = shareFrom(v, key);
@@ -137,7 +149,10 @@ json CompileMatrix::toJson() const {
           {"dynamic", dynamic},            {"entries", entries},
           {"export_strict_share", exportStrictShare}, {"fullgraph_share", fullgraphShare},
           {"backward_share", backwardShare}, {"template_share", templateShare},
-          {"max_templates", maxTemplates}, {"templates", t}};
+          {"max_templates", maxTemplates}, {"templates", t},
+          {"training_optimizers", trainingOptimizers}, {"training_compiled", trainingCompiled},
+          {"training_schedulers", trainingSchedulers}, {"max_training_steps", maxTrainingSteps},
+          {"training_foreach_share", trainingForeachShare}, {"training_clip_share", trainingClipShare}};
 }
 
 std::vector<std::string> CompileMatrix::usableTemplates(const std::string& device) const {
@@ -201,6 +216,24 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
                       : pinned.entryPinned() || shares.entries.empty() ? oracles::kCompileEntry
                                                                        : drawKey(rng, shares.entries);
   if (entry == oracles::kCompileEntry) return s;
+  if (entry == oracles::kTrainEntry) {
+    c.setEntry(entry);
+    c.fullgraph = false;  // the compiled step may break its graph (clipping, a scheduler's lr)
+    c.markDynamic = false;
+    s.backward = false;   // the steps run their own backward
+    if (pinned.training) {
+      c.training = *pinned.training;
+    } else {
+      c.training.optimizer = drawKey(rng, trainingOptimizers);
+      c.training.compiled = drawKey(rng, trainingCompiled);
+      std::string scheduler = drawKey(rng, trainingSchedulers);
+      c.training.scheduler = scheduler == "none" ? "" : scheduler;
+      c.training.steps = static_cast<int>(rng.uniform(std::min(2, maxTrainingSteps), maxTrainingSteps));
+      c.training.foreach = rng.chance(trainingForeachShare);
+      c.training.clipNorm = rng.chance(trainingClipShare) ? 1.0 : 0.0;
+    }
+    return s;
+  }
   bool strict = pinned.exportStrict ? *pinned.exportStrict : rng.chance(exportStrictShare);
   // torch.export's arguments are the entry and strict only; AOTInductor alone reads Inductor options.
   oracles::CompileConfig exported;

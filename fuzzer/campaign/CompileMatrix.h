@@ -29,6 +29,7 @@ struct PinnedCompile {
   std::optional<bool> fullgraph, backward;
   std::optional<std::string> entry;  ///< an oracles::entryPointNames() name; a pinned backend pins "compile"
   std::optional<bool> exportStrict;
+  std::optional<oracles::TrainingLoop> training;  ///< --train: the "train" entry's steps, not drawn
   std::optional<nlohmann::json> inductorConfig;  ///< pinned: exactly these overrides, no templates
   /// Whether a pinned torch.compile argument (backend, mode, dynamic, fullgraph, backward on) pins the entry
   /// point to torch.compile; a pinned entry pins it too. The entry is drawn when neither does.
@@ -64,9 +65,19 @@ class CompileMatrix {
   /// The compiled run's entry point (CompileConfig::entry). Drawn last: an export entry then resets
   /// backend, mode, fullgraph and backward to their defaults, keeps templates for "aoti" only, and turns a
   /// drawn dynamic=True or "mark" into dynamic=true (export with Dim ranges).
-  std::map<std::string, double> entries{
-      {"compile", 6.5}, {"export", 1}, {"export+decompose", 1}, {"export+saveload", 0.5}, {"aoti", 1}};
+  /// "train" keeps torch.compile's drawn arguments but fullgraph and marks (training steps call forward
+  /// themselves), runs no forward-only backward, and draws its TrainingLoop from the training weights below.
+  std::map<std::string, double> entries{{"compile", 6.5}, {"export", 1},    {"export+decompose", 1},
+                                        {"export+saveload", 0.5}, {"aoti", 1}, {"train", 0.8}};
   double exportStrictShare = 0.3;  ///< share of export entries traced with strict=True
+  /// The "train" entry's draws: optimizer, what is compiled, scheduler ("none" too), steps (2 to maxTrainingSteps),
+  /// the foreach share and the gradient clipping share (max_norm 1).
+  std::map<std::string, double> trainingOptimizers{{"sgd", 1}, {"adam", 1}, {"adamw", 1}};
+  std::map<std::string, double> trainingCompiled{{"model", 1}, {"step", 1}, {"both", 2}};
+  std::map<std::string, double> trainingSchedulers{{"none", 3}, {"step", 1}, {"exponential", 1}};
+  int maxTrainingSteps = 4;
+  double trainingForeachShare = 0.5;
+  double trainingClipShare = 0.3;
   double fullgraphShare = 0.15;
   double backwardShare = 0.25;
   double templateShare = 0.4;  ///< share of inductor runs that apply templates

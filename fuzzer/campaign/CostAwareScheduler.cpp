@@ -82,7 +82,8 @@ void recordArms(const SampledCompile& sc, const CompileMatrix& matrix, const Pin
   if (!pinned.backend && !c.exports()) pulls.arms.emplace_back(ScheduleDimension::Backend, c.backend);
   if (!pinned.mode && c.usesInductor() && !c.exports())
     pulls.arms.emplace_back(ScheduleDimension::Mode, c.defaultMode() ? oracles::kDefaultModeName : c.mode);
-  if (!pinned.backward && !c.exports()) pulls.arms.emplace_back(ScheduleDimension::Backward, sc.backward ? "on" : "off");
+  if (!pinned.backward && !c.exports() && !c.trains())  // training steps run their own backward
+    pulls.arms.emplace_back(ScheduleDimension::Backward, sc.backward ? "on" : "off");
   if (!pinned.inductorConfig && c.usesInductor() && matrix.maxTemplates > 0) {
     if (sc.templates.empty()) pulls.arms.emplace_back(ScheduleDimension::Template, kNoTemplate);
     for (const auto& t : sc.templates) pulls.arms.emplace_back(ScheduleDimension::Template, t);

@@ -92,6 +92,11 @@ oracles::CompileConfig compileConfigFrom(const Options& o) {
     throw std::invalid_argument("--entry " + o.entry +
                                 " runs torch.export: --backward, --backend, --mode, --dynamic mark and --fullgraph are "
                                 "torch.compile's (--entry compile); --dynamic true exports with Dim ranges");
+  if (!o.train.empty() && !c.trains()) throw std::invalid_argument("--train describes the steps of --entry train");
+  if (c.trains() && (o.backward || o.fullgraph || o.dynamic == "mark"))
+    throw std::invalid_argument("--entry train runs its own backward on each step: --backward, --fullgraph and "
+                                "--dynamic mark are forward calls' options");
+  if (!o.train.empty()) c.training = oracles::TrainingLoop::parse(o.train);
   for (const auto& assignment : o.inductorConfig) c.addInductorOverride(assignment);
   return c;
 }

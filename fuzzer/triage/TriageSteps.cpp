@@ -228,7 +228,8 @@ void ablate(CaseInTriage& c, TriageTools& tools) {
   // A crash outside the backward phase shows before any backward runs (a divergence may sit in a leaf read
   // after backward, so it keeps "backward").
   bool beforeBackward = t.baseline.kind != "numeric" && !t.baseline.phase.empty() && t.baseline.phase != "backward";
-  t.component = oracles::componentAtFault(t.ablation, backend, beforeBackward);
+  t.component = oracles::componentAtFault(t.ablation, backend, beforeBackward,
+                                         c.best.compile.trains() ? c.best.compile.training.compiled : "");
 }
 
 void bisect(CaseInTriage& c, TriageTools& tools) {
@@ -237,6 +238,8 @@ void bisect(CaseInTriage& c, TriageTools& tools) {
     t.bisect.note = "not run (--no-bisect)";
   } else if (c.best.compile.exports()) {
     t.bisect.note = "not run: the bisector splits torch.compile's Inductor, not an export entry point";
+  } else if (c.best.compile.trains()) {
+    t.bisect.note = "not run: the bisector judges forward calls, not training steps";
   } else if (t.component.rfind("inductor", 0) != 0 || !c.best.compile.usesInductor()) {
     t.bisect.note = "not an Inductor bug: the bisector only splits Inductor";
   } else {

@@ -57,6 +57,8 @@ std::string encodeJob(const Job& job) {
       {"backward", job.backward},
   };
   if (job.mode == RunMode::Compiled || job.kind == "bisect") j["compile"] = job.compile.toJson();
+  // Every mode of a training job runs the same steps (the compiled one also reads "compile"'s copy).
+  if (job.compile.trains()) j["training"] = job.compile.training.toJson();
   if (!job.bisect.is_null()) j["bisect"] = job.bisect;
   if (!job.lift.is_null()) j["lift"] = job.lift;
   nlohmann::json plugins = nlohmann::json::array();

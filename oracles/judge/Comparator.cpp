@@ -185,7 +185,7 @@ LeafComparison Comparator::compareLeaf(size_t index, const LoadedOutputs& eager,
     if (rl.kind == el.kind && rl.index >= 0 && fp64->tensors[rl.index].sizes().equals(e.sizes()))
       r = fp64->tensors[rl.index];
   }
-  out.tolerance = toleranceFor(el.dtype);
+  out.tolerance = toleranceFor(el.dtype) * el.steps;  // accumulated over a training leaf's steps (ComparatorOptions)
 
   if (!isFloating(e)) {  // integer and bool: exact, unless compiled is no further from fp64 than eager
     if (at::equal(e, c)) return out;

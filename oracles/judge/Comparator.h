@@ -21,6 +21,11 @@ struct ComparatorOptions {
   double smallTensorMultiplier = 3.0;  ///< for tensors with fewer than smallTensorNumel elements
   int64_t smallTensorNumel = 1000;
   double unarbitratedTolFactor = 100.0;  ///< without an fp64 reference, fail only beyond tol * this
+  /// Accumulated error: a leaf that carries the rounding of N optimizer steps (OutputLeaf::steps) is judged with
+  /// N times its dtype's tolerance, in allclose and in the fp64 rule's floor. Each step adds rounding of the same
+  /// order to a parameter (its update is computed from values rounded once more), so the bound grows linearly;
+  /// the fp64 rule itself (compiled no further from fp64 than m times eager's distance) needs no change, because
+  /// eager's distance from fp64 accumulates over the same steps.
 
   /// The allclose tolerance of a result dtype ("float16", "bfloat16"; anything else: tolFloat32).
   double toleranceFor(const std::string& dtype) const;

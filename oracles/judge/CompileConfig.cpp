@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 #include <fmt/ranges.h>
 
@@ -10,8 +11,103 @@
 namespace tcfuzz::oracles {
 
 const std::vector<std::string>& entryPointNames() {
-  static const std::vector<std::string> kNames{kCompileEntry, "export", "export+decompose", "export+saveload", "aoti"};
+  static const std::vector<std::string> kNames{kCompileEntry, "export", "export+decompose", "export+saveload",
+                                              kAotiEntry, kTrainEntry};
   return kNames;
+}
+
+namespace {
+
+void checkChoice(const std::string& key, const std::string& value, const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) == choices.end())
+    throw std::invalid_argument(fmt::format("training: {} '{}' is not one of {}", key, value, fmt::join(choices, ", ")));
+}
+
+void checkTraining(const TrainingLoop& t) {
+  checkChoice("optimizer", t.optimizer, TrainingLoop::optimizerNames());
+  checkChoice("scheduler", t.scheduler.empty() ? "none" : t.scheduler, TrainingLoop::schedulerNames());
+  checkChoice("compiled", t.compiled, TrainingLoop::compiledParts());
+  if (t.steps < 1 || t.steps > 8) throw std::invalid_argument(fmt::format("training: steps {} is not 1 to 8", t.steps));
+  if (!(t.lr > 0) || !(t.clipNorm >= 0))
+    throw std::invalid_argument(fmt::format("training: lr {} must be positive and clip {} not negative", t.lr, t.clipNorm));
+}
+
+}  // namespace
+
+const std::vector<std::string>& TrainingLoop::optimizerNames() {
+  static const std::vector<std::string> kNames{"sgd", "adam", "adamw"};
+  return kNames;
+}
+
+const std::vector<std::string>& TrainingLoop::schedulerNames() {
+  static const std::vector<std::string> kNames{"none", "step", "exponential"};
+  return kNames;
+}
+
+const std::vector<std::string>& TrainingLoop::compiledParts() {
+  static const std::vector<std::string> kNames{"model", "step", "both"};
+  return kNames;
+}
+
+std::string TrainingLoop::describe() const {
+  std::string text = fmt::format("optimizer={} steps={} lr={} compiled={}", optimizer, steps, lr, compiled);
+  if (foreach) text += " foreach=true";
+  if (!scheduler.empty()) text += " scheduler=" + scheduler;
+  if (clipNorm > 0) text += fmt::format(" clip={}", clipNorm);
+  return text;
+}
+
+nlohmann::json TrainingLoop::toJson() const {
+  return {{"optimizer", optimizer}, {"steps", steps},         {"lr", lr},           {"foreach", foreach},
+          {"scheduler", scheduler.empty() ? "none" : scheduler}, {"clip_norm", clipNorm}, {"compiled", compiled}};
+}
+
+TrainingLoop TrainingLoop::fromJson(const nlohmann::json& j) {
+  TrainingLoop t;
+  if (!j.is_object()) throw std::invalid_argument("training: not a JSON object: " + j.dump());
+  auto read = [&](const char* key, auto& field) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return;
+    try {
+      field = it->get<std::remove_reference_t<decltype(field)>>();
+    } catch (const nlohmann::json::exception&) {
+      throw std::invalid_argument(fmt::format("training: '{}' has the wrong type: {}", key, it->dump()));
+    }
+  };
+  read("optimizer", t.optimizer);
+  read("steps", t.steps);
+  read("lr", t.lr);
+  read("foreach", t.foreach);
+  read("scheduler", t.scheduler);
+  read("clip_norm", t.clipNorm);
+  read("compiled", t.compiled);
+  if (t.scheduler == "none") t.scheduler.clear();
+  checkTraining(t);
+  return t;
+}
+
+TrainingLoop TrainingLoop::parse(const std::string& text) {
+  nlohmann::json j = nlohmann::json::object();
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    size_t end = text.find(',', start);
+    std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument(fmt::format("training: '{}' is not key=value", item));
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "clip") key = "clip_norm";
+    nlohmann::json parsed = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+    j[key] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  for (auto& [key, _] : j.items())
+    if (key != "optimizer" && key != "steps" && key != "lr" && key != "foreach" && key != "scheduler" &&
+        key != "clip_norm" && key != "compiled")
+      throw std::invalid_argument(fmt::format("training: unknown key '{}' (optimizer, steps, lr, foreach, "
+                                              "scheduler, clip, compiled)", key));
+  return fromJson(j);
 }
 
 void CompileConfig::setEntry(const std::string& name) {
@@ -40,14 +136,16 @@ nlohmann::json CompileConfig::nonDefault() const {
   if (dynamic) j["dynamic"] = *dynamic;
   if (markDynamic) j["mark_dynamic"] = true;
   if (fullgraph != defaults.fullgraph) j["fullgraph"] = fullgraph;
-  if (exports()) j["entry"] = entry;
+  if (entry != kCompileEntry) j["entry"] = entry;
   if (exportStrict) j["export_strict"] = true;
+  if (trains()) j["training"] = training.toJson();
   if (!inductorConfig.empty()) j["inductor_config"] = inductorConfig;
   return j;
 }
 
 std::string CompileConfig::describe(OptionText strings) const {
   std::string text = exports() ? "entry=" + entry : "backend=" + backend;
+  if (trains()) text = "entry=train " + training.describe() + " " + text;
   if (exportStrict) text += " strict=true";
   if (!defaultMode()) text += " mode=" + mode;
   if (dynamic) text += fmt::format(" dynamic={}", *dynamic);
@@ -65,6 +163,7 @@ nlohmann::json CompileConfig::toJson() const {
   j["mark_dynamic"] = markDynamic;
   j["entry"] = entry;
   j["export_strict"] = exportStrict;
+  if (trains()) j["training"] = training.toJson();
   return j;
 }
 
@@ -99,6 +198,7 @@ CompileConfig CompileConfig::fromJson(const nlohmann::json& j) {
     c.exportStrict = strict->get<bool>();
   if (const nlohmann::json* options = given("inductor_config"); options && options->is_object())
     c.inductorConfig = *options;
+  if (const nlohmann::json* training = given("training")) c.training = TrainingLoop::fromJson(*training);
   return c;
 }
 

@@ -18,11 +18,47 @@ inline constexpr const char* kNoCompileBackend = "none";
 inline constexpr const char* kDefaultModeName = "default";
 /// The entry point that is torch.compile itself (CompileConfig::entry's default).
 inline constexpr const char* kCompileEntry = "compile";
+/// The entry point that runs training steps (TrainingLoop): torch.compile of the model, of the optimizer's step, or both.
+inline constexpr const char* kTrainEntry = "train";
+/// The entry point that builds and loads an AOTInductor package.
+inline constexpr const char* kAotiEntry = "aoti";
 /// Every entry point into the compiler, torch.compile first (docs/oracle.md, "Entry points"): "compile";
 /// "export" (torch.export.export, then ep.module()); "export+decompose" (ep.run_decompositions() with the
 /// default table first); "export+saveload" (a torch.export.save/load round trip first); "aoti"
-/// (torch._inductor.aoti_compile_and_package, then aoti_load_package).
+/// (torch._inductor.aoti_compile_and_package, then aoti_load_package); "train" (N optimizer steps, TrainingLoop).
 const std::vector<std::string>& entryPointNames();
+
+/// The compiled training steps of the "train" entry (docs/oracle.md, "Training steps"): each mode builds the
+/// optimizer over the model's trainable parameters (sorted by name) and runs `steps` steps of: forward on fresh
+/// copies of the inputs, the loss (the mean squared difference of each floating output from a target drawn from
+/// the job's seed), backward, gradient clipping, the optimizer's step, the scheduler's step. Eager and fp64 run it
+/// uncompiled; the compiled run compiles the model, the step (clipping and optimizer.step), or both. The judged
+/// leaves are each step's loss and, after the last step, every parameter and every tensor of the optimizer's state.
+struct TrainingLoop {
+  std::string optimizer = "adam";  ///< "sgd" (momentum 0.9), "adam", "adamw" (weight_decay 0.01)
+  int steps = 3;                   ///< 1 to 8
+  double lr = 0.01;
+  bool foreach = false;            ///< the optimizer's foreach implementation (torch._foreach_* ops)
+  std::string scheduler;           ///< "" none, "step" (StepLR: step_size 2, gamma 0.5), "exponential" (gamma 0.9)
+  double clipNorm = 0;             ///< clip_grad_norm_'s max_norm; 0: no clipping
+  std::string compiled = "both";   ///< what torch.compile compiles: "model", "step" or "both"
+
+  /// The choices of each named field, for errors and the matrix.
+  static const std::vector<std::string>& optimizerNames();
+  static const std::vector<std::string>& schedulerNames();
+  static const std::vector<std::string>& compiledParts();
+  /// "optimizer=adam steps=3 lr=0.01 compiled=both" then foreach, scheduler and clip when set.
+  std::string describe() const;
+  /// Every key: {"optimizer", "steps", "lr", "foreach", "scheduler", "clip_norm", "compiled"}.
+  nlohmann::json toJson() const;
+  /// A missing key keeps its default; std::invalid_argument naming the key for a value of the wrong type or
+  /// outside its choices.
+  static TrainingLoop fromJson(const nlohmann::json& j);
+  /// "key=value,key=value" with describe()'s keys (clip for clip_norm): the --train flag's form.
+  static TrainingLoop parse(const std::string& text);
+
+  bool operator==(const TrainingLoop&) const = default;
+};
 
 /// The arguments of torch.compile plus Inductor config overrides.
 struct CompileConfig {
@@ -40,6 +76,8 @@ struct CompileConfig {
   std::string entry = kCompileEntry;
   /// torch.export.export(strict=True) (Dynamo traces) rather than non-strict (Python runs on fake tensors).
   bool exportStrict = false;
+  /// The training steps of the "train" entry; not read under any other.
+  TrainingLoop training;
   /// Dotted name -> value: an Inductor option, or under "dynamo." a Dynamo one ("dynamo.capture_scalar_outputs").
   nlohmann::json inductorConfig = nlohmann::json::object();
 
@@ -47,11 +85,15 @@ struct CompileConfig {
   bool defaultMode() const;
   /// Whether Inductor compiles (mode presets and Inductor options take effect): the Inductor backend under
   /// torch.compile, or AOTInductor.
-  bool usesInductor() const { return backend == kInductorBackend && (entry == kCompileEntry || entry == "aoti"); }
+  bool usesInductor() const {
+    return backend == kInductorBackend && (entry == kCompileEntry || entry == kTrainEntry || entry == kAotiEntry);
+  }
   /// Whether torch.compile is applied at all (every backend but kNoCompileBackend).
   bool compiles() const { return backend != kNoCompileBackend; }
-  /// Whether the compiled run goes through torch.export (every entry but torch.compile).
-  bool exports() const { return entry != kCompileEntry; }
+  /// Whether the compiled run goes through torch.export (every entry but torch.compile and training steps).
+  bool exports() const { return entry != kCompileEntry && entry != kTrainEntry; }
+  /// Whether the runs are training steps (TrainingLoop) rather than forward calls.
+  bool trains() const { return entry == kTrainEntry; }
   /// Whether the run is compiled for sizes other than its own (dynamic=True or marked dimensions): a
   /// later call at another size checks that.
   bool symbolicSizes() const { return dynamic.value_or(false) || markDynamic; }

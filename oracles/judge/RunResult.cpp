@@ -1,5 +1,6 @@
 #include "oracles/judge/RunResult.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -68,6 +69,8 @@ OutputSet outputSetFromJson(const nlohmann::json& j) {
     if (std::string role = stringField(leafJson, "role"); !role.empty()) leaf.role = std::move(role);
     leaf.name = stringField(leafJson, "name");
     leaf.random = leafJson.value("random", false);
+    if (const auto it = leafJson.find("steps"); it != leafJson.end() && it->is_number_integer())
+      leaf.steps = std::max(1, it->get<int>());
     if (const auto it = leafJson.find("tie_source"); it != leafJson.end() && it->is_object()) {
       TieSource tie;
       tie.index = it->value("index", -1);

@@ -53,10 +53,14 @@ struct OutputLeaf {
   /// outputs), "moved" (inputs with a storage offset at offset 0: an Other leaf, then the outputs),
   /// "python-state" (the Python state the program keeps, after call 1: attributes, class attributes, declared
   /// globals), "schedule" (a program's SCHEDULE: after each state change, the call's outputs and Python
-  /// state); see fuzzer/worker/python/forward_checks.py.
+  /// state), "training" (the "train" entry: each step's loss, then every parameter, optimizer state and buffer
+  /// after the last step); see fuzzer/worker/python/forward_checks.py and reference/training_steps.py.
   std::string role = "output";
   std::string name;              ///< e.g. "grad(input 0)", "buffer bn.running_mean after forward"; empty for outputs
   bool random = false;           ///< its value depends on a random op (eager's taint): values are not judged
+  /// The optimizer steps whose rounding the value carries (training leaves; 1 otherwise): the comparator's
+  /// tolerance grows with them (ComparatorOptions).
+  int steps = 1;
   std::optional<TieSource> tieSource;  ///< eager's index outputs only: the values they index
 };
 

@@ -13,6 +13,25 @@ namespace {
 constexpr std::string_view kBackendPrefix = "backend=";
 constexpr std::string_view kWithoutPrefix = "without ";
 constexpr std::string_view kEntryPrefix = "entry=";
+constexpr std::string_view kCompiledPartPrefix = "compiled=";
+
+/// Which compiled part of a training-steps finding its rows blame (TrainingLoop::compiled): "" when the rows have
+/// no such row. `own` is the finding's own part, which reproduces by definition.
+std::string trainingPartAtFault(const std::vector<AblationRow>& rows, const std::string& own) {
+  auto reproduces = [&](const std::string& part) {
+    if (part == own) return true;
+    for (const auto& row : rows)
+      if (row.variant == std::string(kCompiledPartPrefix) + part) return row.reproduces;
+    return false;
+  };
+  if (std::none_of(rows.begin(), rows.end(), [](const AblationRow& r) { return r.variant.starts_with(kCompiledPartPrefix); }))
+    return "";
+  bool model = reproduces("model"), step = reproduces("step");
+  if (model && step) return " (the compiled model and the compiled optimizer step each fail alone)";
+  if (model) return " (in the compiled model, forward or backward: the optimizer's step compiled alone does not fail)";
+  if (step) return " (in the compiled optimizer step, clipping and optimizer.step: the compiled model alone does not fail)";
+  return " (only with the model and the optimizer step both compiled)";
+}
 
 /// Whether the row of entry point `entry` reproduces (false when there is no such row).
 bool reproducesThrough(const std::vector<AblationRow>& rows, const std::string& entry) {
@@ -77,6 +96,13 @@ std::vector<AblationVariant> ablationVariants(const MinimizeCase& c) {
   }
   for (const auto& option : configOptionNames(c))
     out.push_back({std::string(kWithoutPrefix) + option, withoutConfigOption(c, option)});
+  if (c.compile.trains())  // training steps: which compiled part the fault needs, the model's or the step's
+    for (const auto& part : TrainingLoop::compiledParts())
+      if (part != c.compile.training.compiled) {
+        MinimizeCase v = c;
+        v.compile.training.compiled = part;
+        out.push_back({std::string(kCompiledPartPrefix) + part, std::move(v)});
+      }
   return out;
 }
 
@@ -85,7 +111,8 @@ AblationRow ablationRow(const AblationVariant& variant, const std::string& verdi
   return {variant.name, findingConfig(variant.rerun.compile, variant.rerun.backward), verdict, reproduces, summary};
 }
 
-std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend, bool beforeBackward) {
+std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend, bool beforeBackward,
+                             const std::string& trainingPart) {
   std::string component = entryAtFault(rows);
   if (!component.empty()) return component;
   if (backend == kNoCompileBackend && reproducesUnder(rows, backend))
@@ -103,6 +130,7 @@ std::string componentAtFault(const std::vector<AblationRow>& rows, const std::st
       needed.push_back(option == "backward" && beforeBackward ? "grad mode, not a backward" : option);
     }
   if (!needed.empty()) component += fmt::format(" (needs {})", fmt::join(needed, ", "));
+  component += trainingPartAtFault(rows, trainingPart);
   for (const auto& row : rows)
     if (row.variant == kCpuVariant) component += row.reproduces ? " (on CPU too)" : " (CUDA only)";
   return component;

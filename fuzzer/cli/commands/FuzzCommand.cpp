@@ -62,6 +62,7 @@ struct CampaignIdentity {
     if (pinned.fullgraph) p["fullgraph"] = *pinned.fullgraph;
     if (pinned.entry) p["entry"] = *pinned.entry;
     if (pinned.exportStrict) p["export_strict"] = *pinned.exportStrict;
+    if (pinned.training) p["training"] = pinned.training->toJson();
     if (pinned.backward) p["backward"] = *pinned.backward;
     if (pinned.inductorConfig) p["inductor_config"] = *pinned.inductorConfig;
     return {{"seed", seed},       {"device", device},   {"policy", policy.toJson()}, {"pinned", p},
@@ -82,6 +83,7 @@ struct CampaignIdentity {
     if (p.contains("fullgraph")) id.pinned.fullgraph = p["fullgraph"].get<bool>();
     if (p.contains("entry")) id.pinned.entry = p["entry"].get<std::string>();
     if (p.contains("export_strict")) id.pinned.exportStrict = p["export_strict"].get<bool>();
+    if (p.contains("training")) id.pinned.training = oracles::TrainingLoop::fromJson(p["training"]);
     if (p.contains("backward")) id.pinned.backward = p["backward"].get<bool>();
     if (p.contains("inductor_config")) id.pinned.inductorConfig = p["inductor_config"];
     id.plugins = j.at("plugins").get<std::vector<std::string>>();
@@ -126,6 +128,7 @@ CampaignIdentity identityFromOptions(const Options& o, const std::set<std::strin
     id.pinned.entry = o.entry;  // an entryPointNames() name (Options.def)
   }
   if (given.count("--export-strict")) id.pinned.exportStrict = o.exportStrict;
+  if (given.count("--train")) id.pinned.training = compileConfigFrom(o).training;  // refused without --entry train
   if (given.count("--backward")) id.pinned.backward = o.backward;
   if (given.count("--inductor-config")) {
     oracles::CompileConfig c;

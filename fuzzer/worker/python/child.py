@@ -22,11 +22,12 @@ from bisect_check import JobError, run_bisect  # noqa: F401  (JobError: raised b
 from compile_stats import compile_facts, compile_phases, install_compile_hooks, recompiles_seen, recompiles_since
 from reference.desugared_hops import desugar_hops
 from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, TextLeaf,
-                            alias_notes, perturbed_inputs)
+                            alias_notes, conditioning_inputs)
 from lift import run_lift_job
 from script_job import SCRIPT_TAIL_CHARS, run_script_job, tail
 from program_guard import GUARD
 from reference.entry_points import exported_model, exports
+from reference.training_steps import compiles_model, compiles_step, training_leaves
 from reference.repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy,
                                     layout_copies, marking_dynamic, schedule_leaves, seed_everything, widen_inputs,
                                     widen_model_and_inputs, write_tensor_file)
@@ -161,8 +162,8 @@ class ChildRun:
         """The compiled run's callable: torch.compile of `model`, or what an export entry makes of it (traced on
         `inputs`, in phase "export", its time compile time)."""
         cfg = self.job.get("compile") or {}
-        if cfg.get("backend") == NO_COMPILE_BACKEND:
-            return model  # the program's own higher-order ops in eager, judged against their Python meaning
+        if cfg.get("backend") == NO_COMPILE_BACKEND or (self.job.get("training") and not compiles_model(self.job["training"])):
+            return model  # the program's own HOPs in eager (judged against their Python meaning), or only the step compiled
         if exports(cfg):
             self.mark("export")
             started = time.monotonic()
@@ -202,7 +203,7 @@ class ChildRun:
             inputs = (inputs,)
         inputs = list(inputs)
         if self.job.get("perturb"):
-            inputs = _perturbed(inputs, self.job["perturb"])
+            inputs = conditioning_inputs(inputs, self.job["perturb"])
         if device != "cpu":
             inputs = layout_copies(inputs, device=device)
         if widen:
@@ -297,6 +298,28 @@ class ChildRun:
             self.random_ops = sorted(set(self.random_ops) | taint.random_ops)
         return [(leaf, role, name, random) for (leaf, role, name, _), random in zip(entries, flags)]
 
+    def training_run(self, fn, model, inputs, mode, state):
+        """The "train" entry's run (training_steps.py), from the state as built: [(leaf, "training", name, random)],
+        each leaf carrying the steps' accumulated rounding (save_outputs). Eager's taint marks every leaf random
+        when a random op ran."""
+        spec, cfg = self.job["training"], self.job.get("compile") or {}
+        compile_step = None
+        if mode == "compiled" and compiles_step(spec) and cfg.get("backend") != NO_COMPILE_BACKEND:
+            kwargs = {"backend": cfg.get("backend", "inductor"), **({"mode": cfg["mode"]} if cfg.get("mode") else {})}
+            compile_step = lambda step: torch.compile(step, **kwargs)  # noqa: E731
+
+        def forward(args):
+            self.seed_everything()
+            return call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
+
+        state.restore()
+        taint = RandomTaint() if mode == "eager" else NoTaint()
+        with taint:
+            leaves = training_leaves(model, lambda: fresh_copies(inputs), spec, forward, int(self.job["seed"]),
+                                     compile_step, self.mark)
+        self.random_ops = sorted(set(self.random_ops) | set(taint.random_ops))
+        return [(leaf, "training", name, bool(taint.random_ops)) for name, leaf in leaves]
+
     def later_call(self, role, fn, model, inputs, mode, state):
         """Call 4 ("resized", dynamic=True jobs) or the moved call ("moved"): the entries of its role
         (forward_checks.py), none when the role does not apply. What compiled raises there is the job's
@@ -377,7 +400,10 @@ class ChildRun:
         t_run = time.monotonic()
         torch.set_grad_enabled(backward)
         for _ in range(repeat):
-            runs.append(self.checked_calls(ns, fn, model, inputs, mode, wrt, wrt_names, state))
+            if job.get("training"):
+                runs.append(self.training_run(fn, model, inputs, mode, state))
+            else:
+                runs.append(self.checked_calls(ns, fn, model, inputs, mode, wrt, wrt_names, state))
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         # run_s is the calls' own time: a compiled job's compile time is compile_s, never folded in.
@@ -464,6 +490,8 @@ class ChildRun:
                 d["name"] = name
             if random:
                 d["random"] = True
+            if role == "training":  # the rounding of this many steps: the comparator's tolerance grows with it
+                d["steps"] = int(self.job["training"]["steps"])
             described.append(d)
         name = "outputs.safetensors" if index == 0 else f"outputs_{index}.safetensors"
         write_tensor_file(os.path.join(self.dir, name), tensors)
@@ -494,58 +522,8 @@ class ContractError(Exception):
     """The program file does not follow the tcfuzz program contract (docs/programs.md)."""
 
 
-class ConditioningRefused(Exception):
-    """The ill-conditioning check's perturbed run cannot stand for the program's conditioning."""
-
-
 class CompileConfigError(Exception):
     """The job's compile configuration names something torch does not have."""
-
-
-def _perturbed(inputs, perturb):
-    """The ill-conditioning check's inputs (perturbed_inputs), each in its original's layout (_with_layout_of).
-    Raises ConditioningRefused when an input holds NaN or an infinity: those stay where they are, so eager's
-    spread would measure only the finite rest (complex logaddexp of infinite parts looked ill-conditioned).
-    Inputs that share a storage (an aliased pair) stay aliased: the largest of them carries the moved values
-    into one copy of the storage, and the others view it."""
-    for t in pytree.tree_leaves(inputs):
-        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) and not torch.isfinite(t).all():
-            raise ConditioningRefused("the inputs hold non-finite values, which a few ulps cannot move: eager's "
-                                      "spread on them says nothing of conditioning")
-    moved = perturbed_inputs(inputs, perturb)
-    groups = {}
-    for i, t in enumerate(inputs):
-        if isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.requires_grad:
-            groups.setdefault(t.untyped_storage().data_ptr(), []).append(i)
-    if all(len(members) == 1 for members in groups.values()):
-        return pytree.tree_map(_with_layout_of, inputs, moved)
-    out = layout_copies(inputs)
-    for i, t in enumerate(inputs):
-        members = groups.get(t.untyped_storage().data_ptr(), [i]) if isinstance(t, torch.Tensor) else [i]
-        if len(members) == 1:
-            out[i] = pytree.tree_map(_with_layout_of, t, moved[i])
-        elif i == max(members, key=lambda k: inputs[k].numel()):
-            with torch.no_grad():
-                try:
-                    out[i].copy_(moved[i])
-                except RuntimeError:  # overlapping memory cannot hold distinct values
-                    pass
-    return out
-
-
-def _with_layout_of(original, values):
-    """`values` (a dense tensor of original's shape) in original's layout (layout_copy), so a perturbed
-    input keeps make_inputs' strides and storage offset; `values` itself where that cannot hold them
-    (an expanded input) or original is no tensor."""
-    if not isinstance(original, torch.Tensor) or original.requires_grad:
-        return values
-    out = layout_copy(original)
-    try:
-        with torch.no_grad():
-            out.copy_(values)
-    except RuntimeError:  # overlapping memory cannot hold distinct values
-        return values
-    return out
 
 
 def python_leaf(leaf):

@@ -23,6 +23,9 @@ The leaves of one run, in the order every mode saves them (child.py) and repro.p
   role "moved"         only when a top-level input has a storage offset: those inputs at offset 0, sizes and
                        strides kept (repro_shared.moved_inputs, state restored); a TextLeaf "moved: inputs"
                        ("input 0 at storage offset 0, not 8"), then the outputs, "moved (...): output 0", ...
+  role "training"      the "train" entry's jobs, instead of every role above: each step's outputs and loss, then
+                       each parameter, optimizer state tensor and buffer after the last step
+                       (reference/training_steps.py), each leaf with the number of steps it carries
   role "schedule"      only when the program declares a SCHEDULE: from the state as built, each step changes
                        Python state, then a call on the same inputs: its outputs and the Python state after it,
                        "schedule 1 (Model.scale = 0.5): output 0", "schedule 1 (Model.scale = 0.5): self.calls"
@@ -45,7 +48,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from reference.repro_shared import PythonState, module_buffers, put_back_tensors
+from reference.repro_shared import PythonState, layout_copies, layout_copy, module_buffers, put_back_tensors
 
 FRESH_INPUT_SEED_OFFSET = 1  # call 3 uses make_inputs(seed + this)
 
@@ -281,3 +284,53 @@ class NoTaint:
     def sources_of(self, leaves):
         """The stand-in for IndexSources.sources_of: no leaf has a known source."""
         return [None] * len(leaves)
+
+
+class ConditioningRefused(Exception):
+    """The ill-conditioning check's perturbed run cannot stand for the program's conditioning."""
+
+
+def conditioning_inputs(inputs, perturb):
+    """The ill-conditioning check's inputs (perturbed_inputs), each in its original's layout (_with_layout_of).
+    Raises ConditioningRefused when an input holds NaN or an infinity: those stay where they are, so eager's
+    spread would measure only the finite rest (complex logaddexp of infinite parts looked ill-conditioned).
+    Inputs that share a storage (an aliased pair) stay aliased: the largest of them carries the moved values
+    into one copy of the storage, and the others view it."""
+    for t in pytree.tree_leaves(inputs):
+        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) and not torch.isfinite(t).all():
+            raise ConditioningRefused("the inputs hold non-finite values, which a few ulps cannot move: eager's "
+                                      "spread on them says nothing of conditioning")
+    moved = perturbed_inputs(inputs, perturb)
+    groups = {}
+    for i, t in enumerate(inputs):
+        if isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.requires_grad:
+            groups.setdefault(t.untyped_storage().data_ptr(), []).append(i)
+    if all(len(members) == 1 for members in groups.values()):
+        return pytree.tree_map(_with_layout_of, inputs, moved)
+    out = layout_copies(inputs)
+    for i, t in enumerate(inputs):
+        members = groups.get(t.untyped_storage().data_ptr(), [i]) if isinstance(t, torch.Tensor) else [i]
+        if len(members) == 1:
+            out[i] = pytree.tree_map(_with_layout_of, t, moved[i])
+        elif i == max(members, key=lambda k: inputs[k].numel()):
+            with torch.no_grad():
+                try:
+                    out[i].copy_(moved[i])
+                except RuntimeError:  # overlapping memory cannot hold distinct values
+                    pass
+    return out
+
+
+def _with_layout_of(original, values):
+    """`values` (a dense tensor of original's shape) in original's layout (layout_copy), so a perturbed
+    input keeps make_inputs' strides and storage offset; `values` itself where that cannot hold them
+    (an expanded input) or original is no tensor."""
+    if not isinstance(original, torch.Tensor) or original.requires_grad:
+        return values
+    out = layout_copy(original)
+    try:
+        with torch.no_grad():
+            out.copy_(values)
+    except RuntimeError:  # overlapping memory cannot hold distinct values
+        return values
+    return out

@@ -15,6 +15,7 @@
 #include "oracles/reporter/ReproCalls.inc"  // kReproCallsTemplate: oracles/reporter/repro/repro_calls.py
 #include "oracles/reporter/DesugaredHops.inc"  // kDesugaredHopsTemplate: fuzzer/worker/python/reference/desugared_hops.py
 #include "oracles/reporter/EntryPoints.inc"  // kEntryPointsTemplate: fuzzer/worker/python/reference/entry_points.py
+#include "oracles/reporter/TrainingSteps.inc"  // kTrainingStepsTemplate: fuzzer/worker/python/reference/training_steps.py
 
 namespace tcfuzz::oracles {
 namespace {
@@ -22,12 +23,14 @@ namespace {
 constexpr std::string_view kCaseMarker = "TCFUZZ_CASE_JSON";
 
 /// The files put into repro_driver.py, each at its one marker line: the calls of a run, the judge, each
-/// higher-order op's Python meaning and the export entry points (the worker child imports those two same files).
+/// higher-order op's Python meaning, the export entry points and the training steps (the worker child imports those
+/// three same files).
 constexpr std::pair<std::string_view, const char*> kDriverParts[] = {
     {"TCFUZZ_CALLS_BLOCK", kReproCallsTemplate},
     {"TCFUZZ_COMPARE_BLOCK", kReproCompareTemplate},
     {"TCFUZZ_HOPS_BLOCK", kDesugaredHopsTemplate},
     {"TCFUZZ_ENTRY_POINTS_BLOCK", kEntryPointsTemplate},
+    {"TCFUZZ_TRAINING_BLOCK", kTrainingStepsTemplate},
 };
 
 /// repro_driver.py with its parts (kDriverParts) put in.

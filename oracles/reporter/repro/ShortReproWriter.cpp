@@ -266,6 +266,51 @@ std::vector<std::string> shortReproCompanions(const ReproCase& repro) {
   return names;
 }
 
+/// run()'s body for the "train" entry: the worker's training steps (reference/training_steps.py), returning their
+/// leaves in the worker's order (each step's outputs and loss; then per parameter its value and optimizer state;
+/// then the buffers), so the checked leaf's index is the worker's. `fn` is the (compiled or not) model.
+void addTrainingSteps(std::vector<std::string>& lines, const CompileConfig& c, const std::string& fn, bool aliased,
+                      bool arbitrated) {
+  auto add = [&](std::string line) { lines.push_back(std::move(line)); };
+  const TrainingLoop& t = c.training;
+  std::string foreach = t.foreach ? "True" : "False";
+  add("    params = [p for _, p in sorted(model.named_parameters()) if p.requires_grad and p.is_floating_point()]");
+  if (t.optimizer == "sgd") add(fmt::format("    opt = torch.optim.SGD(params, lr={}, momentum=0.9, foreach={})", t.lr, foreach));
+  if (t.optimizer == "adam") add(fmt::format("    opt = torch.optim.Adam(params, lr={}, foreach={})", t.lr, foreach));
+  if (t.optimizer == "adamw")
+    add(fmt::format("    opt = torch.optim.AdamW(params, lr={}, weight_decay=0.01, foreach={})", t.lr, foreach));
+  if (t.scheduler == "step") add("    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)");
+  if (t.scheduler == "exponential") add("    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)");
+  add("    def step():");
+  if (t.clipNorm > 0) add(fmt::format("        torch.nn.utils.clip_grad_norm_(params, {})", t.clipNorm));
+  add("        opt.step()");
+  bool model = t.compiled != "step", stepCompiled = t.compiled != "model";
+  std::string stepCall = fmt::format("torch.compile(step, backend=\"{}\"{})", c.backend,
+                                     c.defaultMode() ? "" : fmt::format(", mode=\"{}\"", c.mode));
+  add(fmt::format("    fn = {}  # training steps compile the {}", model ? fn : "model",
+                  model && stepCompiled ? "model and the optimizer step" : model ? "model" : "optimizer step"));
+  add(fmt::format("    step_fn = {} if compiled else step", stepCompiled ? stepCall : "step"));
+  if (!aliased) add("    copies = lambda xs: [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]");
+  add("    out = []");
+  add(fmt::format("    for _ in range({}):", t.steps));
+  add("        opt.zero_grad(set_to_none=True)");
+  add("        torch.manual_seed(SEED)");
+  add(arbitrated ? "        with torch.enable_grad(), (Fp64Casts() if fp64 else contextlib.nullcontext()):"
+                 : "        with torch.enable_grad():");
+  add("            y = torch.utils._pytree.tree_leaves(fn(*copies(inputs)))");
+  add("        targets = [torch.randn(t.shape, generator=torch.Generator().manual_seed(SEED + k), dtype=torch.float32)");
+  add("                   for k, t in enumerate(y) if isinstance(t, torch.Tensor)]");
+  add("        loss = sum(((t - g.to(t.dtype)) ** 2).mean() for t, g in zip([t for t in y if isinstance(t, torch.Tensor)], targets)");
+  add("                   if t.requires_grad and t.is_floating_point())");
+  add("        out += [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in y] + [loss.detach()]");
+  add("        loss.backward()");
+  add("        step_fn()");
+  if (!t.scheduler.empty()) add("        sched.step()");
+  add("    for p in params:");
+  add("        out += [p.detach()] + [v for _, v in sorted(opt.state[p].items()) if isinstance(v, torch.Tensor)]");
+  add("    return out + [b.detach() for _, b in sorted(model.named_buffers())]");
+}
+
 std::string renderShortRepro(const ReproCase& repro, const std::string& title, const ComparatorOptions& tolerances) {
   const std::string& verdict = repro.verdict;
   bool numeric = verdict == "numeric-divergence";
@@ -284,7 +329,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   // compiled backward may be what writes into an input. Later calls and aliasing look at forwards only.
   bool backward = repro.backward && !later && !aliasing && !storm;
   bool random = drawsRandomNumbers(repro.programPy);
-  bool casts = arbitrated && castsExplicitly(repro.programPy);
+  bool casts = arbitrated && (castsExplicitly(repro.programPy) || repro.compile.trains());
   std::string oneLineTitle = title;
   for (char& c : oneLineTitle)
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
@@ -393,7 +438,9 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   std::string leaves = numeric || backward ? "torch.utils._pytree.tree_leaves(" + call + ")" : call;
   std::string castsScope = "(Fp64Casts() if fp64 else contextlib.nullcontext())";
   std::string noGrad = std::string("    with torch.no_grad()") + (casts ? ", " + castsScope : "") + ":";
-  if (backward) {  // the worker's gradients: seeded float32 grad_outputs, one per differentiable output leaf
+  if (repro.compile.trains()) {
+    addTrainingSteps(lines, repro.compile, compileCall(repro.compile), aliased, arbitrated);
+  } else if (backward) {  // the worker's gradients: seeded float32 grad_outputs, one per differentiable output leaf
     if (repro.programPy.find("WRITTEN_INPUTS") != std::string::npos)  // forward writes into these: no grad leaves
       add("    inputs = [x if i in WRITTEN_INPUTS else x.requires_grad_() if x.is_floating_point() or x.is_complex() else x "
           "for i, x in enumerate(inputs)]");
@@ -492,6 +539,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     std::string dtype = leafField(repro, leaf, "dtype", "float32");
     json table = tolerances.toleranceTable();
     double tol = table.contains(dtype) ? table[dtype].get<double>() : table["float32"].get<double>();
+    if (repro.compile.trains()) tol *= repro.compile.training.steps;  // accumulated over the steps (ComparatorOptions)
     add("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
     if (repro.compile.backend == "eager" && dtype.find("float") != std::string::npos)  // the exact rung of the ladder
       add(fmt::format("e, c = eager[{0}], compiled[{0}]\nassert {1}, \"leaf {0}: {2} (backend=eager must be bit for bit)\"",

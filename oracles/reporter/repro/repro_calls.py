@@ -37,20 +37,18 @@ def run(mode):
     storage offset the moved call's (those inputs at offset 0); each call starts from the state as built.
     A program that keeps Python state (PythonState) also has that state after call 1, and one with a SCHEDULE
     the outputs and Python state after each of its steps (schedule_leaves).
-    Returns the leaves, their names and their roles."""
+    Returns the leaves, their names and their roles. Under the "train" entry: the training steps' leaves instead
+    (training_run)."""
     model, inputs = build(mode)
     fn = model
+    if trains(CASE["compile"]):
+        return training_run(model, inputs, mode)
     if mode == "compiled" and exports(CASE["compile"]):  # through torch.export
         with torch.set_grad_enabled(bool(CASE["backward"])):  # traced in the grad mode the calls run in
             fn = exported_model(model, fresh_copies(inputs), CASE["compile"], os.path.dirname(os.path.abspath(__file__)))
     elif mode == "compiled" and CASE["compile"].get("backend") != "none":  # "none": the program's own HOPs, uncompiled
         cfg = CASE["compile"]
-        kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
-        if cfg.get("mode"):
-            kwargs["mode"] = cfg["mode"]
-        if cfg.get("dynamic") is not None:
-            kwargs["dynamic"] = bool(cfg["dynamic"])
-        fn = torch.compile(model, **kwargs)
+        fn = torch.compile(model, **compile_kwargs(cfg))
         if cfg.get("mark_dynamic"):
             fn = marking_dynamic(fn)
     state = model_state(model)
@@ -134,6 +132,38 @@ def run(mode):
     add("schedule", [(name, leaf) for leaf, name in schedule_leaves(globals(), model, restore, scheduled_call, python_state)])
     leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
     return leaves, names, roles
+
+
+def compile_kwargs(cfg):
+    kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
+    if cfg.get("mode"):
+        kwargs["mode"] = cfg["mode"]
+    if cfg.get("dynamic") is not None:
+        kwargs["dynamic"] = bool(cfg["dynamic"])
+    return kwargs
+
+
+def training_run(model, inputs, mode):
+    """The "train" entry's run, as the worker makes it: CASE["compile"]["training"]'s steps (training_leaves), the
+    compiled run compiling the model, the step (torch.compile with the backend and mode only), or both."""
+    cfg = CASE["compile"]
+    spec = cfg["training"]
+    fn, compile_step = model, None
+    if mode == "compiled" and cfg.get("backend") != "none":
+        if compiles_model(spec):
+            fn = torch.compile(model, **compile_kwargs(cfg))
+        if compiles_step(spec):
+            step_kwargs = {k: v for k, v in compile_kwargs(cfg).items() if k in ("backend", "mode")}
+            compile_step = lambda step: torch.compile(step, **step_kwargs)  # noqa: E731
+
+    def forward(args):
+        seed_everything(CASE["seed"])
+        return call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
+
+    leaves = training_leaves(model, lambda: fresh_copies(inputs), spec, forward, CASE["seed"], compile_step)
+    names = [name for name, _ in leaves]
+    leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for _, leaf in leaves]
+    return leaves, names, ["training"] * len(leaves)
 
 
 def run_and_report(mode):

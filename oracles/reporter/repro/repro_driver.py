@@ -475,6 +475,9 @@ TCFUZZ_HOPS_BLOCK
 TCFUZZ_ENTRY_POINTS_BLOCK
 
 
+TCFUZZ_TRAINING_BLOCK
+
+
 def apply_compile_config(cfg):
     torch._inductor.config.fallback_random = True  # compiled random ops draw what eager draws
     torch._inductor.config.compile_threads = 1

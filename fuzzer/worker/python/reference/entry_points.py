@@ -14,7 +14,7 @@ AOTI_PACKAGE = "aoti_package.pt2"  # aoti's package, in the given directory
 
 def exports(cfg):
     """Whether the job's compile configuration `cfg` goes through torch.export (CompileConfig::exports)."""
-    return cfg.get("entry", "compile") != "compile"
+    return cfg.get("entry", "compile") in EXPORT_ENTRIES
 
 
 def model_tensors(model):
