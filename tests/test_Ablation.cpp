@@ -2,6 +2,8 @@
 // fault (the runs themselves go through workers in test_Triage).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "oracles/reporter/Ablation.h"
@@ -114,4 +116,27 @@ TEST(Ablation, TheCpuRowOfACudaBugSaysWhetherItIsCudasAlone) {
                                             {std::string(oracles::kCpuVariant), true}}),
                                       "inductor"),
             "inductor (needs coordinate_descent_tuning) (on CPU too)");
+}
+
+TEST(Ablation, TrainingStepsAreAblatedOverTheCompiledPartAndTheComponentSaysWhichFails) {
+  MinimizeCase c;
+  c.compile.setEntry("train");
+  c.compile.training.compiled = "both";
+  std::vector<std::string> names;
+  for (const auto& v : oracles::ablationVariants(c)) {
+    names.push_back(v.name);
+    if (v.name.starts_with("compiled=")) EXPECT_EQ("compiled=" + v.rerun.compile.training.compiled, v.name);
+  }
+  EXPECT_EQ(std::count(names.begin(), names.end(), "compiled=model"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "compiled=step"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "compiled=both"), 0);  // the finding's own part
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", true}, {"compiled=model", false}, {"compiled=step", true}}),
+                                      "inductor", false, "both"),
+            "inductor (in the compiled optimizer step, clipping and optimizer.step: the compiled model alone does not fail)");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=aot_eager", true}, {"compiled=step", false}}), "inductor", false,
+                                      "model"),
+            "aot_autograd (in the compiled model, forward or backward: the optimizer's step compiled alone does not fail)");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", true}, {"compiled=model", false}, {"compiled=step", false}}),
+                                      "inductor", false, "both"),
+            "inductor (only with the model and the optimizer step both compiled)");
 }

@@ -159,7 +159,25 @@ TEST(CompileConfig, EntryPointsThroughExport) {
     c.setEntry("jit");
     FAIL() << "an unknown entry point was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "entry point 'jit' is not one of compile, export, export+decompose, export+saveload, aoti");
+    EXPECT_STREQ(e.what(), "entry point 'jit' is not one of compile, export, export+decompose, export+saveload, aoti, train");
   }
   EXPECT_THROW(CompileConfig::fromJson(json{{"entry", 3}}), std::invalid_argument);
+}
+
+TEST(CompileConfig, TrainingStepsRoundTripAndRefuseWhatTheyCannotRun) {
+  oracles::CompileConfig c;
+  c.setEntry("train");
+  c.training = oracles::TrainingLoop::parse("optimizer=adamw,steps=4,lr=0.1,foreach=true,scheduler=exponential,clip=0.5,compiled=model");
+  EXPECT_TRUE(c.trains());
+  EXPECT_FALSE(c.exports());
+  EXPECT_TRUE(c.usesInductor());  // the model and the step go through torch.compile's Inductor
+  EXPECT_EQ(c.describe(), "entry=train optimizer=adamw steps=4 lr=0.1 compiled=model foreach=true scheduler=exponential "
+                          "clip=0.5 backend=inductor");
+  EXPECT_EQ(oracles::CompileConfig::fromJson(c.toJson()), c);
+  EXPECT_EQ(oracles::CompileConfig::fromJson(c.nonDefault()), c);  // what a finding records
+  EXPECT_EQ(c.nonDefault()["training"]["scheduler"], "exponential");
+  EXPECT_FALSE(oracles::CompileConfig{}.toJson().contains("training"));  // only the train entry carries steps
+  for (const char* bad : {"optimizer=lbfgs", "steps=0", "steps=9", "compiled=neither", "scheduler=cosine", "lr=-1",
+                          "clip", "momentum=0.5", "steps=two"})
+    EXPECT_THROW(oracles::TrainingLoop::parse(bad), std::invalid_argument) << bad;
 }

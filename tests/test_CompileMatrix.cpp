@@ -119,9 +119,10 @@ TEST(CompileMatrix, EntryPointsAreDrawnLastAndResetTorchCompilesArguments) {
     if (s.config.entry != "aoti") EXPECT_TRUE(s.templates.empty() && s.config.inductorConfig.empty());
     aotiTemplated += s.config.entry == "aoti" && !s.templates.empty();
   }
-  EXPECT_NEAR(drawn["compile"] / double(n), 0.65, 0.03);  // weights 6.5, 1, 1, 0.5, 1
-  EXPECT_NEAR(drawn["aoti"] / double(n), 0.1, 0.02);
-  EXPECT_NEAR(drawn["export+saveload"] / double(n), 0.05, 0.015);
+  EXPECT_NEAR(drawn["compile"] / double(n), 6.5 / 10.8, 0.03);  // weights 6.5, 1, 1, 0.5, 1, train 0.8
+  EXPECT_NEAR(drawn["aoti"] / double(n), 1 / 10.8, 0.02);
+  EXPECT_NEAR(drawn["export+saveload"] / double(n), 0.5 / 10.8, 0.015);
+  EXPECT_NEAR(drawn["train"] / double(n), 0.8 / 10.8, 0.015);
   EXPECT_NEAR(strict / double(exported), m.exportStrictShare, 0.04);
   EXPECT_NEAR(ranged / double(exported), 0.3, 0.04);  // dynamic drawn "true" (2 of 10) or "mark" (1 of 10)
   EXPECT_GT(aotiTemplated, 0);  // AOTInductor keeps the Inductor templates drawn for it
@@ -238,6 +239,42 @@ TEST(CompileMatrix, ATemplateTheGpuLacksIsSkippedWithANote) {
   EXPECT_EQ(std::count(usable.begin(), usable.end(), "no_persistent_reductions"), 1);
   auto cpu = m.usableTemplates("cpu");
   EXPECT_EQ(std::count(cpu.begin(), cpu.end(), "multi_kernel"), 0);  // CUDA-only templates stay off the CPU
+}
+
+TEST(CompileMatrix, TheTrainEntryDrawsItsStepsAndKeepsTorchCompilesArguments) {
+  CompileMatrix m;
+  gen::Rng rng(17);
+  PinnedCompile pinned;
+  pinned.entry = "train";
+  std::map<std::string, int> optimizers, parts, schedulers;
+  int foreach = 0, clipped = 0, inductor = 0;
+  const int n = 3000;
+  for (int i = 0; i < n; ++i) {
+    SampledCompile s = m.sample(rng, "cpu", pinned);
+    const oracles::TrainingLoop& t = s.config.training;
+    ASSERT_TRUE(s.config.trains());
+    EXPECT_FALSE(s.config.exports());
+    EXPECT_FALSE(s.backward);  // each step runs its own backward
+    EXPECT_FALSE(s.config.fullgraph || s.config.markDynamic) << s.config.describe();
+    EXPECT_TRUE(t.steps >= 2 && t.steps <= m.maxTrainingSteps) << t.steps;
+    optimizers[t.optimizer]++;
+    parts[t.compiled]++;
+    schedulers[t.scheduler.empty() ? "none" : t.scheduler]++;
+    foreach += t.foreach;
+    clipped += t.clipNorm > 0;
+    inductor += s.config.backend == "inductor";  // torch.compile's own draws stay
+  }
+  EXPECT_NEAR(optimizers["adamw"] / double(n), 1 / 3.0, 0.04);
+  EXPECT_NEAR(parts["both"] / double(n), 0.5, 0.04);
+  EXPECT_NEAR(schedulers["none"] / double(n), 0.6, 0.04);
+  EXPECT_NEAR(foreach / double(n), m.trainingForeachShare, 0.04);
+  EXPECT_NEAR(clipped / double(n), m.trainingClipShare, 0.04);
+  EXPECT_NEAR(inductor / double(n), 0.7, 0.04);
+  pinned.training = oracles::TrainingLoop::parse("optimizer=sgd,steps=5,compiled=step");  // --train: not drawn
+  EXPECT_EQ(m.sample(rng, "cpu", pinned).config.training, *pinned.training);
+  CompileMatrix read = CompileMatrix::fromJson(m.toJson());
+  EXPECT_EQ(read.trainingCompiled, m.trainingCompiled);
+  EXPECT_THROW(CompileMatrix::fromJson({{"training_optimizers", {{"lbfgs", 1}}}}), std::invalid_argument);
 }
 
 }  // namespace

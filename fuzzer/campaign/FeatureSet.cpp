@@ -76,6 +76,12 @@ std::vector<std::string> runFeatures(const gen::Graph& g, const SampledCompile& 
     for (const auto& [reason, n] : f.recompileReasons) fact("fact:recompile=" + reason);
     for (const auto& [name, v] : f.dynamoCounters) fact(fmt::format("fact:dynamo.{}={}", name, countBucket(v)));
   }
+  // What an export entry captured: its program's ATen ops, per entry (torch.compile's facts are not reported there).
+  for (const auto& [op, n] : compiled.exportOps) {
+    std::string feature = fmt::format("fact:export_op={}/{}", c.entry, op);
+    if (feature.size() > kMaxFeatureChars) feature.resize(kMaxFeatureChars);
+    out.push_back(std::move(feature));
+  }
   runStatus(out, "eager", result.runs.eager);
   runStatus(out, "compiled", result.runs.compiled);
   runStatus(out, "fp64", result.runs.fp64);

@@ -187,6 +187,7 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     numberMap(*it, "dynamo_counters", f.dynamoCounters);
     r.compileFacts = std::move(f);
   }
+  countMap(j, "export_ops", r.exportOps);
   r.backwardNote = stringField(j, "backward");
   if (auto it = j.find("refusals"); it != j.end() && it->is_array())
     for (const auto& what : *it)
@@ -233,6 +234,7 @@ nlohmann::json toJson(const RunResult& r) {
   if (!r.stdoutTail.empty()) j["stdout_tail"] = r.stdoutTail;
   if (!r.bisect.is_null()) j["bisect"] = r.bisect;
   if (!r.lift.is_null()) j["lift"] = r.lift;
+  if (!r.exportOps.empty()) j["export_ops"] = r.exportOps;
   if (r.compileFacts) {
     const CompileFacts& f = *r.compileFacts;
     nlohmann::json& facts = j["compile_facts"];

@@ -137,6 +137,9 @@ struct RunResult {
   std::optional<OutputSet> outputs;
   std::vector<OutputSet> repeatOutputs;  ///< further runs of the same job (nondeterminism check)
   std::optional<CompileFacts> compileFacts;
+  /// An export entry's compiled run: {ATen op: count} of the program it runs (the decomposed one for
+  /// export+decompose, the packaged one for aoti); empty otherwise.
+  std::map<std::string, int> exportOps;
   ChildInfo child;
   std::vector<std::string> refusals;  ///< Refused: what the program tried, in order ("network: socket.connect ...")
   std::vector<std::string> randomOps;  ///< eager jobs: the random ops the program drew from ("aten.bernoulli_")

@@ -61,6 +61,7 @@ class ChildRun:
         self.written_inputs = frozenset()  # the program's WRITTEN_INPUTS: positions forward writes into
         self.repeat_recompiles = []  # compiled jobs: the guard failures of recompiles in call 2 (a repeat of call 1)
         self.export_seconds = 0.0  # an export entry's trace and build, before the calls
+        self.export_ops = None  # an export entry's {ATen op: count} of the program it runs
 
     def mark(self, phase):
         """Records the phase on disk first, so a death in this phase is attributed to it."""
@@ -170,6 +171,7 @@ class ChildRun:
             with torch.set_grad_enabled(bool(self.job.get("backward", False))):  # the grad mode the calls run in
                 fn = exported_model(model, fresh_copies(inputs), cfg, self.dir)
             self.export_seconds = time.monotonic() - started
+            self.export_ops = fn.graph_ops
             self.compile_seconds, self._compile_started = 0.0, None  # a strict trace's Dynamo frames are export time
             return fn
         kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
@@ -424,6 +426,8 @@ class ChildRun:
             result["desugared_hops"] = self.desugared
         if backward:
             result["backward"] = self.backward_note
+        if self.export_ops is not None:
+            result["export_ops"] = self.export_ops
         cfg = job.get("compile") or {}
         # Dynamo's facts are torch.compile's: an export entry captures its one graph by design.
         if mode == "compiled" and cfg.get("backend") != NO_COMPILE_BACKEND and not exports(cfg):

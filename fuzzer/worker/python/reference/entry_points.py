@@ -87,9 +87,27 @@ def export_ranges(args):
                  if isinstance(a, torch.Tensor) else None for a in args)
 
 
+def graph_ops(program):
+    """{ATen op name: count} of an ExportedProgram's graph: what the entry captured (the campaign's features)."""
+    ops = {}
+    for node in program.graph.nodes:
+        if node.op == "call_function":
+            name = str(getattr(node.target, "__name__", node.target))
+            ops[name] = ops.get(name, 0) + 1
+    return ops
+
+
 def exported_model(model, example_args, cfg, work_dir):
     """The callable `cfg["entry"]` makes of `model`, traced on `example_args` (fresh copies: a trace never
-    writes them). What torch.export or AOTInductor raises is raised here."""
+    writes them), with `graph_ops` set to the ops of the program it runs (graph_ops). What torch.export or
+    AOTInductor raises is raised here."""
+    fn, program = _exported_model(model, example_args, cfg, work_dir)
+    fn.graph_ops = graph_ops(program)
+    return fn
+
+
+def _exported_model(model, example_args, cfg, work_dir):
+    """exported_model's callable and the ExportedProgram it runs (for "aoti": the one it packaged)."""
     entry = cfg.get("entry")
     if entry not in EXPORT_ENTRIES:
         raise ValueError(f"unknown entry point {entry!r}; the export entries are {', '.join(EXPORT_ENTRIES)}")
@@ -97,9 +115,10 @@ def exported_model(model, example_args, cfg, work_dir):
     program = torch.export.export(model, tuple(example_args), strict=bool(cfg.get("export_strict", False)),
                                   dynamic_shapes=ranges)
     if entry == "export":
-        return SharedState(model, program.module())
+        return SharedState(model, program.module()), program
     if entry == "export+decompose":
-        return SharedState(model, program.run_decompositions().module())
+        decomposed = program.run_decompositions()
+        return SharedState(model, decomposed.module()), decomposed
     if entry == "export+saveload":
         path = os.path.join(work_dir, SAVED_PROGRAM)
         try:
@@ -107,7 +126,7 @@ def exported_model(model, example_args, cfg, work_dir):
             loaded = torch.export.load(path)
         finally:
             removing(path)
-        return SharedState(model, loaded.module())
+        return SharedState(model, loaded.module()), loaded
     # AOTInductor checks its inputs' sizes and strides against what it was built for only under this variable;
     # without it a size or layout outside them is read wrong silently, which its contract leaves undefined.
     os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"
@@ -117,4 +136,4 @@ def exported_model(model, example_args, cfg, work_dir):
         runner = torch._inductor.aoti_load_package(path)
     finally:
         removing(path)
-    return AotiModel(model, runner, [isinstance(a, torch.Tensor) and a.is_contiguous() for a in example_args])
+    return AotiModel(model, runner, [isinstance(a, torch.Tensor) and a.is_contiguous() for a in example_args]), program
