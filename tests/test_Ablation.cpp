@@ -140,3 +140,26 @@ TEST(Ablation, TrainingStepsAreAblatedOverTheCompiledPartAndTheComponentSaysWhic
                                       "inductor", false, "both"),
             "inductor (only with the model and the optimizer step both compiled)");
 }
+
+TEST(Ablation, AForwardInductorFindingAlsoRunsThroughExportAndAotInductorToTellLoweringFromTheRest) {
+  MinimizeCase c;  // torch.compile's Inductor, forward only, with an Inductor option
+  c.compile.inductorConfig = {{"cpp_wrapper", true}};
+  std::vector<oracles::AblationVariant> v = oracles::ablationVariants(c);
+  auto at = [&](const std::string& name) {
+    return std::find_if(v.begin(), v.end(), [&](const oracles::AblationVariant& x) { return x.name == name; });
+  };
+  ASSERT_NE(at("entry=export"), v.end());
+  ASSERT_NE(at("entry=aoti"), v.end());
+  EXPECT_EQ(at("entry=aoti")->rerun.compile.inductorConfig, c.compile.inductorConfig);  // AOTInductor keeps them
+  EXPECT_TRUE(at("entry=export")->rerun.compile.inductorConfig.empty());
+  c.backward = true;  // export entries run no backward: a backward finding gets no entry rows
+  std::vector<oracles::AblationVariant> backward = oracles::ablationVariants(c);
+  EXPECT_TRUE(std::none_of(backward.begin(), backward.end(),
+                           [](const oracles::AblationVariant& x) { return x.name.starts_with("entry="); }));
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", true}, {"entry=export", false}, {"entry=aoti", true}}),
+                                      "inductor"),
+            "inductor (AOTInductor fails too: Inductor's lowering)");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", true}, {"entry=export", false}, {"entry=aoti", false}}),
+                                      "inductor"),
+            "inductor (not through AOTInductor: torch.compile's own path)");
+}

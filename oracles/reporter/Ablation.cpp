@@ -40,10 +40,16 @@ bool reproducesThrough(const std::vector<AblationRow>& rows, const std::string& 
   return false;
 }
 
-/// The component an export finding's entry-point rows blame, or "" when the rows are not entry rows.
+/// Whether the rows have a row for entry point `entry`.
+bool hasEntryRow(const std::vector<AblationRow>& rows, const std::string& entry) {
+  return std::any_of(rows.begin(), rows.end(),
+                     [&](const AblationRow& r) { return r.variant == std::string(kEntryPrefix) + entry; });
+}
+
+/// The component an export finding's entry-point rows blame, or "" when the rows are not an export finding's (it
+/// alone has a torch.compile row).
 std::string entryAtFault(const std::vector<AblationRow>& rows) {
-  if (std::none_of(rows.begin(), rows.end(), [](const AblationRow& r) { return r.variant.starts_with(kEntryPrefix); }))
-    return "";
+  if (!hasEntryRow(rows, kCompileEntry)) return "";
   bool compiled = reproducesThrough(rows, kCompileEntry);
   if (reproducesThrough(rows, "export")) return compiled ? "the traced graph (torch.compile fails too)" : "torch.export (its trace)";
   if (reproducesThrough(rows, "export+decompose")) return "torch.export's decompositions (run_decompositions)";
@@ -96,6 +102,17 @@ std::vector<AblationVariant> ablationVariants(const MinimizeCase& c) {
   }
   for (const auto& option : configOptionNames(c))
     out.push_back({std::string(kWithoutPrefix) + option, withoutConfigOption(c, option)});
+  // A forward finding of torch.compile's Inductor: does AOTInductor (the same lowering, its own wrapper and
+  // packaging) or export's trace alone fail too? The program as one trace captures it may be refused by export
+  // (a graph break, a Python branch): such a row says so and does not reproduce.
+  if (c.compile.entry == kCompileEntry && c.compile.usesInductor() && !c.backward)
+    for (const char* entry : {"export", kAotiEntry}) {
+      MinimizeCase v = c;
+      v.compile = CompileConfig{};
+      v.compile.setEntry(entry);
+      if (std::string(entry) == kAotiEntry) v.compile.inductorConfig = c.compile.inductorConfig;
+      out.push_back({std::string(kEntryPrefix) + entry, std::move(v)});
+    }
   if (c.compile.trains())  // training steps: which compiled part the fault needs, the model's or the step's
     for (const auto& part : TrainingLoop::compiledParts())
       if (part != c.compile.training.compiled) {
@@ -131,6 +148,11 @@ std::string componentAtFault(const std::vector<AblationRow>& rows, const std::st
     }
   if (!needed.empty()) component += fmt::format(" (needs {})", fmt::join(needed, ", "));
   component += trainingPartAtFault(rows, trainingPart);
+  if (hasEntryRow(rows, kAotiEntry))  // a torch.compile finding's AOTInductor row: Inductor's lowering, or not
+    component += reproducesThrough(rows, kAotiEntry)
+                     ? (reproducesThrough(rows, "export") ? " (export fails too: the traced graph)"
+                                                          : " (AOTInductor fails too: Inductor's lowering)")
+                     : " (not through AOTInductor: torch.compile's own path)";
   for (const auto& row : rows)
     if (row.variant == kCpuVariant) component += row.reproduces ? " (on CPU too)" : " (CUDA only)";
   return component;

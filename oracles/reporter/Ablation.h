@@ -50,6 +50,8 @@ AblationRow ablationRow(const AblationVariant& variant, const std::string& verdi
 /// A finding through torch.export is ablated over entry points instead (rows "entry=compile", "entry=export",
 /// "entry=export+decompose", "entry=aoti"): the rows blame export's trace, its decompositions, its
 /// serialization, AOTInductor alone, or Inductor's lowering when torch.compile fails too.
+/// A forward finding of torch.compile's Inductor also has rows "entry=export" and "entry=aoti": the component ends
+/// with whether AOTInductor fails too (Inductor's lowering) or not (torch.compile's own path).
 /// A finding of training steps also has rows "compiled=model", "compiled=step" and "compiled=both" but its own
 /// part (`trainingPart`, TrainingLoop::compiled): the component then ends with which compiled part fails alone.
 std::string componentAtFault(const std::vector<AblationRow>& rows, const std::string& backend,
