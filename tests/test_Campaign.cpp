@@ -17,6 +17,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "fuzzer/campaign/output/CampaignOutput.h"
@@ -452,6 +454,19 @@ TEST(FeatureSet, WhatInductorDidIsFeatures) {
   for (const std::string& feature : runFeatures(gen::Graph{}, compile, result))
     for (const char* prefix : {"fact:post_grad_op=", "fact:lowering=", "fact:kernel=", "fact:recompiles="})
       EXPECT_FALSE(feature.starts_with(prefix)) << feature;
+
+  // An export entry's program ops, per entry; the training loop's choices.
+  result.runs.compiled.exportOps = {{"addmm.default", 2}};
+  compile.config.setEntry("export+decompose");
+  std::vector<std::string> exported = runFeatures(gen::Graph{}, compile, result);
+  EXPECT_EQ(std::count(exported.begin(), exported.end(), "fact:export_op=export+decompose/addmm.default"), 1);
+  result.runs.compiled.exportOps.clear();
+  compile.config.setEntry("train");
+  compile.config.training = oracles::TrainingLoop::parse("optimizer=sgd,compiled=step,foreach=true");
+  std::vector<std::string> trained = runFeatures(gen::Graph{}, compile, result);
+  for (const char* want : {"cfg:train.optimizer=sgd", "cfg:train.compiled=step", "cfg:train.scheduler=none",
+                           "cfg:train=sgd/step/none/foreach=true/clip=false"})
+    EXPECT_EQ(std::count(trained.begin(), trained.end(), want), 1) << want;
 }
 
 

@@ -65,6 +65,8 @@ TEST(EntryPoints, EveryEntryJudgesWritesIntoABufferAndAnInputAsEagerDoesAndKeeps
     EXPECT_EQ(resized, ranges ? 1 : 0) << entry << ": " << j["outputs"].dump();
     EXPECT_EQ(j["compiled"]["phase"], "done") << entry;
     EXPECT_FALSE(j["compiled"].contains("compile_facts")) << entry;  // Dynamo's facts are torch.compile's
+    EXPECT_GE(j["compiled"]["export_ops"].value("add_.Tensor", 0) + j["compiled"]["export_ops"].value("add.Tensor", 0), 1)
+        << entry << ": the ops of the program the entry runs, the campaign's features: " << j["compiled"].dump();
     int states = 0;
     for (const auto& o : j["outputs"]) states += o["role"] == "state";
     EXPECT_GE(states, 2) << entry << ": the buffer and the input after forward are compared";

@@ -50,6 +50,15 @@ std::vector<std::string> runFeatures(const gen::Graph& g, const SampledCompile& 
   if (compile.backward) out.push_back("cfg:backward");
   for (const auto& t : compile.templates) out.push_back("cfg:tpl=" + t);
   for (auto& [k, v] : c.inductorConfig.items()) out.push_back(fmt::format("cfg:inductor.{}={}", k, v.dump()));
+  if (c.trains()) {  // the training loop's own choices, one feature each and one for the combination
+    const oracles::TrainingLoop& t = c.training;
+    std::string scheduler = t.scheduler.empty() ? "none" : t.scheduler;
+    out.push_back("cfg:train.optimizer=" + t.optimizer);
+    out.push_back("cfg:train.compiled=" + t.compiled);
+    out.push_back("cfg:train.scheduler=" + scheduler);
+    out.push_back(fmt::format("cfg:train={}/{}/{}/foreach={}/clip={}", t.optimizer, t.compiled, scheduler, t.foreach,
+                              t.clipNorm > 0));
+  }
 
   const auto& compiled = result.runs.compiled;
   if (compiled.compileFacts) {
