@@ -367,11 +367,13 @@ std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, co
   return std::move(trial.features);
 }
 
+bool Campaign::trainable(const gen::Graph& g) {
+  return std::any_of(g.params.begin(), g.params.end(),
+                     [&](const gen::Source& p) { return gen::isFloat(g.typeOf(p.value).dtype); });
+}
+
 void Campaign::trainingProgram(Candidate& c, Trial& t) const {
-  const gen::Graph& g = c.graph;
-  bool trainable = std::any_of(g.params.begin(), g.params.end(),
-                               [&](const gen::Source& p) { return gen::isFloat(g.typeOf(p.value).dtype); });
-  if (!trainable) {  // nothing for an optimizer to step: judged through torch.compile instead, and credited so
+  if (!trainable(c.graph)) {  // --entry train: nothing for an optimizer to step, judged through torch.compile instead
     t.compile.config.setEntry(oracles::kCompileEntry);
     for (auto& [dimension, arm] : c.pulls.arms)
       if (dimension == ScheduleDimension::Entry) arm = oracles::kCompileEntry;
@@ -384,7 +386,11 @@ void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t) {
   {
     std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
     gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
-    t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, settings_.pinned, c.pulls);
+    // Training steps are a program kind: a share of the programs an optimizer can step, drawn first.
+    PinnedCompile pinned = settings_.pinned;
+    if (!pinned.entryPinned() && trainable(c.graph) && rng.chance(policy_.compile.trainingShare))
+      pinned.entry = oracles::kTrainEntry;
+    t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, pinned, c.pulls);
   }
   // Export traces forward once: the program it judges is the one a single trace captures whole.
   if (t.compile.config.exports()) c.graph = gen::singleTraceProgram(c.graph);

@@ -170,6 +170,8 @@ class Campaign {
   /// A program drawn for the "train" entry: its call schedule dropped; without a floating parameter, judged
   /// through torch.compile instead (its entry arm credited so).
   void trainingProgram(Candidate& c, Trial& t) const;
+  /// Whether `g` has a floating parameter, which an optimizer can step.
+  static bool trainable(const gen::Graph& g);
   void prepareTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial);
   /// Tests the program in eager, compiled and fp64; false (the file removed, the cause counted or the
   /// campaign stopped) when it was not judged: cancelled, a dead worker, a rejected compile template,

@@ -111,7 +111,8 @@ CompileMatrix CompileMatrix::fromJson(const json& doc) {
       if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 8)
         throw std::invalid_argument("compile matrix: 'max_training_steps' must be an integer from 1 to 8");
       m.maxTrainingSteps = v.get<int>();
-    } else if (key == "training_foreach_share") m.trainingForeachShare = shareFrom(v, key);
+    } else if (key == "training_share") m.trainingShare = shareFrom(v, key);
+    else if (key == "training_foreach_share") m.trainingForeachShare = shareFrom(v, key);
     else if (key == "training_clip_share") m.trainingClipShare = shareFrom(v, key);
     else if (key == "fullgraph_share") m.fullgraphShare = shareFrom(v, key);
     else if (key == "backward_share") m.backwardShare = shareFrom(v, key);
@@ -150,6 +151,7 @@ json CompileMatrix::toJson() const {
           {"export_strict_share", exportStrictShare}, {"fullgraph_share", fullgraphShare},
           {"backward_share", backwardShare}, {"template_share", templateShare},
           {"max_templates", maxTemplates}, {"templates", t},
+          {"training_share", trainingShare},
           {"training_optimizers", trainingOptimizers}, {"training_compiled", trainingCompiled},
           {"training_schedulers", trainingSchedulers}, {"max_training_steps", maxTrainingSteps},
           {"training_foreach_share", trainingForeachShare}, {"training_clip_share", trainingClipShare}};

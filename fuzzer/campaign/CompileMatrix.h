@@ -65,11 +65,16 @@ class CompileMatrix {
   /// The compiled run's entry point (CompileConfig::entry). Drawn last: an export entry then resets
   /// backend, mode, fullgraph and backward to their defaults, keeps templates for "aoti" only, and turns a
   /// drawn dynamic=True or "mark" into dynamic=true (export with Dim ranges).
-  /// "train" keeps torch.compile's drawn arguments but fullgraph and marks (training steps call forward
-  /// themselves), runs no forward-only backward, and draws its TrainingLoop from the training weights below.
-  std::map<std::string, double> entries{{"compile", 6.5}, {"export", 1},    {"export+decompose", 1},
-                                        {"export+saveload", 0.5}, {"aoti", 1}, {"train", 0.8}};
+  /// "train" (given a weight here, or pinned) keeps torch.compile's drawn arguments but fullgraph and marks
+  /// (training steps call forward themselves), runs no forward-only backward, and draws its TrainingLoop from the
+  /// training weights below. A campaign draws it as a program kind instead (trainingShare).
+  std::map<std::string, double> entries{
+      {"compile", 6.5}, {"export", 1}, {"export+decompose", 1}, {"export+saveload", 0.5}, {"aoti", 1}};
   double exportStrictShare = 0.3;  ///< share of export entries traced with strict=True
+  /// Share of a campaign's programs with a floating parameter that are judged as training steps (the "train"
+  /// entry, pinned for that program before the other draws): a program kind with a fixed share, which the bandit
+  /// does not retune (its export arms are far cheaper per feature, and would starve it).
+  double trainingShare = 0.17;
   /// The "train" entry's draws: optimizer, what is compiled, scheduler ("none" too), steps (2 to maxTrainingSteps),
   /// the foreach share and the gradient clipping share (max_norm 1).
   std::map<std::string, double> trainingOptimizers{{"sgd", 1}, {"adam", 1}, {"adamw", 1}};

@@ -85,9 +85,10 @@ std::vector<std::string> runFeatures(const gen::Graph& g, const SampledCompile& 
     for (const auto& [reason, n] : f.recompileReasons) fact("fact:recompile=" + reason);
     for (const auto& [name, v] : f.dynamoCounters) fact(fmt::format("fact:dynamo.{}={}", name, countBucket(v)));
   }
-  // What an export entry captured: its program's ATen ops, per entry (torch.compile's facts are not reported there).
+  // What an export entry captured: its program's ATen ops (torch.compile's facts are not reported there), one
+  // namespace for every export entry, so that an op is new once, not once per entry.
   for (const auto& [op, n] : compiled.exportOps) {
-    std::string feature = fmt::format("fact:export_op={}/{}", c.entry, op);
+    std::string feature = "fact:export_op=" + op;
     if (feature.size() > kMaxFeatureChars) feature.resize(kMaxFeatureChars);
     out.push_back(std::move(feature));
   }

@@ -290,6 +290,9 @@ void title(CaseInTriage& c, TriageTools&) {
     std::string said(*what);
     if (auto call = laterCallOf(t.signature); !call.empty())
       said = fmt::format("compiled module is wrong on {} (first call agrees)", call);
+    else if (best.compile.trains())  // the leaves are a training loop's: its losses, parameters and optimizer state
+      said = fmt::format("compiled training steps ({} {}, {} compiled) diverge from eager's further than float64 allows",
+                         best.compile.training.steps, best.compile.training.optimizer, best.compile.training.compiled);
     else if (t.signature.symptom == "mutation-divergence" && t.signature.phase == "python-state")
       said = "compiled forward leaves the module's Python state (attributes, globals, containers) different from eager";
     else if (t.signature.symptom == "mutation-divergence" && best.backward)  // the state is read after backward
