@@ -689,7 +689,7 @@ AOTI_PACKAGE = "aoti_package.pt2"  # aoti's package, in the given directory
 
 def exports(cfg):
     """Whether the job's compile configuration `cfg` goes through torch.export (CompileConfig::exports)."""
-    return cfg.get("entry", "compile") != "compile"
+    return cfg.get("entry", "compile") in EXPORT_ENTRIES
 
 
 def model_tensors(model):
@@ -762,9 +762,27 @@ def export_ranges(args):
                  if isinstance(a, torch.Tensor) else None for a in args)
 
 
+def graph_ops(program):
+    """{ATen op name: count} of an ExportedProgram's graph: what the entry captured (the campaign's features)."""
+    ops = {}
+    for node in program.graph.nodes:
+        if node.op == "call_function":
+            name = str(getattr(node.target, "__name__", node.target))
+            ops[name] = ops.get(name, 0) + 1
+    return ops
+
+
 def exported_model(model, example_args, cfg, work_dir):
     """The callable `cfg["entry"]` makes of `model`, traced on `example_args` (fresh copies: a trace never
-    writes them). What torch.export or AOTInductor raises is raised here."""
+    writes them), with `graph_ops` set to the ops of the program it runs (graph_ops). What torch.export or
+    AOTInductor raises is raised here."""
+    fn, program = _exported_model(model, example_args, cfg, work_dir)
+    fn.graph_ops = graph_ops(program)
+    return fn
+
+
+def _exported_model(model, example_args, cfg, work_dir):
+    """exported_model's callable and the ExportedProgram it runs (for "aoti": the one it packaged)."""
     entry = cfg.get("entry")
     if entry not in EXPORT_ENTRIES:
         raise ValueError(f"unknown entry point {entry!r}; the export entries are {', '.join(EXPORT_ENTRIES)}")
@@ -772,9 +790,10 @@ def exported_model(model, example_args, cfg, work_dir):
     program = torch.export.export(model, tuple(example_args), strict=bool(cfg.get("export_strict", False)),
                                   dynamic_shapes=ranges)
     if entry == "export":
-        return SharedState(model, program.module())
+        return SharedState(model, program.module()), program
     if entry == "export+decompose":
-        return SharedState(model, program.run_decompositions().module())
+        decomposed = program.run_decompositions()
+        return SharedState(model, decomposed.module()), decomposed
     if entry == "export+saveload":
         path = os.path.join(work_dir, SAVED_PROGRAM)
         try:
@@ -782,7 +801,7 @@ def exported_model(model, example_args, cfg, work_dir):
             loaded = torch.export.load(path)
         finally:
             removing(path)
-        return SharedState(model, loaded.module())
+        return SharedState(model, loaded.module()), loaded
     # AOTInductor checks its inputs' sizes and strides against what it was built for only under this variable;
     # without it a size or layout outside them is read wrong silently, which its contract leaves undefined.
     os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"
@@ -792,7 +811,118 @@ def exported_model(model, example_args, cfg, work_dir):
         runner = torch._inductor.aoti_load_package(path)
     finally:
         removing(path)
-    return AotiModel(model, runner, [isinstance(a, torch.Tensor) and a.is_contiguous() for a in example_args])
+    return AotiModel(model, runner, [isinstance(a, torch.Tensor) and a.is_contiguous() for a in example_args]), program
+
+
+# ---- The "train" entry's training steps (CompileConfig's TrainingLoop; docs/oracle.md, "Training steps"). One
+# file, two users: the worker child imports it (fuzzer/worker/python/reference/training_steps.py) and repro.py
+# carries it at TCFUZZ_TRAINING_BLOCK. Every mode runs the same steps from the same seeded values: eager and the
+# float64 reference uncompiled, the compiled run with torch.compile of the model, of the optimizer's step, or both.
+import torch  # noqa: E402  (repro.py has imported these already; the worker has not)
+import torch.utils._pytree as pytree  # noqa: E402
+
+TRAIN_ENTRY = "train"
+
+
+def trains(cfg):
+    """Whether the compile configuration `cfg` (a job's "compile" field) runs training steps."""
+    return (cfg or {}).get("entry") == TRAIN_ENTRY
+
+
+def compiles_model(spec):
+    """Whether the compiled run compiles the model (TrainingLoop::compiled "model" or "both")."""
+    return spec.get("compiled", "both") in ("model", "both")
+
+
+def compiles_step(spec):
+    """Whether the compiled run compiles the step: gradient clipping and optimizer.step ("step" or "both")."""
+    return spec.get("compiled", "both") in ("step", "both")
+
+
+def make_optimizer(spec, params):
+    name, lr, foreach = spec["optimizer"], float(spec["lr"]), bool(spec.get("foreach", False))
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=foreach)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr, foreach=foreach)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.01, foreach=foreach)
+    raise ValueError(f"training: unknown optimizer {name!r}")
+
+
+def make_scheduler(spec, optimizer):
+    name = spec.get("scheduler") or "none"
+    if name == "step":
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+    if name == "exponential":
+        return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
+    return None
+
+
+def training_loss(out, seed):
+    """The sum over the floating output leaves that require grad of their mean squared difference from a target:
+    standard normal float32 values drawn from seed + k (k: the leaf's place among all output leaves), in the leaf's
+    dtype. The same targets in every mode (the fp64 run widens the float32 values). None when no leaf requires grad."""
+    terms = []
+    for k, leaf in enumerate(pytree.tree_leaves(out)):
+        if isinstance(leaf, torch.Tensor) and leaf.requires_grad and leaf.is_floating_point():
+            target = torch.randn(tuple(leaf.shape), generator=torch.Generator().manual_seed(seed + k), dtype=torch.float32)
+            terms.append((leaf - target.to(dtype=leaf.dtype, device=leaf.device)).pow(2).mean())
+    return sum(terms[1:], terms[0]) if terms else None
+
+
+def training_leaves(model, args_of_step, spec, forward, seed, compile_step=None, mark=lambda phase: None):
+    """Runs spec["steps"] training steps on `model` and returns what is judged, [(name, leaf)]: each step's outputs and
+    loss, then after the last step every trainable parameter, every tensor of the optimizer's state (per parameter,
+    by key) and every buffer, by name.
+
+    A step: the optimizer's zero_grad; forward(args_of_step()) (the model, compiled or not, on fresh copies of the
+    inputs); training_loss; backward; then the step function (clip_grad_norm_ when spec["clip_norm"] > 0, then
+    optimizer.step, passed through compile_step when given: torch.compile of it) and the scheduler's step. The
+    optimizer holds the model's floating parameters that require grad, sorted by name. `mark(phase)` names what runs
+    ("train-forward", "backward", "optimizer-step") so a failure is attributed to it."""
+    params = [(name, p) for name, p in sorted(model.named_parameters(), key=lambda item: item[0])
+              if p.requires_grad and p.is_floating_point()]
+    tensors = [p for _, p in params]
+    optimizer = make_optimizer(spec, tensors) if tensors else None
+    scheduler = make_scheduler(spec, optimizer) if optimizer is not None else None
+    clip = float(spec.get("clip_norm") or 0.0)
+
+    def step():
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(tensors, clip)
+        optimizer.step()
+
+    step_fn = compile_step(step) if compile_step is not None and optimizer is not None else step
+    steps = int(spec["steps"])
+    leaves = []
+    for k in range(1, steps + 1):
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+        mark("train-forward")
+        with torch.enable_grad():
+            out = forward(args_of_step())
+            loss = training_loss(out, seed)
+        leaves += [(f"step {k}: output {i}", t.detach().clone() if isinstance(t, torch.Tensor) else t)
+                   for i, t in enumerate(pytree.tree_leaves(out))]
+        if loss is None or optimizer is None:
+            continue  # nothing to train: the outputs are still judged, step by step
+        leaves.append((f"step {k}: loss", loss.detach().clone()))
+        mark("backward")
+        loss.backward()
+        mark("optimizer-step")
+        step_fn()
+        if scheduler is not None:
+            scheduler.step()
+    after = f"after {steps} steps"
+    for name, p in params:
+        leaves.append((f"param {name} {after}", p.detach().clone()))
+        state = optimizer.state.get(p, {}) if optimizer is not None else {}
+        leaves += [(f"optimizer state {key} of {name} {after}", value.detach().clone())
+                   for key, value in sorted(state.items()) if isinstance(value, torch.Tensor)]
+    leaves += [(f"buffer {name} {after}", b.detach().clone())
+               for name, b in sorted(model.named_buffers(), key=lambda item: item[0])]
+    return leaves
 
 
 def apply_compile_config(cfg):
@@ -931,20 +1061,18 @@ def run(mode):
     storage offset the moved call's (those inputs at offset 0); each call starts from the state as built.
     A program that keeps Python state (PythonState) also has that state after call 1, and one with a SCHEDULE
     the outputs and Python state after each of its steps (schedule_leaves).
-    Returns the leaves, their names and their roles."""
+    Returns the leaves, their names and their roles. Under the "train" entry: the training steps' leaves instead
+    (training_run)."""
     model, inputs = build(mode)
     fn = model
+    if trains(CASE["compile"]):
+        return training_run(model, inputs, mode)
     if mode == "compiled" and exports(CASE["compile"]):  # through torch.export
         with torch.set_grad_enabled(bool(CASE["backward"])):  # traced in the grad mode the calls run in
             fn = exported_model(model, fresh_copies(inputs), CASE["compile"], os.path.dirname(os.path.abspath(__file__)))
     elif mode == "compiled" and CASE["compile"].get("backend") != "none":  # "none": the program's own HOPs, uncompiled
         cfg = CASE["compile"]
-        kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
-        if cfg.get("mode"):
-            kwargs["mode"] = cfg["mode"]
-        if cfg.get("dynamic") is not None:
-            kwargs["dynamic"] = bool(cfg["dynamic"])
-        fn = torch.compile(model, **kwargs)
+        fn = torch.compile(model, **compile_kwargs(cfg))
         if cfg.get("mark_dynamic"):
             fn = marking_dynamic(fn)
     state = model_state(model)
@@ -1030,6 +1158,38 @@ def run(mode):
     return leaves, names, roles
 
 
+def compile_kwargs(cfg):
+    kwargs = {"backend": cfg.get("backend", "inductor"), "fullgraph": bool(cfg.get("fullgraph", False))}
+    if cfg.get("mode"):
+        kwargs["mode"] = cfg["mode"]
+    if cfg.get("dynamic") is not None:
+        kwargs["dynamic"] = bool(cfg["dynamic"])
+    return kwargs
+
+
+def training_run(model, inputs, mode):
+    """The "train" entry's run, as the worker makes it: CASE["compile"]["training"]'s steps (training_leaves), the
+    compiled run compiling the model, the step (torch.compile with the backend and mode only), or both."""
+    cfg = CASE["compile"]
+    spec = cfg["training"]
+    fn, compile_step = model, None
+    if mode == "compiled" and cfg.get("backend") != "none":
+        if compiles_model(spec):
+            fn = torch.compile(model, **compile_kwargs(cfg))
+        if compiles_step(spec):
+            step_kwargs = {k: v for k, v in compile_kwargs(cfg).items() if k in ("backend", "mode")}
+            compile_step = lambda step: torch.compile(step, **step_kwargs)  # noqa: E731
+
+    def forward(args):
+        seed_everything(CASE["seed"])
+        return call_in_fp64(fn, args) if mode == "fp64" else fn(*args)
+
+    leaves = training_leaves(model, lambda: fresh_copies(inputs), spec, forward, CASE["seed"], compile_step)
+    names = [name for name, _ in leaves]
+    leaves = [leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf for _, leaf in leaves]
+    return leaves, names, ["training"] * len(leaves)
+
+
 def run_and_report(mode):
     """((leaves, names), None) when the run succeeds, (None, the exception) when it raises."""
     try:
@@ -1071,8 +1231,9 @@ def same_non_finite(a, b):
     return all(torch.equal(f(a), f(b)) for f in (torch.isnan, torch.isposinf, torch.isneginf))
 
 
-def compare_leaf(eager, compiled, fp64):
-    """'pass', 'fail' or 'unstable' (eager has NaN/Inf where fp64 does not: not judged), and a note."""
+def compare_leaf(eager, compiled, fp64, steps=1):
+    """'pass', 'fail' or 'unstable' (eager has NaN/Inf where fp64 does not: not judged), and a note. A leaf that
+    carries the rounding of `steps` training steps is judged at `steps` times its dtype's tolerance."""
     eager, compiled, fp64 = as_real_tensor(eager), as_real_tensor(compiled), as_real_tensor(fp64)
     if not isinstance(eager, torch.Tensor) or not isinstance(compiled, torch.Tensor):
         if repr(eager) == repr(compiled):
@@ -1093,7 +1254,7 @@ def compare_leaf(eager, compiled, fp64):
         if fp64 is not None and not fp64.is_floating_point() and (compiled != fp64).sum() <= (eager != fp64).sum():
             return "pass", "integers differ, but compiled is no further from fp64 than eager"
         return "fail", f"{eager.dtype} values differ"
-    tol = CASE["tolerances"].get(str(eager.dtype).replace("torch.", ""), CASE["tolerances"]["float32"])
+    tol = CASE["tolerances"].get(str(eager.dtype).replace("torch.", ""), CASE["tolerances"]["float32"]) * steps
     if fp64 is not None and fp64.is_floating_point() and not same_non_finite(eager.double(), fp64.double()):
         return "unstable", "eager and fp64 disagree on NaN/Inf placement"
     if not same_non_finite(eager.double(), compiled.double()):
@@ -1153,7 +1314,8 @@ def compare(eager, compiled, fp64):
             continue
         # fp64 arbitrates a leaf where its own leaf at that place has the same name (call 4 may differ in fp64)
         same = fp64 is not None and i < len(fp64) and fp64_names[i] == names[i]
-        outcome, note = compare_leaf(eager[i], compiled[i], fp64[i] if same else None)
+        steps = int(CASE["compile"]["training"]["steps"]) if roles[i] == "training" else 1
+        outcome, note = compare_leaf(eager[i], compiled[i], fp64[i] if same else None, steps)
         if outcome in ("signed-zero", "denormal-flush") and roles[i] != "output":
             outcome = "pass"  # judged on call 1's forward outputs only (oracles/judge/Verdict.cpp, zeroSlip)
         print(f"  leaf {i} ({names[i]}): {outcome}; {note}")
