@@ -162,4 +162,7 @@ TEST(Ablation, AForwardInductorFindingAlsoRunsThroughExportAndAotInductorToTellL
   EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", true}, {"entry=export", false}, {"entry=aoti", false}}),
                                       "inductor"),
             "inductor (not through AOTInductor: torch.compile's own path)");
+  EXPECT_EQ(oracles::componentAtFault(rows({{"backend=aot_eager", true}, {"entry=export", false}, {"entry=aoti", true}}),
+                                      "inductor"),
+            "aot_autograd (AOTInductor fails too)");  // not Inductor's lowering: aot_eager fails already
 }

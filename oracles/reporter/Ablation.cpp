@@ -148,11 +148,15 @@ std::string componentAtFault(const std::vector<AblationRow>& rows, const std::st
     }
   if (!needed.empty()) component += fmt::format(" (needs {})", fmt::join(needed, ", "));
   component += trainingPartAtFault(rows, trainingPart);
-  if (hasEntryRow(rows, kAotiEntry))  // a torch.compile finding's AOTInductor row: Inductor's lowering, or not
-    component += reproducesThrough(rows, kAotiEntry)
-                     ? (reproducesThrough(rows, "export") ? " (export fails too: the traced graph)"
-                                                          : " (AOTInductor fails too: Inductor's lowering)")
-                     : " (not through AOTInductor: torch.compile's own path)";
+  // A torch.compile finding's export and AOTInductor rows. Only an Inductor fault is put on its lowering (AOTInductor
+  // shares it) or on torch.compile's own path; an earlier component's rows are reported as they are.
+  if (hasEntryRow(rows, kAotiEntry)) {
+    bool inductor = component.starts_with(kInductorBackend);
+    if (reproducesThrough(rows, "export")) component += " (torch.export fails too: the traced graph)";
+    else if (reproducesThrough(rows, kAotiEntry))
+      component += inductor ? " (AOTInductor fails too: Inductor's lowering)" : " (AOTInductor fails too)";
+    else component += inductor ? " (not through AOTInductor: torch.compile's own path)" : " (not through AOTInductor)";
+  }
   for (const auto& row : rows)
     if (row.variant == kCpuVariant) component += row.reproduces ? " (on CPU too)" : " (CUDA only)";
   return component;
