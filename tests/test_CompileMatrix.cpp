@@ -263,6 +263,8 @@ TEST(CompileMatrix, TheTrainEntryDrawsItsStepsAndKeepsTorchCompilesArguments) {
     foreach += t.foreach;
     clipped += t.clipNorm > 0;
     inductor += s.config.backend == "inductor";  // torch.compile's own draws stay
+    EXPECT_FALSE(s.config.inductorConfig.contains("freezing")) << "freezing takes parameters for constants";
+    EXPECT_EQ(std::count(s.templates.begin(), s.templates.end(), "freezing"), 0);
   }
   EXPECT_NEAR(optimizers["adamw"] / double(n), 1 / 3.0, 0.04);
   EXPECT_NEAR(parts["both"] / double(n), 0.5, 0.04);

@@ -223,6 +223,15 @@ SampledCompile CompileMatrix::sample(gen::Rng& rng, const std::string& device, c
     c.fullgraph = false;  // the compiled step may break its graph (clipping, a scheduler's lr)
     c.markDynamic = false;
     s.backward = false;   // the steps run their own backward
+    // Inductor's freezing takes parameters for constants, which an optimizer step then changes: inference only, as
+    // documented, so a template that sets it is left out (a --inductor-config the user gave stays).
+    if (!pinned.inductorConfig && c.inductorConfig.contains("freezing")) {
+      std::erase_if(s.templates, [&](const std::string& name) {
+        auto t = std::find_if(templates.begin(), templates.end(), [&](const auto& it) { return it.name == name; });
+        return t != templates.end() && t->options.contains("freezing");
+      });
+      c.inductorConfig.erase("freezing");
+    }
     if (pinned.training) {
       c.training = *pinned.training;
     } else {
