@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -139,6 +140,15 @@ TEST(Ablation, TrainingStepsAreAblatedOverTheCompiledPartAndTheComponentSaysWhic
   EXPECT_EQ(oracles::componentAtFault(rows({{"backend=inductor", true}, {"compiled=model", false}, {"compiled=step", false}}),
                                       "inductor", false, "both"),
             "inductor (only with the model and the optimizer step both compiled)");
+}
+
+TEST(Ablation, AnExportFindingsEntryRowsKeepItsDimRanges) {
+  MinimizeCase c;
+  c.compile.setEntry("aoti");
+  c.compile.dynamic = true;  // exported with Dim ranges: a fault there needs them in every row
+  std::vector<oracles::AblationVariant> v = oracles::ablationVariants(c);
+  ASSERT_EQ(v.size(), 4u);
+  for (const auto& variant : v) EXPECT_EQ(variant.rerun.compile.dynamic, std::optional<bool>(true)) << variant.name;
 }
 
 TEST(Ablation, AForwardInductorFindingAlsoRunsThroughExportAndAotInductorToTellLoweringFromTheRest) {

@@ -74,7 +74,7 @@ class CompileMatrix {
   /// Share of a campaign's programs with a floating parameter that are judged as training steps (the "train"
   /// entry, pinned for that program before the other draws): a program kind with a fixed share, which the bandit
   /// does not retune (its export arms are far cheaper per feature, and would starve it).
-  double trainingShare = 0.17;
+  double trainingShare = 0.25;
   /// The "train" entry's draws: optimizer, what is compiled, scheduler ("none" too), steps (2 to maxTrainingSteps),
   /// the foreach share and the gradient clipping share (max_norm 1).
   std::map<std::string, double> trainingOptimizers{{"sgd", 1}, {"adam", 1}, {"adamw", 1}};

@@ -82,6 +82,7 @@ std::vector<AblationVariant> ablationVariants(const MinimizeCase& c) {
       MinimizeCase v = c;
       v.compile = CompileConfig{};  // torch.compile as its defaults; the export entries keep strict
       v.compile.setEntry(entry);
+      v.compile.dynamic = c.compile.dynamic;  // Dim ranges (and torch.compile's dynamic=True) as found
       if (entry != kCompileEntry) v.compile.exportStrict = c.compile.exportStrict;
       if (entry == kCompileEntry || entry == "aoti") v.compile.inductorConfig = c.compile.inductorConfig;
       out.push_back({std::string(kEntryPrefix) + entry, std::move(v)});
