@@ -27,7 +27,7 @@ from lift import run_lift_job
 from script_job import SCRIPT_TAIL_CHARS, run_script_job, tail
 from program_guard import GUARD
 from reference.entry_points import exported_model, exports
-from reference.training_steps import compiles_model, compiles_step, training_leaves
+from reference.training_steps import compiles_model, compiles_step, step_compiler, training_leaves
 from reference.repro_shared import (call_in_fp64, fresh_copies, later_call_leaves, layout_copy,
                                     layout_copies, marking_dynamic, schedule_leaves, seed_everything, widen_inputs,
                                     widen_model_and_inputs, write_tensor_file)
@@ -307,8 +307,7 @@ class ChildRun:
         spec, cfg = self.job["training"], self.job.get("compile") or {}
         compile_step = None
         if mode == "compiled" and compiles_step(spec) and cfg.get("backend") != NO_COMPILE_BACKEND:
-            kwargs = {"backend": cfg.get("backend", "inductor"), **({"mode": cfg["mode"]} if cfg.get("mode") else {})}
-            compile_step = lambda step: torch.compile(step, **kwargs)  # noqa: E731
+            compile_step = step_compiler(cfg)
 
         def forward(args):
             self.seed_everything()

@@ -153,8 +153,7 @@ def training_run(model, inputs, mode):
         if compiles_model(spec):
             fn = torch.compile(model, **compile_kwargs(cfg))
         if compiles_step(spec):
-            step_kwargs = {k: v for k, v in compile_kwargs(cfg).items() if k in ("backend", "mode")}
-            compile_step = lambda step: torch.compile(step, **step_kwargs)  # noqa: E731
+            compile_step = step_compiler(cfg)
 
     def forward(args):
         seed_everything(CASE["seed"])

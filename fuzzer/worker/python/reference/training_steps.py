@@ -23,6 +23,15 @@ def compiles_step(spec):
     return spec.get("compiled", "both") in ("step", "both")
 
 
+def step_compiler(cfg):
+    """How the compiled run compiles the step function: torch.compile with the configuration's backend and mode only
+    (fullgraph and dynamic are the model's; a step may break its graph at clipping or a scheduler's lr)."""
+    kwargs = {"backend": cfg.get("backend", "inductor")}
+    if cfg.get("mode"):
+        kwargs["mode"] = cfg["mode"]
+    return lambda step: torch.compile(step, **kwargs)
+
+
 def make_optimizer(spec, params):
     name, lr, foreach = spec["optimizer"], float(spec["lr"]), bool(spec.get("foreach", False))
     if name == "sgd":
