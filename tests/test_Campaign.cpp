@@ -87,6 +87,9 @@ TEST(FuzzCommand, UsageErrorsExitTwo) {
   auto linker = runFuzz(fuzzArgs({"-o", (dir.path() / "z").string(), "--kernel-linker", "gold"}));
   EXPECT_EQ(linker.exitCode, 2);
   EXPECT_NE(linker.output.find("--kernel-linker takes auto, lld or default"), std::string::npos) << linker.output;
+  auto share = runFuzz(fuzzArgs({"-o", (dir.path() / "w").string(), "--triage-share", "0"}));
+  EXPECT_EQ(share.exitCode, 2);
+  EXPECT_NE(share.output.find("--triage-share must lie in (0, 1]"), std::string::npos) << share.output;
 }
 
 // --seed-corpus: a new campaign judges the given programs first, in name order, before generating.
@@ -146,6 +149,13 @@ TEST(Campaign, FindsAPlantedNumericBugAndWritesTheOutputDirectory) {
   EXPECT_GT(allJobs, 0.0);
   EXPECT_LE(allJobs, 1.0);
   EXPECT_NEAR(harness, 1.0 - allJobs, 0.0011);
+  // Background triage keeps to its 2% of the worker time: a four-program campaign leaves its signatures to
+  // tcfuzz triage, and says so.
+  EXPECT_EQ(kv["triage_share_cap"], "0.020");
+  EXPECT_EQ(kv["triage_worker_s"], "0.0");
+  EXPECT_EQ(kv["triage_share"], "0.000");
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("[1-9][0-9]* signature\\(s\\) not triaged yet; tcfuzz triage")))
+      << run.output;
   EXPECT_EQ(std::stoll(kv["findings"]), countRows(db, "SELECT COUNT(*) FROM findings"));
   EXPECT_GE(std::stoll(kv["queue_size"]), 1);
   int queued = 0;

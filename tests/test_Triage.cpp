@@ -327,6 +327,21 @@ TEST(TriageSteps, ABisectorResultWithNoneFieldsIsReadAsEmpty) {
   EXPECT_EQ(b.debugInfo, "");
 }
 
+// A campaign's triage starts a signature only when what it spent plus one more signature's expected cost (the
+// mean of those finished, the first's estimate before any) fits in its share of the campaign's worker time.
+TEST(TriageBudget, ASignatureStartsOnlyWhenItsExpectedCostFitsTheShare) {
+  TriageBudget budget{0.02, {}, 100.0};
+  EXPECT_FALSE(triageMayStart(budget, 0, 0, 0));         // the campaign has just begun
+  EXPECT_FALSE(triageMayStart(budget, 0, 0, 4999));      // 2% of 4999 s is less than the first's 100 s
+  EXPECT_TRUE(triageMayStart(budget, 0, 0, 5000));
+  EXPECT_FALSE(triageMayStart(budget, 120, 1, 11999));   // 120 spent + 120 expected > 2% of 11999
+  EXPECT_TRUE(triageMayStart(budget, 120, 1, 12000));
+  EXPECT_FALSE(triageMayStart(budget, 300, 3, 19999));   // the mean of three: 100
+  EXPECT_TRUE(triageMayStart(budget, 300, 3, 20000));
+  TriageBudget unbounded{1.0, {}, 100.0};
+  EXPECT_TRUE(triageMayStart(unbounded, 1e6, 1, 0));
+}
+
 TEST(TriageSteps, ThePipelineRunsItsNamedStepsInOrder) {
   std::vector<std::string> names;
   for (const TriageStep& step : triageSteps()) names.push_back(std::string(step.name));

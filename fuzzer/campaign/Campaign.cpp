@@ -344,7 +344,7 @@ struct Campaign::Trial {
   ProgramTestResult result;
   std::vector<std::string> features;   ///< what the program reached; none when nothing was compiled
   ProgramYield yield;                  ///< the scheduler's credit
-  double torchSeconds = 0;             ///< eager, compiled and fp64 jobs and the confirmation
+  double torchSeconds = 0;             ///< every job the test ran (ProgramTestResult::torchSeconds)
   std::string verdict;
   json config;                         ///< the configuration's non-default parts
   double now = 0;                      ///< unix time of the judgement
@@ -449,9 +449,9 @@ void Campaign::measureTrial(const Candidate& c, Trial& t) {
     std::lock_guard lock(mutex_);
     for (const auto& f : features_.novel(t.features)) t.yield.newOpFeatures += isGraphFeature(f);
   }
-  // Confirming a finding (fresh processes, cold cache) is part of what the program cost.
-  t.torchSeconds = r.runs.eager.times.childWall + r.runs.compiled.times.childWall + r.runs.fp64.times.childWall +
-                   r.confirmSeconds;
+  // Confirming a finding (fresh processes, cold cache), the conditioning runs and eager's own HOPs are part of what
+  // the program cost.
+  t.torchSeconds = r.torchSeconds;
   if (settings_.gpuStats) settings_.gpuStats->record(r.runs.compiled);
   t.verdict = std::string(oracles::toString(r.verdict.verdict));
   // A finding of eager's own higher-order ops is recorded under the no-compile backend it was made with.
@@ -684,8 +684,8 @@ void Campaign::writeStats() {
     }
     for (auto& line : dynamo_.statsLines()) kv.push_back(std::move(line));
   }
-  if (extraStats_)
-    for (auto& line : extraStats_()) kv.push_back(std::move(line));
+  for (const auto& source : extraStats_)
+    for (auto& line : source()) kv.push_back(std::move(line));
   output_.writeStats(kv);
   writeFileAtomically(output_.schedulePath(), schedule);
 }

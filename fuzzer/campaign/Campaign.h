@@ -116,9 +116,10 @@ class Campaign {
   std::optional<std::vector<std::string>> judge(gen::Graph graph, const std::string& origin);
   /// Whether stop() was called (or a bound reached): the engine ends the session. Thread-safe.
   bool stopping() const { return stopping_; }
-  /// More `key : value` lines for fuzzer_stats, asked at each write (the engine's own figures).
-  void setExtraStats(std::function<std::vector<std::pair<std::string, std::string>>()> source) {
-    extraStats_ = std::move(source);
+  /// More `key : value` lines for fuzzer_stats, asked at each write after the campaign's own (the engine's and
+  /// the background triage's figures). Before run().
+  void addExtraStats(std::function<std::vector<std::pair<std::string, std::string>>()> source) {
+    extraStats_.push_back(std::move(source));
   }
   /// Asks run() to stop: no new program starts, the running jobs are abandoned. Thread-safe.
   void stop();
@@ -237,7 +238,7 @@ class Campaign {
   std::atomic<int> activeLanes_{0};
   std::optional<CampaignEnd> end_;
   std::string endMessage_;
-  std::function<std::vector<std::pair<std::string, std::string>>()> extraStats_;
+  std::vector<std::function<std::vector<std::pair<std::string, std::string>>()>> extraStats_;
   std::atomic<bool> supervisorStop_{false};
   std::thread supervisor_;
 };

@@ -345,7 +345,7 @@ void LibFuzzerEngine::run() {
   for (const char* sub : {"corpus", "seeds", "artifacts"}) fs::create_directories(settings_.dir / sub);
   loadFeatureRecord();
   seedCorpus();
-  campaign_.setExtraStats([this] { return statsLines(); });
+  campaign_.addExtraStats([this] { return statsLines(); });
   runningEngine = this;
   // libFuzzer ends with exit(0) on its own bounds (-runs, -max_total_time given through
   // --libfuzzer-arg): the session then ends as if the campaign had stopped.

@@ -62,6 +62,7 @@ ProgramTestResult CaseTester::test(const oracles::MinimizeCase& c, const TestSet
   }
   removeQuietly(file, {});
   for (const auto* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64}) removeQuietly({}, run->jobDir);
+  workerSeconds_.fetch_add(r.torchSeconds);
   return r;
 }
 
@@ -92,6 +93,7 @@ oracles::RunResult CaseTester::bisect(const oracles::MinimizeCase& c, const Test
   s.compile = c.compile;
   s.backward = c.backward;
   oracles::RunResult r = programs.bisect(file, s, spec);
+  workerSeconds_.fetch_add(r.times.childWall);
   removeQuietly(file, r.jobDir);
   return r;
 }
@@ -104,6 +106,7 @@ oracles::RunResult CaseTester::runScript(const std::string& fileName, const std:
   TestSettings s = base;
   s.limits.timeoutSeconds = std::max(s.limits.timeoutSeconds, 120.0);
   oracles::RunResult r = programs.runScript(file, s, companions, /*trace=*/!traceInto.empty());
+  workerSeconds_.fetch_add(r.times.childWall);
   if (!traceInto.empty()) {
     std::error_code ec;
     fs::remove_all(traceInto, ec);

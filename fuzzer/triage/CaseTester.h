@@ -45,6 +45,8 @@ class CaseTester {
                                const std::filesystem::path& traceInto = {});
   /// A fresh file name for the scratch folder: "<tag>-000042.py".
   std::string numberedFile(const std::string& tag);
+  /// The child wall time of every job this tester ran (tests, bisects, scripts): what triage cost the workers.
+  double workerSeconds() const { return workerSeconds_.load(); }
 
  private:
   ProgramTester& tester() const;
@@ -55,6 +57,7 @@ class CaseTester {
   gen::PythonEmitter emitter_;
   std::filesystem::path scratch_;
   std::atomic<uint64_t> nextFile_{0};
+  std::atomic<double> workerSeconds_{0};
 };
 
 }  // namespace tcfuzz

@@ -341,11 +341,11 @@ std::string TriageSummary::describe(const fs::path& root) const {
                      rawFindings, (root / "index.md").string());
 }
 
-TriageSummary Triage::run(const std::atomic<bool>* stop) {
+TriageSummary Triage::run(const std::atomic<bool>* stop, const std::function<bool()>& mayStart) {
   TriageSummary summary;
   std::vector<std::string> waiting = pending();
   for (size_t i = 0; i < waiting.size(); ++i) {
-    if (stop && *stop) {
+    if ((stop && *stop) || (mayStart && !mayStart())) {
       summary.pending = static_cast<int>(waiting.size() - i);
       break;
     }
@@ -356,6 +356,7 @@ TriageSummary Triage::run(const std::atomic<bool>* stop) {
       summary.pending = static_cast<int>(waiting.size() - i);
       break;
     }
+    finished_++;
     if (row.status == "done" || row.status == "duplicate") summary.triaged++;
     else if (row.status == "unreproducible") summary.unreproducible++;
     else summary.failed++;
@@ -400,10 +401,11 @@ TriageSettings freshProcessTriage(TriageSettings settings) {
 
 BackgroundTriage::BackgroundTriage(const gen::OpCatalog& catalog, TriageSettings settings, const fs::path& campaignRoot,
                                    const fs::path& storePath, const SecretRedactor& secrets, ProgramTester& tester,
-                                   std::function<void(const std::string&)> event)
+                                   TriageBudget budget, std::function<void(const std::string&)> event)
     : store_(storePath, secrets),
       triage_(catalog, freshProcessTriage(std::move(settings)), campaignRoot, store_, &tester,
               [event](const std::string& line) { event("triage: " + line); }),
+      budget_(std::move(budget)),
       event_(std::move(event)) {}
 
 BackgroundTriage::~BackgroundTriage() {
@@ -423,18 +425,48 @@ void BackgroundTriage::join() {
 
 size_t BackgroundTriage::pendingCount() const { return triage_.pending().size(); }
 
+bool triageMayStart(const TriageBudget& budget, double spent, int finished, double campaignWorkerSeconds) {
+  if (budget.share >= 1.0) return true;
+  double next = finished > 0 ? spent / finished : budget.firstSignatureSeconds;
+  return spent + next <= budget.share * campaignWorkerSeconds;
+}
+
+bool BackgroundTriage::withinBudget() const {
+  if (!budget_.campaignWorkerSeconds) return true;
+  return triageMayStart(budget_, triage_.workerSeconds(), triage_.signaturesFinished(), budget_.campaignWorkerSeconds());
+}
+
+std::vector<std::pair<std::string, std::string>> BackgroundTriage::statsLines() const {
+  double campaign = budget_.campaignWorkerSeconds ? budget_.campaignWorkerSeconds() : 0.0;
+  double spent = triage_.workerSeconds();
+  return {{"triage_share", fmt::format("{:.3f}", campaign > 0 ? std::min(1.0, spent / campaign) : 0.0)},
+          {"triage_share_cap", fmt::format("{:.3f}", budget_.share)},
+          {"triage_worker_s", fmt::format("{:.1f}", spent)},
+          {"triage_pending", std::to_string(pending_.load())}};
+}
+
 void BackgroundTriage::loop() {
   while (!stop_) {
     try {
-      if (!triage_.pending().empty()) {
-        TriageSummary s = triage_.run(&stop_);
+      size_t waiting = triage_.pending().size();
+      pending_ = waiting;
+      if (waiting > 0 && !withinBudget()) {
+        if (!waitingForBudget_)
+          event_(fmt::format("triage: {} signature(s) wait for triage's share of the worker time ({:.0f}%, "
+                             "--triage-share); tcfuzz triage OUT finishes them after the campaign",
+                             waiting, 100 * budget_.share));
+        waitingForBudget_ = true;
+      } else if (waiting > 0) {
+        waitingForBudget_ = false;
+        TriageSummary s = triage_.run(&stop_, [this] { return withinBudget(); });
+        pending_ = static_cast<size_t>(s.pending);
         if (!stop_)
           event_(fmt::format("triage: {} unique bug(s) reported from {} raw finding(s)", s.bugs, s.rawFindings));
       }
     } catch (const std::exception& e) {
       if (!stop_) event_(fmt::format("triage stopped on an error, retrying later: {}", e.what()));
     }
-    for (int i = 0; i < 50 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 

@@ -47,8 +47,12 @@ class Triage {
   std::vector<oracles::BugReport> writeReports();
   /// writeReports(), summarised: bugs, their raw findings, and the signatures still untriaged.
   TriageSummary rewriteReports();
-  /// pending() -> triageSignature() each, until done or *stop; then writeReports().
-  TriageSummary run(const std::atomic<bool>* stop = nullptr);
+  /// pending() -> triageSignature() each, until done, *stop, or `mayStart` says no before a signature; then
+  /// writeReports().
+  TriageSummary run(const std::atomic<bool>* stop = nullptr, const std::function<bool()>& mayStart = {});
+  /// The child wall time of every job this triage ran, and the signatures it finished (any status).
+  double workerSeconds() const { return cases_.workerSeconds(); }
+  int signaturesFinished() const { return finished_.load(); }
 
   /// Runs the triage steps over one case. `opHints`: op multisets of bugs already minimized.
   TriagedCase triageCase(const oracles::MinimizeCase& start, const TestSettings& settings,
@@ -67,10 +71,28 @@ class Triage {
   FindingStore& store_;
   std::function<void(const std::string&)> log_;
   CaseTester cases_;
+  std::atomic<int> finished_{0};
 };
 
+/// How much of a campaign's worker time its background triage may take: triage starts a signature only
+/// when what its jobs have cost (child wall time) plus what one more signature is expected to cost stays
+/// within `share` of the campaign's worker time so far (`campaignWorkerSeconds`: run time x workers). The
+/// expected cost is the mean of the signatures this session finished, `firstSignatureSeconds` before any.
+/// The rest waits for the budget, or for `tcfuzz triage OUT`.
+struct TriageBudget {
+  double share = 1.0;  ///< 1: no bound
+  std::function<double()> campaignWorkerSeconds;
+  /// One signature's triage on 2.15.0 (replay, minimization, ablation with its entry-point rows, repros,
+  /// tlparse): 117 s of worker time for a 15-node program in a 2-worker CPU campaign.
+  double firstSignatureSeconds = 100.0;
+};
+/// The budget's rule: whether triage, having spent `spent` worker seconds on `finished` signatures, may start
+/// another when the campaign has had `campaignWorkerSeconds`.
+bool triageMayStart(const TriageBudget& budget, double spent, int finished, double campaignWorkerSeconds);
+
 /// A running campaign's triage (`tcfuzz fuzz` without --no-triage), on one thread of its own: every
-/// 5 s, while some exact signature has no triage row, it runs Triage::run over the campaign directory.
+/// second, while some exact signature has no triage row and the budget allows, it runs Triage::run over the
+/// campaign directory.
 /// Reads: findings.sqlite through its own FindingStore connection (SQLite's WAL lets the campaign's
 /// lanes and triage both write). Writes: triage rows, crashes/<id>/ reports and the index (what
 /// Triage::run writes). Its jobs go through the campaign's ProgramTester and pool, in fresh processes;
@@ -83,7 +105,7 @@ class BackgroundTriage {
   /// confirmation turned off.
   BackgroundTriage(const gen::OpCatalog& catalog, TriageSettings settings, const std::filesystem::path& campaignRoot,
                    const std::filesystem::path& storePath, const SecretRedactor& secrets, ProgramTester& tester,
-                   std::function<void(const std::string&)> event);
+                   TriageBudget budget, std::function<void(const std::string&)> event);
   /// stop() and join(), if the thread still runs.
   ~BackgroundTriage();
   BackgroundTriage(const BackgroundTriage&) = delete;
@@ -98,12 +120,20 @@ class BackgroundTriage {
   void join();
   /// Exact signatures still without a triage row (after join(): what `tcfuzz triage OUT` finishes).
   size_t pendingCount() const;
+  /// fuzzer_stats lines: triage_share (its worker time over the campaign's), triage_share_cap, triage_worker_s,
+  /// triage_pending.
+  std::vector<std::pair<std::string, std::string>> statsLines() const;
 
  private:
   void loop();
+  /// Whether the budget lets triage start another signature now.
+  bool withinBudget() const;
 
   FindingStore store_;
   Triage triage_;
+  TriageBudget budget_;
+  std::atomic<size_t> pending_{0};
+  bool waitingForBudget_ = false;  ///< the loop's thread only: said once per wait
   std::function<void(const std::string&)> event_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -323,6 +323,11 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
   }
   result.compareSeconds = secondsSince(judged);
   result.wallSeconds = secondsSince(began);
+  // A reference run is another test's job: only what this test submitted counts.
+  result.torchSeconds = result.runs.compiled.times.childWall;
+  if (!references) result.torchSeconds += result.runs.eager.times.childWall;
+  if (!references || references->fp64.phase == oracles::kNotNeededPhase)
+    result.torchSeconds += result.runs.fp64.times.childWall;
   return result;
 }
 
@@ -347,9 +352,11 @@ ProgramTestResult ProgramTester::test(const std::filesystem::path& program, cons
     if (oracles::isFinding(eagerHops.verdict.verdict)) {
       eagerHops.judgedUnder = own.compile;
       eagerHops.wallSeconds += result.wallSeconds;
+      eagerHops.torchSeconds += result.torchSeconds;
       return eagerHops;
     }
     result.wallSeconds += eagerHops.wallSeconds;
+    result.torchSeconds += eagerHops.torchSeconds;
   }
   return result;
 }
@@ -371,6 +378,7 @@ void ProgramTester::checkConditioning(const std::filesystem::path& program, cons
   std::string refused;  // why a perturbed run gave no outputs (the inputs hold non-finite values, ...)
   for (auto& p : pending) {
     oracles::RunResult r = p.get();
+    result.torchSeconds += r.times.childWall;
     if (r.ok() && r.outputs) perturbed.push_back(oracles::loadOutputs(*r.outputs, r.jobDir));
     else if (r.exception && refused.empty()) refused = r.exception->type + ": " + r.exception->message;
   }
@@ -394,16 +402,18 @@ void ProgramTester::checkConditioning(const std::filesystem::path& program, cons
 void ProgramTester::confirm(const std::filesystem::path& program, const TestSettings& settings,
                             ProgramTestResult& result) {
   auto began = std::chrono::steady_clock::now();
-  double firstWall = result.wallSeconds;
+  double firstWall = result.wallSeconds, firstTorch = result.torchSeconds;
   TestSettings fresh = settings;
   fresh.persistent = false;
   if (fresh.gpu.empty()) fresh.gpu = result.runs.compiled.child.gpu;  // again on the GPU that misbehaved
   ProgramTestResult cold = testOnce(program, fresh, newColdCache().path);
+  double confirmTorch = cold.torchSeconds;
   if (oracles::isFinding(cold.verdict.verdict)) {
     result = std::move(cold);
     result.confirmation = Confirmation::Confirmed;
   } else {
     ProgramTestResult warm = testOnce(program, fresh, {});
+    confirmTorch += warm.torchSeconds;
     if (oracles::isFinding(warm.verdict.verdict)) {
       result = std::move(warm);
       result.confirmation = Confirmation::CacheOnly;
@@ -419,6 +429,7 @@ void ProgramTester::confirm(const std::filesystem::path& program, const TestSett
   }
   result.confirmSeconds = secondsSince(began);
   result.wallSeconds = firstWall + result.confirmSeconds;
+  result.torchSeconds = firstTorch + confirmTorch;
 }
 
 }  // namespace tcfuzz

@@ -70,6 +70,10 @@ struct ProgramTestResult {
   oracles::TripleRun runs;
   oracles::VerdictReport verdict;
   double wallSeconds = 0;     ///< submit to verdict
+  /// The child wall time of every job this test ran for the program: its three modes and, when they ran,
+  /// the confirmation's fresh runs, the conditioning runs and the run of eager's own higher-order ops.
+  /// What the program cost the workers (the campaign's torch share and the bandit's charge).
+  double torchSeconds = 0;
   double compareSeconds = 0;  ///< loading outputs and comparing them in C++
   bool compileSkipped = false;  ///< cheap checks first: eager failed, so no compiled job ran
   bool fp64Skipped = false;     ///< fp64 on demand: no fp64 job ran (TestSettings::fp64OnDemand)

@@ -342,6 +342,8 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     throw std::invalid_argument("give either -o OUT (a new campaign) or --resume OUT, not both");
   double maxSeconds = parseDuration(o.maxTime);
   if (o.maxPrograms < 0) throw std::invalid_argument("--max-programs must be >= 0");
+  if (!(o.triageShare > 0 && o.triageShare <= 1))
+    throw std::invalid_argument("--triage-share must lie in (0, 1] (--no-triage turns triage off)");
   bool libFuzzer = o.engine == "libfuzzer";
   if (!libFuzzer && !o.libfuzzerArgs.empty()) throw std::invalid_argument("--libfuzzer-arg needs --engine libfuzzer");
   LlmSettings llmSettings = llmSettingsFrom(o, given, secrets);
@@ -408,8 +410,13 @@ int fuzzCommand(const Options& o, const std::set<std::string>& given, const std:
     ts.test = settings.test;
     ts.torch = settings.torch;
     ts.structuredTrace = pool.hello().has("structured_trace");
-    triage.emplace(catalog, std::move(ts), output.root(), output.storePath(), secrets, tester,
+    TriageBudget budget{o.triageShare, [&campaign] {
+                          CampaignSnapshot s = campaign.snapshot();
+                          return s.runSeconds * std::max(1, s.workers);
+                        }};
+    triage.emplace(catalog, std::move(ts), output.root(), output.storePath(), secrets, tester, std::move(budget),
                    [&view](const std::string& line) { view.event(line); });
+    campaign.addExtraStats([&triage] { return triage->statsLines(); });
     triage->start();
   }
   auto finishSession = [&](CampaignEnd end) -> int {
