@@ -121,6 +121,24 @@ TEST(EntryPoints, TrainingStepsInEveryModeJudgeEachLossThenEveryParameterAndOpti
   EXPECT_GT(j["compiled"]["times"].value("compile_s", 0.0), 0.0);
 }
 
+// The references run jacrev as torch.autograd.functional.jacobian; its result must carry a history only where
+// the real transform's does, or the loss of eager's training steps would reach one more output than compiled's.
+TEST(EntryPoints, ATransformOfAnInputAloneGivesTheReferencesNoExtraLossTerm) {
+  TempDir dir("tcfuzz-train-jacrev");
+  nlohmann::json j = runThrough("train", sourcePath("tests/programs/jacrev_of_an_input.py"), dir.path() / "w",
+                                {"--backend", "eager", "--train", "optimizer=adamw,steps=2,compiled=both"});
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["verdict"], "agree") << j.value("reason", "");
+  EXPECT_EQ(j["compiled"]["desugared_hops"], nullptr) << "compiled runs the real jacrev";
+  int losses = 0, states = 0;
+  for (const auto& o : j["outputs"]) {
+    losses += o.value("name", "").ends_with(": loss");
+    states += o.value("name", "").starts_with("optimizer state ");
+  }
+  EXPECT_EQ(losses, 2);
+  EXPECT_EQ(states, 3) << "AdamW's step, exp_avg and exp_avg_sq of the one parameter";
+}
+
 TEST(EntryPoints, APlantedWrongOptimizerStepIsFoundWhereTheStepIsCompiledAndBothReprosShowIt) {
   // TEST FIXTURE backend tcfuzz_planted_step: a graph run without grad mode (optimizer.step) moves a parameter.
   TempDir dir("tcfuzz-train-planted");

@@ -299,6 +299,12 @@ TEST_F(ProgramTesterTest, AnIllConditionedDivergenceIsFilteredAndAWellConditione
     EXPECT_GT(l.deviation, 0.0);
   }
   EXPECT_GT(r.conditioningSeconds, 0.0);
+  // What the program cost the workers: its three jobs and the three perturbed eager runs.
+  auto modes = [](const ProgramTestResult& t) {
+    return t.runs.eager.times.childWall + t.runs.compiled.times.childWall + t.runs.fp64.times.childWall;
+  };
+  EXPECT_DOUBLE_EQ(raw.torchSeconds, modes(raw));
+  EXPECT_GT(r.torchSeconds, modes(r));
 
   // The same one-ulp noise on a well-conditioned program is no divergence at all.
   ProgramTestResult calm = tester_->test(sourcePath("tests/programs/linear_tanh_sum.py"), s);

@@ -582,14 +582,30 @@ def _desugared_vmap(f, in_dims=0, out_dims=0):
     return batched
 
 
+def _history_needed(f, args):
+    """Whether a transform's result carries autograd history, as torch.func's does: grad mode is on and an argument,
+    or a tensor `f` captures (a parameter), requires grad. The second is probed by running `f` once on detached
+    arguments. Without it, torch.autograd's create_graph would give the result a history the real transform's lacks,
+    and a training loss or a backward would then differ from compiled's for no bug."""
+    if not torch.is_grad_enabled():
+        return False
+    if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        return True
+    with torch.enable_grad():
+        out = f(*[a.detach() if isinstance(a, torch.Tensor) else a for a in args])
+    leaves = out if isinstance(out, (tuple, list)) else (out,)
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves)
+
+
 def _desugared_grad(f, argnums=0):
     def gradient(*args):
+        history = _history_needed(f, args)
         with torch.enable_grad():
             x = args[argnums]
             leaf = x if x.requires_grad else x.detach().requires_grad_()
             inner = list(args)
             inner[argnums] = leaf
-            (g,) = torch.autograd.grad(f(*inner), leaf, create_graph=torch.is_grad_enabled() and x.requires_grad)
+            (g,) = torch.autograd.grad(f(*inner), leaf, create_graph=history)
         return g
     return gradient
 
@@ -607,22 +623,26 @@ def _desugared_associative_scan(combine_fn, xs, dim, reverse=False, combine_mode
 
 
 def _desugared_jvp(f, primals, tangents):
-    return torch.autograd.functional.jvp(f, tuple(primals), tuple(tangents), create_graph=torch.is_grad_enabled())
+    return torch.autograd.functional.jvp(f, tuple(primals), tuple(tangents),
+                                         create_graph=_history_needed(f, tuple(primals)))
 
 
 def _desugared_vjp(f, *primals):
+    history = _history_needed(f, primals)
     with torch.enable_grad():
         leaves = [p if p.requires_grad else p.detach().requires_grad_() for p in primals]
         out = f(*leaves)
 
     def pullback(v):
-        return torch.autograd.grad(out, leaves, v, create_graph=torch.is_grad_enabled())
-    return out, pullback
+        return torch.autograd.grad(out, leaves, v, create_graph=history, retain_graph=True)
+    if history:
+        return out, pullback
+    return (tuple(t.detach() for t in out) if isinstance(out, tuple) else out.detach()), pullback
 
 
 def _desugared_jacobian(f, argnums=0):
     def jacobian(x):
-        return torch.autograd.functional.jacobian(f, x, create_graph=torch.is_grad_enabled())
+        return torch.autograd.functional.jacobian(f, x, create_graph=_history_needed(f, (x,)))
     return jacobian
 
 

@@ -316,7 +316,21 @@ void title(CaseInTriage& c, TriageTools&) {
   }
 }
 
-/// Runs short_repro.py (with its plugin companions) in a clean process: does it reproduce the bug?
+bool tracing(const CaseInTriage& c, const TriageSettings& s) { return isDone(c, s) && s.trace; }
+
+/// Whether a run can write a structured trace for tlparse to render; else why not.
+std::string traceUnavailable(const TriageSettings& s) {
+  if (!s.structuredTrace) return fmt::format("torch {} writes no structured trace logs", s.torch.version);
+  if (s.tlparse.empty()) return "tlparse is not installed (scripts/setup installs it into .venv)";
+  return "";
+}
+
+/// Where a case's trace log and its rendering go, relative to the campaign's folder.
+std::filesystem::path traceFolder(const CaseInTriage& c) { return std::filesystem::path("traces") / c.result.signature.id(); }
+
+/// Runs short_repro.py (with its plugin companions) in a clean process: does it reproduce the bug? When the
+/// trace step will follow, the run is traced (TORCH_TRACE): a run that reproduces is the failing compile the
+/// trace step renders, so the script runs once, not twice.
 void verifyShortRepro(CaseInTriage& c, TriageTools& tools) {
   TriagedCase& t = c.result;
   std::string text;
@@ -328,8 +342,13 @@ void verifyShortRepro(CaseInTriage& c, TriageTools& tools) {
     return;
   }
   std::vector<std::filesystem::path> companions(t.repro.plugins.begin(), t.repro.plugins.end());
-  oracles::RunResult r = tools.cases.runScript(tools.cases.numberedFile("short_repro"), text, c.settings, companions);
+  std::filesystem::path log;
+  if (tracing(c, tools.settings) && traceUnavailable(tools.settings).empty())
+    log = tools.campaignRoot / traceFolder(c) / "log";
+  oracles::RunResult r =
+      tools.cases.runScript(tools.cases.numberedFile("short_repro"), text, c.settings, companions, log);
   t.shortReproVerified = oracles::shortReproReproduces(t.repro, t.signature, r);
+  if (!log.empty() && *t.shortReproVerified && std::filesystem::exists(log)) c.shortReproTrace = log;
   tools.log(fmt::format("short_repro.py {}: {}", *t.shortReproVerified ? "verified" : "NOT verified", r.summary()));
 }
 
@@ -352,42 +371,40 @@ void verify(CaseInTriage& c, TriageTools& tools) {
   verifyShortRepro(c, tools);
 }
 
-bool tracing(const CaseInTriage& c, const TriageSettings& s) { return isDone(c, s) && s.trace; }
-
-/// The failing compile once more, with TORCH_TRACE: short_repro.py when it reproduced (the smallest
-/// script that compiles the bug), else repro.py; tlparse renders the log into traces/<id>/tlparse.
+/// The failing compile with TORCH_TRACE: short_repro.py's verifying run when it reproduced (the smallest
+/// script that compiles the bug), else short_repro.py or repro.py once more; tlparse renders the log into
+/// traces/<id>/tlparse.
 void trace(CaseInTriage& c, TriageTools& tools) {
   TriagedCase& t = c.result;
   oracles::TraceOutcome& out = t.trace;
   out = {};
-  if (!tools.settings.structuredTrace) {
-    out.note = fmt::format("torch {} writes no structured trace logs", tools.settings.torch.version);
-    return;
-  }
-  if (tools.settings.tlparse.empty()) {
-    out.note = "tlparse is not installed (scripts/setup installs it into .venv)";
-    return;
-  }
-  std::string text;
-  std::vector<std::filesystem::path> companions;
-  if (t.shortReproVerified.value_or(false)) {
-    text = oracles::renderShortRepro(t.repro, t.title, oracles::ComparatorOptions{});
-    companions.assign(t.repro.plugins.begin(), t.repro.plugins.end());
+  out.note = traceUnavailable(tools.settings);
+  if (!out.note.empty()) return;
+  std::filesystem::path relative = traceFolder(c);
+  std::filesystem::path folder = tools.campaignRoot / relative;
+  std::string ran = "short_repro.py's verifying run";
+  if (!c.shortReproTrace.empty()) {
     out.script = "short_repro.py";
   } else {
-    text = oracles::renderRepro(t.repro, t.title);
-    out.script = "repro.py";
+    std::string text;
+    std::vector<std::filesystem::path> companions;
+    if (t.shortReproVerified.value_or(false)) {
+      text = oracles::renderShortRepro(t.repro, t.title, oracles::ComparatorOptions{});
+      companions.assign(t.repro.plugins.begin(), t.repro.plugins.end());
+      out.script = "short_repro.py";
+    } else {
+      text = oracles::renderRepro(t.repro, t.title);
+      out.script = "repro.py";
+    }
+    ran = tools.cases.runScript(tools.cases.numberedFile("trace"), text, c.settings, companions, folder / "log")
+              .summary();
   }
-  std::filesystem::path relative = std::filesystem::path("traces") / t.signature.id();
-  std::filesystem::path folder = tools.campaignRoot / relative;
-  oracles::RunResult r =
-      tools.cases.runScript(tools.cases.numberedFile("trace"), text, c.settings, companions, folder / "log");
   out.note = renderTrace(tools.settings.tlparse, folder / "log", folder / "tlparse");
   tools.settings.secrets.maskFilesUnder(folder);  // the log and its rendering quote the program's exceptions
   out.rendered = out.note.empty();
   if (out.rendered) out.dir = (relative / "tlparse").string();
   tools.log(out.rendered ? fmt::format("tlparse rendered the trace of {} into {}", out.script, out.dir)
-                         : fmt::format("no tlparse report: {} ({})", out.note, r.summary()));
+                         : fmt::format("no tlparse report: {} ({})", out.note, ran));
 }
 
 constexpr TriageStep kSteps[] = {

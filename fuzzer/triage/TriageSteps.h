@@ -55,6 +55,9 @@ struct CaseInTriage {
   ProgramTestResult bestRun;    ///< the test of `best`
   ProgramTestResult startRun;   ///< the replay of `start`
   bool coldCandidates = false;  ///< minimization tests each candidate with a cold cache (TestSettings::coldCache)
+  /// The structured trace log of short_repro.py's verifying run, when it ran traced and reproduced: the trace
+  /// step renders it instead of running the script once more.
+  std::filesystem::path shortReproTrace;
   TriagedCase result;
 };
 

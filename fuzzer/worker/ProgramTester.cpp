@@ -343,8 +343,10 @@ ProgramTestResult ProgramTester::testChecked(const std::filesystem::path& progra
 
 ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
   ProgramTestResult result = testChecked(program, settings, nullptr);
-  if (settings.judgeEagerHops && settings.compile.compiles() && !oracles::isFinding(result.verdict.verdict) &&
-      !result.runs.eager.desugaredHops.empty()) {
+  // Only for torch.compile's forward programs: the no-compile run is a plain forward call, which another entry's
+  // references (export's traced program, training steps) do not describe.
+  if (settings.judgeEagerHops && settings.compile.compiles() && settings.compile.entry == oracles::kCompileEntry &&
+      !oracles::isFinding(result.verdict.verdict) && !result.runs.eager.desugaredHops.empty()) {
     TestSettings own = settings;  // eager's own HOPs, judged against the same references under the same rules
     own.compile = oracles::CompileConfig{};
     own.compile.backend = oracles::kNoCompileBackend;

@@ -52,6 +52,7 @@ struct TestSettings {
   int conditioningUlps = 4;
   /// A program that calls higher-order ops (the eager run desugared some) and whose compiled run is no finding
   /// is tested once more under the backend kNoCompileBackend: eager's own HOPs against their Python meaning.
+  /// torch.compile's entry only (a plain forward call); export and training programs are not.
   bool judgeEagerHops = true;
 };
 

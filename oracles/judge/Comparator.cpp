@@ -100,6 +100,14 @@ Comparison Comparator::compare(const LoadedOutputs& eager, const LoadedOutputs& 
     result.passed = false;
     result.reason = fmt::format("output structure differs: eager has {} leaves, compiled {}", eager.leaves.size(),
                                 compiled.leaves.size());
+    // The first leaf whose name differs: what one side has and the other lacks.
+    size_t common = std::min(eager.leaves.size(), compiled.leaves.size());
+    size_t i = 0;
+    while (i < common && eager.leaves[i].name == compiled.leaves[i].name) ++i;
+    const auto& longer = eager.leaves.size() > compiled.leaves.size() ? eager : compiled;
+    if (i < longer.leaves.size() && !longer.leaves[i].name.empty())
+      result.reason += fmt::format(" (first difference at leaf {}: {} '{}')", i,
+                                   &longer == &eager ? "eager's" : "compiled's", longer.leaves[i].name);
     result.failingRole = "output";
     return result;
   }
