@@ -342,6 +342,44 @@ TEST(TriageBudget, ASignatureStartsOnlyWhenItsExpectedCostFitsTheShare) {
   EXPECT_TRUE(triageMayStart(unbounded, 1e6, 1, 0));
 }
 
+// A signature whose replay no longer reproduces (a fixed harness, nondeterminism) is no bug: no report folder
+// stands for it, a stale one of an earlier pass goes, and the index counts it.
+TEST(TriageReports, AnUnreproducibleSignatureGetsNoReportAndTheIndexCountsIt) {
+  TempDir dir("tcfuzz-triage-unreproducible");
+  FindingStore store(dir.path() / "findings.sqlite");
+  ProgramRecord program;
+  program.index = 0;
+  program.hash = "h0";
+  program.origin = "grammar";
+  program.config = "{}";
+  program.verdict = "numeric-divergence";
+  program.finishedAt = 100;
+  FindingRecord f;
+  f.programIndex = 0;
+  f.foundAt = 100;
+  f.verdict = "numeric-divergence";
+  f.signatureId = "sig-gone";
+  f.signature = R"({"symptom": "numeric-divergence", "kind": "numeric", "ops": ["sin"]})";
+  f.config = "{}";
+  f.programJson = R"({"nodes": []})";
+  f.programPy = "# program\n";
+  f.result = "{}";
+  std::vector<FindingRecord> found{f};
+  store.recordProgram(program, found, {}, std::nullopt);
+  store.saveTriage({"sig-gone", found[0].id, "unreproducible", "sig-gone", f.signature, "{}", 200});
+  fs::path stale = dir.path() / "crashes" / "stale-report";
+  fs::create_directories(stale);
+  std::ofstream(stale / "meta.json") << R"({"raw_signature_ids": ["sig-gone"]})";
+
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  Triage triage(catalog, TriageSettings{}, dir.path(), store, nullptr, [](const std::string&) {});
+  EXPECT_TRUE(triage.writeReports().empty());
+  EXPECT_FALSE(fs::exists(stale));
+  std::string index = readText(dir.path() / "index.md");
+  EXPECT_NE(index.find("0 unique bugs"), std::string::npos) << index;
+  EXPECT_NE(index.find("- not reproduced on replay: 1 signature(s), no report"), std::string::npos) << index;
+}
+
 TEST(TriageSteps, ThePipelineRunsItsNamedStepsInOrder) {
   std::vector<std::string> names;
   for (const TriageStep& step : triageSteps()) names.push_back(std::string(step.name));

@@ -95,8 +95,8 @@ std::vector<oracles::DedupInput> dedupInputs(const std::vector<FindingRecord>& f
 }
 
 /// The triaged case that represents a group of raw signatures: a fully triaged one ("done": ablated
-/// and verified) before a duplicate or an unreproducible one, then the smallest minimized program.
-/// Null when none of them is triaged yet.
+/// and verified) before a duplicate, a duplicate before an unreproducible one, then the smallest minimized
+/// program. Null when none of them is triaged yet.
 const TriageRecord* representativeRow(const std::vector<std::string>& rawIds,
                                       const std::map<std::string, TriageRecord>& rows) {
   const TriageRecord* best = nullptr;
@@ -105,7 +105,8 @@ const TriageRecord* representativeRow(const std::vector<std::string>& rawIds,
     auto it = rows.find(id);
     if (it == rows.end() || it->second.status == "failed") continue;
     int nodes = json::parse(it->second.data).value("repro", json::object()).value("nodes", 0);
-    std::pair<int, int> rank{it->second.status == "done" ? 0 : 1, nodes};
+    const std::string& status = it->second.status;
+    std::pair<int, int> rank{status == "done" ? 0 : status == "unreproducible" ? 2 : 1, nodes};
     if (!best || rank < bestRank) {
       bestRank = rank;
       best = &it->second;
@@ -116,7 +117,8 @@ const TriageRecord* representativeRow(const std::vector<std::string>& rawIds,
 
 /// Removes the folders of crashes/ that no longer stand for a bug: a first witness whose signature is
 /// now part of a report, and a report of an earlier pass whose findings a new grouping put under
-/// another id. Untriaged first witnesses and anything tcfuzz did not write stay.
+/// another id. Untriaged first witnesses, those whose replay did not reproduce (no report stands for them)
+/// and anything tcfuzz did not write stay.
 void removeSupersededFolders(const fs::path& crashes, const std::set<std::string>& reportIds,
                              const std::map<std::string, TriageRecord>& rows,
                              const std::function<void(const std::string&)>& log) {
@@ -125,7 +127,8 @@ void removeSupersededFolders(const fs::path& crashes, const std::set<std::string
     std::string name = entry.path().filename().string();
     if (!entry.is_directory() || reportIds.count(name)) continue;
     auto row = rows.find(name);
-    bool triagedWitness = row != rows.end() && row->second.status != "failed";
+    bool triagedWitness =
+        row != rows.end() && row->second.status != "failed" && row->second.status != "unreproducible";
     json meta = json::object();
     if (std::ifstream in(entry.path() / "meta.json"); in) meta = json::parse(in, nullptr, false);
     bool staleReport = meta.is_object() && meta.contains("raw_signature_ids");
@@ -287,6 +290,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
   bool upstreamRefused = false;
   std::vector<oracles::BugReport> bugs;
   std::set<std::string> reportIds;
+  int64_t notReproduced = 0;
   for (const auto& g : groups) {
     // The group's signatures are the final (minimized) ones; triage rows are keyed by the raw ones.
     std::vector<std::string> rawIds;
@@ -294,6 +298,10 @@ std::vector<oracles::BugReport> Triage::writeReports() {
       if (std::find(rawIds.begin(), rawIds.end(), rawSignatureOf[id]) == rawIds.end()) rawIds.push_back(rawSignatureOf[id]);
     const TriageRecord* best = representativeRow(rawIds, rows);
     if (!best) continue;  // not triaged yet: the campaign's first-witness folder stands in
+    if (best->status == "unreproducible") {  // the replay agrees: no bug to report
+      notReproduced += static_cast<int64_t>(rawIds.size());
+      continue;
+    }
     oracles::BugReport b = bugReportOf(triagedCaseFromJson(json::parse(best->data)), root_);
     b.id = g.id;
     b.hits = g.hits;
@@ -330,6 +338,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
   std::vector<std::pair<std::string, std::string>> stats = fuzzerStats(root_);
   stats.emplace_back("raw_findings", std::to_string(findings.size()));
   stats.emplace_back("unique_bugs", std::to_string(bugs.size()));
+  stats.emplace_back("signatures_not_reproduced", std::to_string(notReproduced));
   oracles::writeIndex(bugs, stats, root_, settings_.secrets);
   return bugs;
 }

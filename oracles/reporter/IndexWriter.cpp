@@ -97,6 +97,10 @@ std::vector<std::pair<std::string, std::string>> campaignSummary(
   std::string signatures = statOf(stats, {"unique_signatures"});
   if (!findings.empty() && !signatures.empty()) findings += fmt::format(" ({} unique signatures)", signatures);
   add("findings", findings);
+  std::string notReproduced = statOf(stats, {"signatures_not_reproduced"});
+  if (!notReproduced.empty() && notReproduced != "0")
+    add("not reproduced on replay",
+        notReproduced + " signature(s), no report (findings.sqlite: triage rows with status unreproducible)");
   add("torch", statOf(stats, {"torch_version", "torch"}));
   add("shards", statOf(stats, {"shards"}));
   return lines;
