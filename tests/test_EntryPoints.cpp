@@ -139,6 +139,18 @@ TEST(EntryPoints, ATransformOfAnInputAloneGivesTheReferencesNoExtraLossTerm) {
   EXPECT_EQ(states, 3) << "AdamW's step, exp_avg and exp_avg_sq of the one parameter";
 }
 
+// Training steps through flex_attention on CPU reach torch's own refusal of its backward: documented, not a finding.
+TEST(EntryPoints, FlexAttentionsMissingCpuBackwardIsUnsupportedDocumentedInTrainingSteps) {
+  TempDir dir("tcfuzz-train-flex");
+  nlohmann::json j = runThrough("train", sourcePath("tests/programs/flex_attention_trainable.py"), dir.path() / "w",
+                                {"--backend", "eager", "--train", "optimizer=adam,steps=2,compiled=model"});
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["verdict"], "agree") << j.value("reason", "");
+  EXPECT_TRUE(j.value("reason", "").starts_with(
+      "unsupported (documented): FlexAttention has no backward on CPU (torch's NotImplementedError)"))
+      << j.value("reason", "");
+}
+
 TEST(EntryPoints, APlantedWrongOptimizerStepIsFoundWhereTheStepIsCompiledAndBothReprosShowIt) {
   // TEST FIXTURE backend tcfuzz_planted_step: a graph run without grad mode (optimizer.step) moves a parameter.
   TempDir dir("tcfuzz-train-planted");

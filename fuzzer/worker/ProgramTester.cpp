@@ -205,6 +205,15 @@ const DocumentedRefusal kDocumentedRefusals[] = {
          return "";
        return "the exported program's input guard refuses the size (" + e.message.substr(0, e.message.find('\n')) + ")";
      }},
+    // FlexAttention has no backward on CPU: torch's own flex_attention raises this NotImplementedError, compiled or
+    // not (the references run its Python meaning, explicit masked softmax attention, which has one).
+    {"flex-attention-cpu-backward",
+     [](const TestSettings&, const oracles::RunResult&, const oracles::ExceptionInfo& e) -> std::string {
+       return e.qualifiedType == "builtins.NotImplementedError" &&
+                      e.message.starts_with("FlexAttention does not support backward on CPU")
+                  ? "FlexAttention has no backward on CPU (torch's NotImplementedError)"
+                  : "";
+     }},
     // AOTInductor's own input check (AOTI_RUNTIME_CHECK_INPUTS=1, which the worker sets) refusing the size or the
     // strides of call 4 or of the moved call: the package is built for its example's layout and ranges.
     {"aoti-input-check",
@@ -218,10 +227,10 @@ const DocumentedRefusal kDocumentedRefusals[] = {
 };
 
 /// Whether a documented refusal may name the compiled run's exception type: Dynamo's and symbolic shapes' types,
-/// an exported program's input guard (a builtins.AssertionError) in the call at another size, and AOTInductor's
-/// input check (a builtins.RuntimeError) in that call or the moved one.
+/// an exported program's input guard (a builtins.AssertionError) in the call at another size, AOTInductor's
+/// input check (a builtins.RuntimeError) in that call or the moved one, and a NotImplementedError.
 bool refusalModule(const TestSettings& s, const oracles::RunResult& c, const std::string& qualifiedType) {
-  return qualifiedType.starts_with("torch._dynamo.exc.") ||
+  return qualifiedType.starts_with("torch._dynamo.exc.") || qualifiedType == "builtins.NotImplementedError" ||
          qualifiedType.starts_with("torch.fx.experimental.symbolic_shapes.") ||
          (s.compile.exports() && c.phase == "resized-call" && qualifiedType == "builtins.AssertionError") ||
          (s.compile.entry == "aoti" && (c.phase == "resized-call" || c.phase == "moved-call") &&
