@@ -34,6 +34,15 @@ nlohmann::json runThrough(const std::string& entry, const fs::path& program, con
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
+/// `tcfuzz run --entry train --backend eager --train SPEC program` in `work`: its JSON line, whose verdict must be
+/// agree.
+nlohmann::json trainingAgrees(const std::string& program, const std::string& spec, const fs::path& work) {
+  nlohmann::json j = runThrough("train", sourcePath(program), work, {"--backend", "eager", "--train", spec});
+  EXPECT_TRUE(j.is_object());
+  if (j.is_object()) EXPECT_EQ(j["verdict"], "agree") << j.value("reason", "");
+  return j.is_object() ? j : nlohmann::json::object();
+}
+
 /// The files under `dir` whose name ends in ".pt2" (a saved program or an AOTInductor package).
 std::vector<std::string> packagesUnder(const fs::path& dir) {
   std::vector<std::string> found;
@@ -125,11 +134,10 @@ TEST(EntryPoints, TrainingStepsInEveryModeJudgeEachLossThenEveryParameterAndOpti
 // the real transform's does, or the loss of eager's training steps would reach one more output than compiled's.
 TEST(EntryPoints, ATransformOfAnInputAloneGivesTheReferencesNoExtraLossTerm) {
   TempDir dir("tcfuzz-train-jacrev");
-  nlohmann::json j = runThrough("train", sourcePath("tests/programs/jacrev_of_an_input.py"), dir.path() / "w",
-                                {"--backend", "eager", "--train", "optimizer=adamw,steps=2,compiled=both"});
-  ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j["verdict"], "agree") << j.value("reason", "");
-  EXPECT_EQ(j["compiled"]["desugared_hops"], nullptr) << "compiled runs the real jacrev";
+  nlohmann::json j =
+      trainingAgrees("tests/programs/jacrev_of_an_input.py", "optimizer=adamw,steps=2,compiled=both", dir.path() / "w");
+  EXPECT_EQ(j.value("compiled", nlohmann::json::object()).value("desugared_hops", nlohmann::json()), nullptr)
+      << "compiled runs the real jacrev";
   int losses = 0, states = 0;
   for (const auto& o : j["outputs"]) {
     losses += o.value("name", "").ends_with(": loss");
@@ -142,10 +150,8 @@ TEST(EntryPoints, ATransformOfAnInputAloneGivesTheReferencesNoExtraLossTerm) {
 // Training steps through flex_attention on CPU reach torch's own refusal of its backward: documented, not a finding.
 TEST(EntryPoints, FlexAttentionsMissingCpuBackwardIsUnsupportedDocumentedInTrainingSteps) {
   TempDir dir("tcfuzz-train-flex");
-  nlohmann::json j = runThrough("train", sourcePath("tests/programs/flex_attention_trainable.py"), dir.path() / "w",
-                                {"--backend", "eager", "--train", "optimizer=adam,steps=2,compiled=model"});
-  ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j["verdict"], "agree") << j.value("reason", "");
+  nlohmann::json j = trainingAgrees("tests/programs/flex_attention_trainable.py", "optimizer=adam,steps=2,compiled=model",
+                                    dir.path() / "w");
   EXPECT_TRUE(j.value("reason", "").starts_with(
       "unsupported (documented): FlexAttention has no backward on CPU (torch's NotImplementedError)"))
       << j.value("reason", "");

@@ -90,6 +90,23 @@ TEST(ShortReproWriter, HoldsTheProgramTheCompileCallAndTheSameAssertionInAFewLin
   EXPECT_EQ(text.find("fallback_random"), std::string::npos) << "no random op";
 }
 
+// Training steps: the eager and float64 runs step the plain model, the compiled run the compiled model and step.
+TEST(ShortReproWriter, TrainingStepsCompileTheModelOnlyInTheCompiledRun) {
+  ReproCase c = makeCase("tests/programs/linear_tanh_sum.py", "inductor", "numeric-divergence");
+  c.plugins.clear();
+  c.compile.setEntry(oracles::kTrainEntry);
+  c.compile.training = oracles::TrainingLoop::parse("optimizer=adam,steps=3,compiled=both");
+  c.divergingLeaves = {0};
+  c.observed = {{"outputs", {{{"leaf", 0}, {"dtype", "float32"}, {"passed", false}}}}};
+  std::string text = renderShortRepro(c, "[inductor] wrong training step", oracles::ComparatorOptions{});
+  EXPECT_NE(text.find("    fn = (torch.compile(model, backend=\"inductor\") if compiled else model)  # training steps "
+                      "compile the model and the optimizer step\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    step_fn = torch.compile(step, backend=\"inductor\") if compiled else step\n"), std::string::npos)
+      << text;
+}
+
 TEST(ShortReproWriter, AddsOnlyWhatTheCaseNeeds) {
   ReproCase dropout = makeCase("tests/programs/random_dropout.py", "inductor", "crash-mismatch");
   std::string text = renderShortRepro(dropout, "t", oracles::ComparatorOptions{});

@@ -439,7 +439,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   std::string castsScope = "(Fp64Casts() if fp64 else contextlib.nullcontext())";
   std::string noGrad = std::string("    with torch.no_grad()") + (casts ? ", " + castsScope : "") + ":";
   if (repro.compile.trains()) {
-    addTrainingSteps(lines, repro.compile, compileCall(repro.compile), aliased, arbitrated);
+    addTrainingSteps(lines, repro.compile, fn, aliased, arbitrated);
   } else if (backward) {  // the worker's gradients: seeded float32 grad_outputs, one per differentiable output leaf
     if (repro.programPy.find("WRITTEN_INPUTS") != std::string::npos)  // forward writes into these: no grad leaves
       add("    inputs = [x if i in WRITTEN_INPUTS else x.requires_grad_() if x.is_floating_point() or x.is_complex() else x "
