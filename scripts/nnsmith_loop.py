@@ -93,7 +93,7 @@ def main():
     setup = time.time() - t0
 
     rng = random.Random(args.seed)
-    counts = dict(tests=0, gen_failures=0, compile_errors=0, mismatches=0)
+    counts = dict(tests=0, gen_failures=0, compile_errors=0, mismatches=0, nodes=0)
     start = time.time()
     while time.time() - start < limit:
         seed = rng.getrandbits(32)
@@ -106,6 +106,7 @@ def main():
             outcome = f"gen failure: {type(e).__name__}: {str(e)[:200]}"
         t_check = time.time()
         if outcome == "ok":
+            counts["nodes"] += len(net.instructions)  # the graph nodes this test judges
             try:
                 compile_and_check(net, inputs, expected)
             except AssertionError as e:
@@ -121,6 +122,7 @@ def main():
     seconds = time.time() - start
 
     summary = dict(counts, seconds=round(seconds, 1), tests_per_min=round(60 * counts["tests"] / seconds, 2),
+                   nodes_per_min=round(60 * counts["nodes"] / seconds, 2),
                    setup_seconds=round(setup, 1), torch_version=torch.__version__,
                    nnsmith_version=nnsmith.__version__, max_nodes=args.max_nodes, seed=args.seed)
     with open(args.out, "w") as f:

@@ -32,6 +32,7 @@ namespace tcfuzz {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 namespace bp = boost::process;
 using test_support::TempDir;
 using test_support::sourcePath;
@@ -87,6 +88,9 @@ TEST(FuzzCommand, UsageErrorsExitTwo) {
   auto linker = runFuzz(fuzzArgs({"-o", (dir.path() / "z").string(), "--kernel-linker", "gold"}));
   EXPECT_EQ(linker.exitCode, 2);
   EXPECT_NE(linker.output.find("--kernel-linker takes auto, lld or default"), std::string::npos) << linker.output;
+  auto batch = runFuzz(fuzzArgs({"-o", (dir.path() / "v").string(), "--batch", "17"}));
+  EXPECT_EQ(batch.exitCode, 2);
+  EXPECT_NE(batch.output.find("--batch must be 1 (each program alone) to 16"), std::string::npos) << batch.output;
   auto share = runFuzz(fuzzArgs({"-o", (dir.path() / "w").string(), "--triage-share", "0"}));
   EXPECT_EQ(share.exitCode, 2);
   EXPECT_NE(share.output.find("--triage-share must lie in (0, 1]"), std::string::npos) << share.output;
@@ -169,6 +173,48 @@ TEST(Campaign, FindsAPlantedNumericBugAndWritesTheOutputDirectory) {
   auto again = runFuzz(fuzzArgs({"-o", out.string(), "--max-programs", "1"}));
   EXPECT_EQ(again.exitCode, 2);
   EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
+}
+
+// --batch 4: programs judged four under one compile, each recorded as a program of its own. The planted numeric bug
+// (TEST FIXTURE) perturbs the first floating output of a compiled graph, so in a batch only one member's leaves
+// differ; that member is judged again alone, and its finding is recorded against its own program.
+TEST(Campaign, BatchedCompilesJudgeEachProgramOnItsOwn) {
+  TempDir dir("tcfuzz-campaign-batch");
+  fs::path out = dir.path() / "out";
+  auto run = runFuzz(fuzzArgs(concat({"-o", out.string(), "--seed", "11", "--max-programs", "8", "--batch", "4",
+                                      "--no-triage"},
+                                     plantedNumeric())));
+  ASSERT_EQ(run.exitCode, 0) << run.output;
+  auto kv = stats(out);
+  EXPECT_EQ(kv["programs_done"], "8");
+  int64_t judged = 0, batched = 0;
+  std::string sizes = kv["programs_by_batch_size"];
+  std::regex size(R"((\d+)=(\d+))");
+  for (std::sregex_iterator it(sizes.begin(), sizes.end(), size), end; it != end; ++it) {
+    judged += std::stoll((*it)[2]);
+    if (std::stoi((*it)[1]) > 1) batched += std::stoll((*it)[2]);
+  }
+  EXPECT_EQ(judged, 8) << sizes;
+  EXPECT_GE(batched, 2) << sizes;
+  fs::path db = out / "findings.sqlite";
+  EXPECT_EQ(countRows(db, "SELECT COUNT(*) FROM programs WHERE json_extract(phases, '$.batch') > 1"), batched);
+  EXPECT_EQ(countRows(db, "SELECT COUNT(*) FROM programs WHERE json_extract(phases, '$.nodes') > 0"), 8);
+  // Each finding was judged alone (the planted bug is in every compiled graph, so nothing is batch-only) and its
+  // witness is one program, never the batch.
+  SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement findings(d, "SELECT signature_id, result FROM findings");
+  int seen = 0;
+  while (findings.executeStep()) {
+    json result = json::parse(findings.getColumn(1).getString());
+    if (result.contains("batch")) EXPECT_EQ(result["batch"]["judged"], "alone") << result["batch"];
+    std::string py = readText(out / "crashes" / findings.getColumn(0).getString() / "program.py");
+    EXPECT_EQ(py.find("tcfuzz batch"), std::string::npos);
+    EXPECT_NE(py.find("class Model(nn.Module)"), std::string::npos);
+    ++seen;
+  }
+  EXPECT_GE(seen, 1) << run.output;
+  EXPECT_EQ(kv["batch_only_findings"], "0");
+  EXPECT_EQ(kv.count("arm_batch_4"), 0u);  // pinned: no batch arm is drawn
 }
 
 // A default campaign's programs run in warm persistent children, and each program row says where its

@@ -146,6 +146,34 @@ TEST(CostAwareScheduler, TenfoldYieldPerCpuSecondIsDrawnMostOften) {
   EXPECT_GT(drawn["large"], 600) << drawn["large"];
 }
 
+// Batch sizes are arms like the others: a batch of 8 judges a program for a third of a lone program's CPU, with the
+// same features per program, so it is drawn most once credited; bandit off, the configured weights draw.
+TEST(CostAwareScheduler, CheaperBatchSizesAreDrawnMostOften) {
+  CostAwareScheduler scheduler;
+  std::map<int, int> drawn;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(13, i);
+    ArmPulls pulls;
+    int size = scheduler.sampleBatch(rng, pulls);
+    ASSERT_EQ(armOf(pulls, ScheduleDimension::Batch), std::to_string(size));
+    double cpu = size == 1 ? 12 : size == 2 ? 8 : size == 4 ? 6 : 4;  // per program
+    scheduler.credit(pulls, cpu, {3, 3, 0});  // op features count for a batch size
+    if (i >= 2000) drawn[size]++;
+  }
+  EXPECT_GT(drawn[8], drawn[1]);
+  EXPECT_GT(drawn[8], 400) << drawn[8];
+  EXPECT_GT(drawn[1], 0);  // the floor keeps programs alone
+  SchedulePolicy fixed;
+  fixed.bandit = false;
+  fixed.batchSizes = {{1, 1}, {4, 0}};
+  CostAwareScheduler off(fixed);
+  for (uint64_t i = 0; i < 50; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(14, i);
+    ArmPulls pulls;
+    EXPECT_EQ(off.sampleBatch(rng, pulls), 1);
+  }
+}
+
 TEST(CostAwareScheduler, CompileArmsAreNotCreditedWithOpFeatures) {
   CostAwareScheduler scheduler;
   ProgramYield y{10, 7, 1};  // 10 new features, 7 of them op features, and a new signature
@@ -254,7 +282,7 @@ TEST(CostAwareScheduler, StatsLinesAreParseable) {
   auto lines = scheduler.statsLines(m, {}, "cpu", {});
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines[0], (std::pair<std::string, std::string>{"schedule", "bandit floor=0.15"}));
-  std::regex key(R"(^arm_(backend|mode|backward|template|size|entry)_[A-Za-z0-9_]+$)");
+  std::regex key(R"(^arm_(backend|mode|backward|template|size|entry|batch)_[A-Za-z0-9_]+$)");
   std::regex value(R"(^pulls=\d+ cpu_s=\d+\.\d yield=[0-9.e+]+ yield_per_cpu_h=\d+\.\d share=[01]\.\d{3}( nodes=\d+-\d+)?$)");
   std::map<std::string, std::string> kv;
   for (size_t i = 1; i < lines.size(); ++i) {
@@ -285,6 +313,7 @@ TEST(CostAwareScheduler, PolicyJsonRoundTripAndStrictErrors) {
   p.floorShare = 0.3;
   p.signatureWeight = 50;
   p.sizes = {{"tiny", 0.25, 1}, {"huge", 3, 0.5}};
+  p.batchSizes = {{1, 2}, {3, 1}};
   SchedulePolicy back = SchedulePolicy::fromJson(p.toJson());
   EXPECT_EQ(back.toJson(), p.toJson());
   EXPECT_FALSE(back.bandit);
@@ -307,6 +336,11 @@ TEST(CostAwareScheduler, PolicyJsonRoundTripAndStrictErrors) {
   EXPECT_NE(message(json{{"sizes", json::array()}}), "no error");
   EXPECT_NE(message(json{{"sizes", {{{"name", "a"}}, {{"name", "a"}}}}}), "no error");
   EXPECT_NE(message(json{{"sizes", {{{"name", "a"}, {"weight", 0}}}}}), "no error");
+  EXPECT_EQ(SchedulePolicy::fromJson(json{{"batch_sizes", {{"1", 1}, {"16", 2}}}}).batchSizes,
+            (std::map<int, double>{{1, 1}, {16, 2}}));
+  EXPECT_NE(message(json{{"batch_sizes", {{"17", 1}}}}).find("batch size '17'"), std::string::npos);
+  EXPECT_NE(message(json{{"batch_sizes", {{"two", 1}}}}), "no error");
+  EXPECT_NE(message(json{{"batch_sizes", {{"2", 0}}}}), "no error");
   // Inside a campaign policy, under "schedule".
   CampaignPolicy cp;
   cp.schedule = p;

@@ -45,7 +45,7 @@ void removeQuietly(const fs::path& p) {
 }
 
 /// Where a program's time went, for programs.phases in findings.sqlite (ProgramRecord::phases).
-json phaseRecord(const ProgramTestResult& r) {
+json phaseRecord(const ProgramTestResult& r, const gen::Graph& g, int batchSize, BatchJudgement judgement) {
   const oracles::RunResult& c = r.runs.compiled;
   json j{{"eager_s", r.runs.eager.times.childWall},
          {"fp64_s", r.runs.fp64.times.childWall},
@@ -58,8 +58,13 @@ json phaseRecord(const ProgramTestResult& r) {
          {"jobs_before", c.child.jobsBefore},
          // The oracle's checks beyond call 1 (calls 2 and 3 in every job) and the ill-conditioning reruns.
          {"extra_calls_s", r.runs.eager.times.extraCalls + c.times.extraCalls + r.runs.fp64.times.extraCalls},
-         {"wall_s", r.wallSeconds}};
+         {"wall_s", r.wallSeconds},
+         {"nodes", g.nodes.size()}};  // the graph nodes judged (the bench's nodes per CPU-minute)
   if (r.conditioning) j["conditioning_s"] = r.conditioningSeconds;
+  if (batchSize > 1) {
+    j["batch"] = batchSize;
+    j["batch_judged"] = toString(judgement);
+  }
   if (r.compileSkipped) j["compile_skipped"] = true;
   if (r.fp64Skipped) j["fp64_skipped"] = true;
   if (r.confirmation != Confirmation::NotChecked) {
@@ -142,6 +147,7 @@ Campaign::Campaign(const gen::OpCatalog& catalog, CampaignPolicy policy, Campaig
       store_(store),
       pool_(pool),
       tester_(tester),
+      batchTester_(tester),
       view_(view),
       emitter_(catalog),
       mutator_(catalog, policy_.generation),
@@ -336,35 +342,21 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
   return c;
 }
 
-struct Campaign::Trial {
-  std::string py;                      ///< the program as Python, written to `file`
-  fs::path file;
-  SampledCompile compile;              ///< the drawn configuration (and its arms in the candidate's pulls)
-  TestSettings test;                   ///< the campaign's, under `compile`
-  ProgramTestResult result;
-  std::vector<std::string> features;   ///< what the program reached; none when nothing was compiled
-  ProgramYield yield;                  ///< the scheduler's credit
-  double torchSeconds = 0;             ///< every job the test ran (ProgramTestResult::torchSeconds)
-  std::string verdict;
-  json config;                         ///< the configuration's non-default parts
-  double now = 0;                      ///< unix time of the judgement
-  std::vector<FindingRecord> findings;
-  ProgramRecord record;
-  std::optional<QueueRecord> queued;
-  std::vector<std::string> newSignatures;  ///< of `findings`, those this campaign had not seen
-};
-
 std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
   Trial trial;
   prepareTrial(c, scratch, trial);
   if (!runTrial(c, trial)) return std::nullopt;
+  finishTrial(c, trial);
+  return std::move(trial.features);
+}
+
+void Campaign::finishTrial(const Candidate& c, Trial& trial) {
   measureTrial(c, trial);
   recordFindings(c, trial);
   keepStateLeakSuspect(c, trial);
   commitTrial(c, trial);
   creditTrial(c, trial);
   publishTrial(c, trial);
-  return std::move(trial.features);
 }
 
 bool Campaign::trainable(const gen::Graph& g) {
@@ -382,12 +374,13 @@ void Campaign::trainingProgram(Candidate& c, Trial& t) const {
   c.graph.schedule.clear();  // the steps call forward themselves: a call schedule would not run
 }
 
-void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t) {
+void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t, bool batched) {
   {
     std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
     gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
     // Training steps are a program kind: a share of the programs an optimizer can step, drawn first.
     PinnedCompile pinned = settings_.pinned;
+    if (batched) pinned.entry = oracles::kCompileEntry;
     if (!pinned.entryPinned() && trainable(c.graph) && rng.chance(policy_.compile.trainingShare))
       pinned.entry = oracles::kTrainEntry;
     t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, pinned, c.pulls);
@@ -403,10 +396,11 @@ void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t) {
   t.test.backward = t.compile.backward;
 }
 
-bool Campaign::runTrial(const Candidate& c, Trial& t) {
+bool Campaign::runTrial(const Candidate& c, Trial& t, const std::function<void()>& test) {
   const SampledCompile& sc = t.compile;
   try {
-    t.result = tester_.test(t.file, t.test);
+    if (test) test();
+    else t.result = tester_.test(t.file, t.test);
     return true;
   } catch (const JobCancelled&) {
     removeQuietly(t.file);
@@ -467,6 +461,7 @@ void Campaign::recordFindings(const Candidate& c, Trial& t) const {
   oracles::Signature sig = oracles::signatureOf(r.runs, r.verdict, ops);
   if (r.confirmation == Confirmation::CacheOnly) sig.kind = "cache-only " + sig.kind;  // a cache bug: its own signature
   if (r.judgedUnder) sig.kind = "eager-hop " + sig.kind;  // eager's own higher-order op: never a compiler's signature
+  if (t.judgement == BatchJudgement::BatchOnly) sig.kind = "batch-only " + sig.kind;  // needs the other members
   json result = toJson(r);
   result["config"] = t.config;
   result["seed"] = t.test.seed;
@@ -474,6 +469,8 @@ void Campaign::recordFindings(const Candidate& c, Trial& t) const {
   result["program_index"] = c.index;
   result["origin"] = c.origin;
   result["torch"] = settings_.torch.toJson();
+  if (t.batchSize > 1)
+    result["batch"] = {{"size", t.batchSize}, {"member", t.batchMember}, {"judged", toString(t.judgement)}};
   FindingRecord f;
   f.programIndex = c.index;
   f.foundAt = t.now;
@@ -483,7 +480,7 @@ void Campaign::recordFindings(const Candidate& c, Trial& t) const {
   f.signature = oracles::toJson(sig).dump();
   f.config = t.config.dump();
   f.programJson = c.graph.toJson().dump(1);
-  f.programPy = t.py;
+  f.programPy = t.batchPy.empty() ? t.py : t.batchPy;
   f.result = result.dump();
   f.torch = settings_.torch.version;
   t.findings.push_back(std::move(f));
@@ -504,7 +501,7 @@ void Campaign::commitTrial(const Candidate& c, Trial& t) {
   const ProgramTestResult& r = t.result;
   ProgramRecord& pr = t.record;
   pr = ProgramRecord{c.index, c.graph.contentHash(), c.origin, c.parent, t.config.dump(), t.verdict, r.verdict.reason,
-                     0, r.wallSeconds, t.torchSeconds, t.now, phaseRecord(r).dump()};
+                     0, r.wallSeconds, t.torchSeconds, t.now, phaseRecord(r, c.graph, t.batchSize, t.judgement).dump()};
   bool queueable = r.verdict.verdict == oracles::Verdict::Agree || oracles::isWrongResult(r.verdict.verdict);
   std::lock_guard lock(mutex_);
   std::vector<std::string> novel = features_.novel(t.features);
@@ -522,6 +519,9 @@ void Campaign::commitTrial(const Candidate& c, Trial& t) {
   totals_.origins[c.origin]++;
   if (!r.compileSkipped) dynamo_.add(r.runs.compiled.compileFacts ? &*r.runs.compiled.compileFacts : nullptr);
   totals_.torchSeconds += t.torchSeconds;
+  batchPrograms_[t.batchSize]++;
+  splitBack_ += t.judgement != BatchJudgement::InBatch && t.batchSize > 1;
+  batchOnly_ += t.judgement == BatchJudgement::BatchOnly;
   sessionDone_++;
   sessionTorchSeconds_ += t.torchSeconds;
   for (const auto& f : t.findings) {
@@ -568,126 +568,6 @@ void Campaign::publishTrial(const Candidate& c, const Trial& t) {
   removeQuietly(t.file);
   for (const auto* run : {&t.result.runs.eager, &t.result.runs.compiled, &t.result.runs.fp64})
     if (!run->jobDir.empty()) removeQuietly(run->jobDir);
-}
-
-CampaignSnapshot Campaign::snapshot() const {
-  std::lock_guard lock(mutex_);
-  CampaignSnapshot s;
-  s.runSeconds = std::chrono::duration<double>(Clock::now() - began_).count();
-  s.programs = totals_.programs;
-  s.sessionPrograms = sessionDone_;
-  s.programsPerMinute = s.runSeconds > 0 ? 60.0 * static_cast<double>(sessionDone_) / s.runSeconds : 0;
-  s.verdicts = totals_.verdicts;
-  s.findings = totals_.findings;
-  s.uniqueSignatures = totals_.uniqueSignatures;
-  s.sinceLastNewSignature = lastNewSignatureAt_ > 0 ? unixNow() - lastNewSignatureAt_ : -1;
-  s.queue = static_cast<int64_t>(queue_.size());
-  s.features = static_cast<int64_t>(features_.size());
-  s.generated = generated_;
-  s.mutated = mutated_;
-  s.duplicates = duplicates_;
-  s.errors = errors_;
-  double workerSeconds = s.runSeconds * std::max(1, settings_.workers);
-  s.torchShare = workerSeconds > 0 ? std::min(1.0, sessionTorchSeconds_ / workerSeconds) : 0;
-  s.jobShare = workerSeconds > 0 ? std::min(1.0, pool_.jobSeconds() / workerSeconds) : 0;
-  s.workers = settings_.workers;
-  s.device = settings_.device;
-  if (settings_.gpuStats) s.gpuLines = settings_.gpuStats->viewLines();
-  s.outDir = output_.root().string();
-  s.seed = settings_.seed;
-  return s;
-}
-
-void Campaign::writeStats() {
-  CampaignSnapshot s = snapshot();
-  std::vector<std::pair<std::string, std::string>> kv;
-  double now = unixNow();
-  kv.emplace_back("start_time", fmt::format("{:.0f}", now - s.runSeconds));
-  kv.emplace_back("last_update", fmt::format("{:.0f}", now));
-  kv.emplace_back("run_time", fmt::format("{:.0f}", s.runSeconds));
-  kv.emplace_back("fuzzer_pid", std::to_string(::getpid()));
-  kv.emplace_back("tcfuzz_version", TCFUZZ_VERSION);
-  kv.emplace_back("torch_version", settings_.torch.version);
-  kv.emplace_back("torch_git", settings_.torch.git);
-  kv.emplace_back("torch_skipped", settings_.torchNotes.empty() ? std::string("none")
-                                                                 : fmt::format("{}", fmt::join(settings_.torchNotes, "; ")));
-  kv.emplace_back("kernel_linker", settings_.kernelLinker);
-  kv.emplace_back("seed", std::to_string(s.seed));
-  kv.emplace_back("device", s.device);
-  kv.emplace_back("workers", std::to_string(s.workers));
-  kv.emplace_back("programs_done", std::to_string(s.programs));
-  kv.emplace_back("programs_this_session", std::to_string(s.sessionPrograms));
-  kv.emplace_back("programs_per_min", fmt::format("{:.2f}", s.programsPerMinute));
-  kv.emplace_back("generated", std::to_string(s.generated));
-  kv.emplace_back("mutated", std::to_string(s.mutated));
-  kv.emplace_back("duplicates_skipped", std::to_string(s.duplicates));
-  kv.emplace_back("errors", std::to_string(s.errors));
-  {
-    std::lock_guard lock(mutex_);
-    kv.emplace_back("time_to_first_program_s",
-                    firstProgramSeconds_ < 0 ? std::string("none yet") : fmt::format("{:.1f}", firstProgramSeconds_));
-    kv.emplace_back("programs_abandoned", std::to_string(abandoned_));
-  }
-  for (const char* v : {"agree", "crash-mismatch", "status-mismatch", "numeric-divergence", "mutation-divergence",
-                        "second-call-divergence", "aliasing-divergence", "nondeterministic", "invalid-program", "sandbox-refusal",
-                        "random-only", "nothing-compiled", "ill-conditioned", "signed-zero", "denormal-flush", "recompile-storm"}) {
-    auto it = s.verdicts.find(v);
-    kv.emplace_back(statsKey(v), std::to_string(it == s.verdicts.end() ? 0 : it->second));
-  }
-  kv.emplace_back("findings", std::to_string(s.findings));
-  kv.emplace_back("unique_signatures", std::to_string(s.uniqueSignatures));
-  std::string schedule;
-  {
-    std::lock_guard lock(mutex_);
-    kv.emplace_back("last_find", fmt::format("{:.0f}", totals_.lastFindingAt));
-    kv.emplace_back("last_new_signature", fmt::format("{:.0f}", lastNewSignatureAt_));
-    for (const auto& [name, st] : mutator_.stats())
-      kv.emplace_back("mutator_" + name, fmt::format("{} applied, {} produced", st.applied, st.produced));
-    std::string templates;
-    for (const auto& t : policy_.compile.usableTemplates(settings_.device)) templates += (templates.empty() ? "" : ",") + t;
-    kv.emplace_back("templates", templates);
-    for (auto& line : scheduler_.statsLines(policy_.compile, policy_.generation, settings_.device, settings_.pinned))
-      kv.push_back(std::move(line));
-    schedule = scheduler_.toJson().dump(1);
-  }
-  if (settings_.gpuStats)
-    for (auto& line : settings_.gpuStats->statsLines()) kv.push_back(std::move(line));
-  kv.emplace_back("queue_size", std::to_string(s.queue));
-  kv.emplace_back("features", std::to_string(s.features));
-  kv.emplace_back("torch_share", fmt::format("{:.3f}", s.torchShare));
-  kv.emplace_back("torch_share_all_jobs", fmt::format("{:.3f}", s.jobShare));
-  kv.emplace_back("harness_share", fmt::format("{:.3f}", 1.0 - s.jobShare));
-  {
-    std::lock_guard lock(mutex_);
-    kv.emplace_back("llm_programs", std::to_string(llmProposed_));
-  }
-  if (llm_)
-    for (auto& line : llm_->statsLines()) kv.push_back(std::move(line));
-  else
-    kv.emplace_back("llm_state", "off");
-  {
-    // Cost and yield per origin, the LLM's own CPU charged to its strategies.
-    std::map<std::string, double> llmCpu;
-    if (llm_) {
-      json st = llm_->statsJson();
-      if (st.contains("strategies"))
-        for (const auto& [name, figures] : st["strategies"].items()) llmCpu[name] = figures.value("cpu_s", 0.0);
-    }
-    std::lock_guard lock(mutex_);
-    ledger_.setLlmCpu(llmCpu);
-    for (auto& line : ledger_.statsLines()) kv.push_back(std::move(line));
-    for (auto& line : entries_.statsLines()) kv.push_back(std::move(line));
-    if (!settings_.inductorCacheDir.empty()) {
-      kv.emplace_back("inductor_cache_mb", fmt::format("{:.1f}", static_cast<double>(cacheTrim_.bytesAfter) / (1 << 20)));
-      kv.emplace_back("inductor_cache_cap_mb", std::to_string(settings_.inductorCacheCapBytes >> 20));
-      kv.emplace_back("inductor_cache_entries_removed", std::to_string(cacheTrimmed_));
-    }
-    for (auto& line : dynamo_.statsLines()) kv.push_back(std::move(line));
-  }
-  for (const auto& source : extraStats_)
-    for (auto& line : source()) kv.push_back(std::move(line));
-  output_.writeStats(kv);
-  writeFileAtomically(output_.schedulePath(), schedule);
 }
 
 }  // namespace tcfuzz

@@ -26,6 +26,7 @@
 #include "fuzzer/campaign/DynamoFigures.h"
 #include "fuzzer/campaign/OriginLedger.h"
 #include "fuzzer/llm/LlmProposer.h"
+#include "fuzzer/worker/BatchTester.h"
 #include "fuzzer/worker/InductorCache.h"
 #include "fuzzer/worker/ProgramTester.h"
 #include "fuzzer/campaign/output/StatusView.h"
@@ -160,24 +161,62 @@ class Campaign {
   };
 
   /// One candidate's way through testCandidate's steps: what each step leaves for the next.
-  struct Trial;
+  struct Trial {
+    std::string py;                      ///< the program as Python, written to `file`
+    std::filesystem::path file;
+    SampledCompile compile;              ///< the drawn configuration (and its arms in the candidate's pulls)
+    TestSettings test;                   ///< the campaign's, under `compile`
+    ProgramTestResult result;
+    std::vector<std::string> features;   ///< what the program reached; none when nothing was compiled
+    ProgramYield yield;                  ///< the scheduler's credit
+    double torchSeconds = 0;             ///< every job the test ran (ProgramTestResult::torchSeconds)
+    std::string verdict;
+    nlohmann::json config;                        ///< the configuration's non-default parts
+    double now = 0;                      ///< unix time of the judgement
+    std::vector<FindingRecord> findings;
+    ProgramRecord record;
+    std::optional<QueueRecord> queued;
+    std::vector<std::string> newSignatures;  ///< of `findings`, those this campaign had not seen
+    int batchSize = 1;                   ///< programs of the batch that judged it (1: alone)
+    int batchMember = 0;                 ///< its place there
+    BatchJudgement judgement = BatchJudgement::Alone;
+    std::string batchPy;                 ///< a batch-only finding's program: the batch
+  };
 
   void lane(int laneIndex);
+  /// The next program index of this session, counted as started; nullopt when the program budget is spent.
+  std::optional<int64_t> claimIndex();
   std::optional<Candidate> makeCandidate(int64_t index, gen::Generator& generator);
   /// Tests and records the candidate; returns its features, nullopt when it was not judged. Its steps,
   /// in this order, are the member functions below.
   std::optional<std::vector<std::string>> testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
+  /// A lane's step (CampaignBatch.cpp): `first` tested alone, or with the programs drawn after it as one batch
+  /// when the drawn batch size is over 1. A batch's programs are judged as their op graphs (gen::plainProgram)
+  /// under torch.compile, with the configuration drawn for the first; a program that still may not batch (a
+  /// random op) or would pass the batch's bound is tested alone at once, as drawn.
+  void testFromLane(Candidate& first, gen::Generator& generator, const std::filesystem::path& scratch);
+  /// The batch size for the lane's next programs (its arm in `pulls`), 1 when they may not batch: batching off
+  /// (--batch 1) or an entry other than torch.compile's pinned.
+  int batchSizeFor(const Candidate& first, ArmPulls& pulls);
+  /// Prepares `member` to join the batch `first` leads: first's configuration and compile arms, its own program.
+  void prepareMember(Candidate& member, const std::filesystem::path& scratch, Trial& trial, const Candidate& first,
+                     const Trial& firstTrial) const;
+  /// Tests the prepared members as one batch (BatchTester) and records each as testCandidate does.
+  void testBatch(std::vector<Candidate>& members, std::vector<Trial>& trials, const std::filesystem::path& scratch);
+  /// The steps after the test: measure, record, keep, commit, credit, publish.
+  void finishTrial(const Candidate& candidate, Trial& trial);
   /// Emits the candidate's Python into `scratch` and draws its compile configuration (the scheduler's arms).
   /// A program drawn for the "train" entry: its call schedule dropped; without a floating parameter, judged
   /// through torch.compile instead (its entry arm credited so).
   void trainingProgram(Candidate& c, Trial& t) const;
   /// Whether `g` has a floating parameter, which an optimizer can step.
   static bool trainable(const gen::Graph& g);
-  void prepareTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial);
-  /// Tests the program in eager, compiled and fp64; false (the file removed, the cause counted or the
-  /// campaign stopped) when it was not judged: cancelled, a dead worker, a rejected compile template,
-  /// unreadable outputs.
-  bool runTrial(const Candidate& candidate, Trial& trial);
+  /// `batched`: the entry is torch.compile's and no training steps are drawn (a batch's first member).
+  void prepareTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial, bool batched = false);
+  /// Tests the program in eager, compiled and fp64 (or runs `test` instead, a batch's); false (the file removed,
+  /// the cause counted or the campaign stopped) when it was not judged: cancelled, a dead worker, a rejected
+  /// compile template, unreadable outputs.
+  bool runTrial(const Candidate& candidate, Trial& trial, const std::function<void()>& test = {});
   /// What the result is worth: its features (none when nothing was compiled), the op features it adds,
   /// its torch time, its verdict, its config, and the GPU's figures.
   void measureTrial(const Candidate& candidate, Trial& trial);
@@ -207,6 +246,7 @@ class Campaign {
   FindingStore& store_;
   WorkerPool& pool_;
   ProgramTester& tester_;
+  BatchTester batchTester_;
   StatusView& view_;
   gen::PythonEmitter emitter_;
   LlmProposer* llm_ = nullptr;
@@ -234,6 +274,8 @@ class Campaign {
   std::chrono::steady_clock::time_point began_;
   double firstProgramSeconds_ = -1;  ///< from startedAt to the first judged program of this session
   int64_t abandoned_ = 0;            ///< programs in flight when the run stopped, dropped untested
+  std::map<int, int64_t> batchPrograms_;  ///< this session's judged programs by the size of the batch that judged them
+  int64_t splitBack_ = 0, batchOnly_ = 0;  ///< members judged again alone; findings kept as batch-only
   std::atomic<bool> stopping_{false};
   std::atomic<int> activeLanes_{0};
   std::optional<CampaignEnd> end_;

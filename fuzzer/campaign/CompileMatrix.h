@@ -31,6 +31,8 @@ struct PinnedCompile {
   std::optional<bool> exportStrict;
   std::optional<oracles::TrainingLoop> training;  ///< --train: the "train" entry's steps, not drawn
   std::optional<nlohmann::json> inductorConfig;  ///< pinned: exactly these overrides, no templates
+  /// --batch: programs judged under one compile (1: each alone); drawn by the scheduler when unset.
+  std::optional<int> batchSize;
   /// Whether a pinned torch.compile argument (backend, mode, dynamic, fullgraph, backward on) pins the entry
   /// point to torch.compile; a pinned entry pins it too. The entry is drawn when neither does.
   bool entryPinned() const { return entry || backend || mode || dynamic || fullgraph || backward.value_or(false); }

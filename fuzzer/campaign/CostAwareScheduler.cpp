@@ -32,9 +32,10 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<ScheduleDimension, 6> kDimensions{ScheduleDimension::Backend, ScheduleDimension::Mode,
+constexpr std::array<ScheduleDimension, 7> kDimensions{ScheduleDimension::Backend, ScheduleDimension::Mode,
                                                        ScheduleDimension::Backward, ScheduleDimension::Template,
-                                                       ScheduleDimension::Size,    ScheduleDimension::Entry};
+                                                       ScheduleDimension::Size,    ScheduleDimension::Entry,
+                                                       ScheduleDimension::Batch};
 constexpr const char* kNoTemplate = "none";
 constexpr int kStatsDraws = 512;  ///< Thompson draws behind a reported share
 
@@ -70,6 +71,7 @@ bool sampled(ScheduleDimension d, const PinnedCompile& pinned, const CompileMatr
     case ScheduleDimension::Template: return !pinned.inductorConfig && inductor && matrix.maxTemplates > 0;
     case ScheduleDimension::Size: return bandit;
     case ScheduleDimension::Entry: return !pinned.entryPinned();
+    case ScheduleDimension::Batch: return !pinned.batchSize;
   }
   return false;
 }
@@ -100,6 +102,7 @@ const char* toString(ScheduleDimension d) {
     case ScheduleDimension::Template: return "template";
     case ScheduleDimension::Size: return "size";
     case ScheduleDimension::Entry: return "entry";
+    case ScheduleDimension::Batch: return "batch";
   }
   return "?";
 }
@@ -109,7 +112,10 @@ const char* toString(ScheduleDimension d) {
 json SchedulePolicy::toJson() const {
   json s = json::array();
   for (const auto& b : sizes) s.push_back({{"name", b.name}, {"scale", b.scale}, {"weight", b.weight}});
+  json b = json::object();
+  for (const auto& [size, w] : batchSizes) b[std::to_string(size)] = w;
   return {{"bandit", bandit},
+          {"batch_sizes", b},
           {"floor", floorShare},
           {"prior_programs", priorPrograms},
           {"prior_yield", priorYield},
@@ -135,6 +141,20 @@ SchedulePolicy SchedulePolicy::fromJson(const json& doc) {
       p.signatureWeight = numberIn(v, key, 0, 1e6);
     } else if (key == "decay") {
       p.decay = numberIn(v, key, 1e-6, 1);
+    } else if (key == "batch_sizes") {
+      if (!v.is_object() || v.empty()) bad("'batch_sizes' must be a non-empty object {\"size\": weight}");
+      p.batchSizes.clear();
+      double total = 0;
+      for (auto& [size, w] : v.items()) {
+        int k = 0;
+        try {
+          k = std::stoi(size);
+        } catch (const std::exception&) {
+        }
+        if (k < 1 || k > 16 || std::to_string(k) != size) bad(fmt::format("batch size '{}' must be an integer 1 to 16", size));
+        total += p.batchSizes[k] = numberIn(w, "batch_sizes." + size, 0, 1e9);
+      }
+      if (total <= 0) bad("'batch_sizes' needs a size with a positive weight");
     } else if (key == "sizes") {
       if (!v.is_array() || v.empty()) bad("'sizes' must be a non-empty array of {name, scale, weight}");
       p.sizes.clear();
@@ -193,6 +213,10 @@ std::vector<CostAwareScheduler::Arm> CostAwareScheduler::armsOf(ScheduleDimensio
     case ScheduleDimension::Size:
       for (const auto& b : policy_.sizes)
         if (b.weight > 0) arms.push_back({b.name, b.weight});
+      break;
+    case ScheduleDimension::Batch:
+      for (const auto& [size, w] : policy_.batchSizes)
+        if (w > 0) arms.push_back({std::to_string(size), w});
       break;
   }
   double total = 0;
@@ -295,6 +319,19 @@ gen::NodeRange CostAwareScheduler::sampleSize(const gen::GenPolicy& generation, 
   return {generation.minNodes, generation.maxNodes};
 }
 
+int CostAwareScheduler::sampleBatch(gen::Rng& rng, ArmPulls& pulls) const {
+  std::vector<Arm> arms = armsOf(ScheduleDimension::Batch, {}, 0);
+  std::vector<double> p(arms.size());
+  if (policy_.bandit) {
+    p = mix(ScheduleDimension::Batch, arms, rng, 1);
+  } else {
+    for (size_t i = 0; i < arms.size(); ++i) p[i] = arms[i].prior;
+  }
+  size_t k = rng.weighted(p);
+  pulls.arms.emplace_back(ScheduleDimension::Batch, arms[k].name);
+  return std::stoi(arms[k].name);
+}
+
 void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& programYield) {
   cpuSeconds = std::max(0.0, cpuSeconds);
   std::set<ScheduleDimension> decayed;
@@ -318,7 +355,9 @@ void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const 
 }
 
 double CostAwareScheduler::yieldFor(ScheduleDimension d, const ProgramYield& y) const {
-  int features = d == ScheduleDimension::Size ? y.newFeatures : y.newFeatures - y.newOpFeatures;
+  // A size and a batch size choose which graphs are judged (a batch: how many per compile), so their op features count.
+  bool graphs = d == ScheduleDimension::Size || d == ScheduleDimension::Batch;
+  int features = graphs ? y.newFeatures : y.newFeatures - y.newOpFeatures;
   return std::max(0, features) + policy_.signatureWeight * std::max(0, y.newSignatures);
 }
 

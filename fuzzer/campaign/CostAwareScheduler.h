@@ -32,17 +32,19 @@ struct SchedulePolicy {
   double signatureWeight = 20;  ///< yield of a new signature, in new-feature units
   double decay = 0.998;         ///< per program credited to a dimension, older evidence counts this much less
   std::vector<SizeBucket> sizes{{"small", 0.5, 1}, {"medium", 1, 2}, {"large", 2, 1}};
+  /// Batch sizes (programs judged under one compile, BatchTester) and their prior weights.
+  std::map<int, double> batchSizes{{1, 1}, {2, 1}, {4, 1}, {8, 1}};
 
   nlohmann::json toJson() const;
   /// Keys: bandit, floor, prior_programs, prior_yield, signature_weight, decay, sizes ([{name, scale,
   /// weight}]); keys not given keep their defaults; unknown keys and bad values raise
-  /// std::invalid_argument naming them.
+  /// std::invalid_argument naming them. batch_sizes: {"1": weight, "4": weight, ...}, sizes 1 to 16.
   static SchedulePolicy fromJson(const nlohmann::json& doc);
 };
 
 /// The choices the scheduler learns over; dynamic and fullgraph keep the matrix's fixed shares.
-enum class ScheduleDimension { Backend, Mode, Backward, Template, Size, Entry };
-/// "backend", "mode", "backward", "template", "size", "entry".
+enum class ScheduleDimension { Backend, Mode, Backward, Template, Size, Entry, Batch };
+/// "backend", "mode", "backward", "template", "size", "entry", "batch".
 const char* toString(ScheduleDimension d);
 
 /// The arms one program drew (pinned dimensions never appear), credited once its result is in.
@@ -82,6 +84,9 @@ class CostAwareScheduler {
   /// The node range of one generated program. Bandit off: the policy's own range, with no draw.
   /// On: a size bucket's range, appended to `pulls`.
   gen::NodeRange sampleSize(const gen::GenPolicy& generation, gen::Rng& rng, ArmPulls& pulls) const;
+  /// How many programs to judge under the next compile (SchedulePolicy::batchSizes), appended to `pulls` as arm
+  /// "1", "2", ...: the bandit's draw, or the configured weights' with the bandit off.
+  int sampleBatch(gen::Rng& rng, ArmPulls& pulls) const;
   /// Credits every arm of `pulls` with the program's torch CPU-seconds and yieldFor(its dimension).
   void credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& yield);
   /// What a program yields to an arm of `dimension`: its new features plus signatureWeight per new

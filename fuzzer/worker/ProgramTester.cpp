@@ -350,6 +350,10 @@ ProgramTestResult ProgramTester::testChecked(const std::filesystem::path& progra
   return result;
 }
 
+ProgramTestResult ProgramTester::screen(const std::filesystem::path& program, const TestSettings& settings) {
+  return settings.coldCache ? testOnce(program, settings, newColdCache().path) : testOnce(program, settings, {});
+}
+
 ProgramTestResult ProgramTester::test(const std::filesystem::path& program, const TestSettings& settings) {
   ProgramTestResult result = testChecked(program, settings, nullptr);
   // Only for torch.compile's forward programs: the no-compile run is a plain forward call, which another entry's
@@ -373,7 +377,8 @@ ProgramTestResult ProgramTester::test(const std::filesystem::path& program, cons
 }
 
 void ProgramTester::checkConditioning(const std::filesystem::path& program, const TestSettings& settings,
-                                      ProgramTestResult& result) {
+                                      ProgramTestResult& result,
+                                      const std::function<oracles::RunResult(const oracles::RunResult&)>& part) {
   auto began = std::chrono::steady_clock::now();
   std::vector<std::future<oracles::RunResult>> pending;
   for (int k = 0; k < settings.conditioningRuns; ++k) {
@@ -390,6 +395,7 @@ void ProgramTester::checkConditioning(const std::filesystem::path& program, cons
   for (auto& p : pending) {
     oracles::RunResult r = p.get();
     result.torchSeconds += r.times.childWall;
+    if (part) r = part(r);
     if (r.ok() && r.outputs) perturbed.push_back(oracles::loadOutputs(*r.outputs, r.jobDir));
     else if (r.exception && refused.empty()) refused = r.exception->type + ": " + r.exception->message;
   }

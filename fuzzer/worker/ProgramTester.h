@@ -2,6 +2,7 @@
 // Runs one program in eager (twice), compiled and fp64 through the pool, and judges it.
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,6 +100,15 @@ class ProgramTester {
   /// settings.confirmFindings, a finding is tested again fresh with a cold cache (confirm). Throws
   /// ConfigurationError for a bad compile configuration and OutputLoadError for unreadable outputs.
   ProgramTestResult test(const std::filesystem::path& program, const TestSettings& settings);
+  /// One judged run of the three jobs and nothing after it: no confirmation, no conditioning, no eager-HOP run
+  /// (a batch's screen, BatchTester). With settings.coldCache, every job fresh with a private cold cache.
+  ProgramTestResult screen(const std::filesystem::path& program, const TestSettings& settings);
+  const oracles::Comparator& comparator() const { return comparator_; }
+  /// Runs eager on perturbed inputs (TestSettings::conditioningRuns) and turns the wrong result in
+  /// `result` into Verdict::IllConditioned when eager's own spread covers compiled's deviation. `part`, when
+  /// given, takes each perturbed run to the leaves `result` judges (a batch member's, BatchTester).
+  void checkConditioning(const std::filesystem::path& program, const TestSettings& settings, ProgramTestResult& result,
+                         const std::function<oracles::RunResult(const oracles::RunResult&)>& part = {});
 
   /// A single run of `program` in `mode`, once (checking generated programs); its outputs lie in jobDir.
   struct PendingRun {
@@ -152,9 +162,6 @@ class ProgramTester {
   /// Re-tests the finding in `result` in fresh processes, first with a cold cache, then with the shared
   /// one, and rewrites `result` with what held up (ProgramTestResult::confirmation).
   void confirm(const std::filesystem::path& program, const TestSettings& settings, ProgramTestResult& result);
-  /// Runs eager on perturbed inputs (TestSettings::conditioningRuns) and turns the wrong result in
-  /// `result` into Verdict::IllConditioned when eager's own spread covers compiled's deviation.
-  void checkConditioning(const std::filesystem::path& program, const TestSettings& settings, ProgramTestResult& result);
   /// Turns a program job into a single run of another kind ("script", "bisect", "lift"): its id, directory, repeat.
   void asKind(Job& job, const std::string& kind) const;
 

@@ -134,7 +134,7 @@ std::string pythonLiteral(const json& value, AttrKind kind) {
   return value.dump();
 }
 
-std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) const {
+std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines, const ProgramNames& programNames) const {
   std::vector<std::string> names(g.values.size());
   for (const auto& v : g.values) names[v.id] = fmt::format("v{}", v.id);
   for (const auto& s : g.inputs) names[s.value] = s.name;
@@ -233,11 +233,12 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   }
 
   std::ostringstream py;
-  py << provenanceHeader(g);
-  py << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n" << python.imports() << "\n\n"
+  if (programNames.standalone)
+    py << provenanceHeader(g) << "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n";
+  py << python.imports() << "\n\n"
      << python.moduleState()
      << python.hookFunction();
-  py << "class Model(nn.Module):\n" << python.classAttributes() << "    def __init__(self):\n        super().__init__()\n"
+  py << "class " << programNames.model << "(nn.Module):\n" << python.classAttributes() << "    def __init__(self):\n        super().__init__()\n"
      << init.str() << "\n";
   std::vector<std::string> args{"self"};
   for (const auto& s : g.inputs) args.push_back(s.name);
@@ -254,7 +255,7 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   py << fmt::format("        return {}\n\n\n", rets.size() == 1 ? rets[0] + "," : fmt::format("{}", fmt::join(rets, ", ")));
   bool boundary = std::any_of(g.inputs.begin(), g.inputs.end(), [](const Source& s) { return !s.boundary.empty(); });
   if (boundary) py << boundaryValuesHelper() << "\n\n";
-  py << "def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)\n";
+  py << "def " << programNames.makeInputs << "(seed):\n    g = torch.Generator().manual_seed(seed)\n";
   for (const auto& s : g.inputs) {
     const TensorType& t = g.typeOf(s.value);
     if (!s.alias.none()) continue;  // derived from its base below, after every drawn input
@@ -293,8 +294,8 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   if (std::vector<int> written = writtenInputPositions(g); !written.empty())
     py << fmt::format("\n\n# forward writes into these inputs (positions in make_inputs' list): the worker keeps them\n"
                       "# plain tensors, not autograd leaves, since autograd refuses in-place writes into a leaf.\n"
-                      "WRITTEN_INPUTS = ({}{})\n",
-                      fmt::join(written, ", "), written.size() == 1 ? "," : "");
+                      "WRITTEN_INPUTS{} = ({}{})\n",
+                      programNames.suffix, fmt::join(written, ", "), written.size() == 1 ? "," : "");
   std::vector<std::string> aliased;
   for (size_t i = 0; i < g.inputs.size(); ++i)
     if (const Source* base = g.inputs[i].alias.none() ? nullptr : aliasBase(g, g.inputs[i]))
@@ -302,8 +303,8 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines) con
   if (!aliased.empty())
     py << fmt::format("\n\n# these inputs view another input's storage (position: the position of the input they view): a copy\n"
                       "# of the inputs must keep them views of its copy of that input.\n"
-                      "ALIASED_INPUTS = {{{}}}\n",
-                      fmt::join(aliased, ", "));
+                      "ALIASED_INPUTS{} = {{{}}}\n",
+                      programNames.suffix, fmt::join(aliased, ", "));
   py << python.scheduleAndState();
   return py.str();
 }

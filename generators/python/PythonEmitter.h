@@ -9,13 +9,25 @@
 
 namespace tcfuzz::gen {
 
+/// The names a program's text defines. A batch member (BatchProgram.h) is written under names of its own, without
+/// the provenance header and the torch imports, which the batch's text holds once.
+struct ProgramNames {
+  std::string model = "Model";             ///< the nn.Module class
+  std::string makeInputs = "make_inputs";  ///< the inputs function
+  std::string suffix;                      ///< appended to WRITTEN_INPUTS and ALIASED_INPUTS
+  bool standalone = true;                  ///< the provenance header and the torch imports
+};
+
 class PythonEmitter {
  public:
   explicit PythonEmitter(const OpCatalog& catalog) : catalog_(catalog) {}
   /// The program text. std::invalid_argument when the graph names an op the catalog lacks.
   std::string emit(const Graph& g) const { return emit(g, nullptr); }
   /// Also records, per node, the 1-based line of the text where its code ends.
-  std::string emit(const Graph& g, std::vector<int>* nodeLines) const;
+  std::string emit(const Graph& g, std::vector<int>* nodeLines) const { return emit(g, nodeLines, ProgramNames{}); }
+  /// The program text under `names`.
+  std::string emit(const Graph& g, std::vector<int>* nodeLines, const ProgramNames& names) const;
+  const OpCatalog& catalog() const { return catalog_; }
 
  private:
   const OpCatalog& catalog_;

@@ -65,6 +65,7 @@ struct CampaignIdentity {
     if (pinned.training) p["training"] = pinned.training->toJson();
     if (pinned.backward) p["backward"] = *pinned.backward;
     if (pinned.inductorConfig) p["inductor_config"] = *pinned.inductorConfig;
+    if (pinned.batchSize) p["batch"] = *pinned.batchSize;
     return {{"seed", seed},       {"device", device},   {"policy", policy.toJson()}, {"pinned", p},
             {"plugins", plugins}, {"timeout", timeout}, {"memory_mb", memoryMb},
             {"llm", {{"mode", llm}, {"url", llmUrl}, {"model", llmModel}}}};
@@ -86,6 +87,7 @@ struct CampaignIdentity {
     if (p.contains("training")) id.pinned.training = oracles::TrainingLoop::fromJson(p["training"]);
     if (p.contains("backward")) id.pinned.backward = p["backward"].get<bool>();
     if (p.contains("inductor_config")) id.pinned.inductorConfig = p["inductor_config"];
+    if (p.contains("batch")) id.pinned.batchSize = p["batch"].get<int>();
     id.plugins = j.at("plugins").get<std::vector<std::string>>();
     id.timeout = j.at("timeout").get<double>();
     id.memoryMb = j.at("memory_mb").get<int64_t>();
@@ -130,6 +132,10 @@ CampaignIdentity identityFromOptions(const Options& o, const std::set<std::strin
   if (given.count("--export-strict")) id.pinned.exportStrict = o.exportStrict;
   if (given.count("--train")) id.pinned.training = compileConfigFrom(o).training;  // refused without --entry train
   if (given.count("--backward")) id.pinned.backward = o.backward;
+  if (given.count("--batch")) {
+    if (o.batch < 1 || o.batch > 16) throw std::invalid_argument("--batch must be 1 (each program alone) to 16");
+    id.pinned.batchSize = static_cast<int>(o.batch);
+  }
   if (given.count("--inductor-config")) {
     oracles::CompileConfig c;
     for (const auto& a : o.inductorConfig) c.addInductorOverride(a);

@@ -1,0 +1,166 @@
+// Batched compiles in the campaign: a lane's program judged alone or with others under one compile
+// (fuzzer/worker/BatchTester.h); each member recorded as a program of its own.
+#include <fmt/format.h>
+
+#include "fuzzer/campaign/Campaign.h"
+#include "generators/python/BatchProgram.h"
+
+namespace tcfuzz {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Distinct stream of one campaign seed: the batch size drawn for a program.
+constexpr uint64_t kBatchStream = 0x6261746368657321ULL;
+/// A batch's bound: its members' nodes, and their inputs' and parameters' elements (the job's memory and time).
+constexpr size_t kBatchMaxNodes = 160;
+constexpr int64_t kBatchMaxElements = int64_t{1} << 22;
+
+int64_t tensorElements(const gen::Graph& g) {
+  int64_t n = 0;
+  for (const auto* sources : {&g.inputs, &g.params})
+    for (const auto& s : *sources) n += g.typeOf(s.value).numel();
+  return n;
+}
+
+}  // namespace
+
+std::optional<int64_t> Campaign::claimIndex() {
+  std::lock_guard lock(mutex_);
+  if (settings_.maxPrograms > 0 && started_ >= settings_.maxPrograms) return std::nullopt;
+  started_++;
+  return nextIndex_++;
+}
+
+int Campaign::batchSizeFor(const Candidate& first, ArmPulls& pulls) {
+  const PinnedCompile& pinned = settings_.pinned;
+  if (pinned.batchSize == 1 || (pinned.entry && *pinned.entry != oracles::kCompileEntry) || pinned.training) return 1;
+  if (pinned.batchSize) return *pinned.batchSize;
+  gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kBatchStream, static_cast<uint64_t>(first.index));
+  std::lock_guard lock(mutex_);
+  return scheduler_.sampleBatch(rng, pulls);
+}
+
+void Campaign::prepareMember(Candidate& c, const fs::path& scratch, Trial& t, const Candidate& first,
+                             const Trial& firstTrial) const {
+  // The compile arms are first's (the batch drew them once); the program's own size arm stays its own.
+  for (const auto& arm : first.pulls.arms)
+    if (arm.first != ScheduleDimension::Size) c.pulls.arms.push_back(arm);
+  t.compile = firstTrial.compile;
+  t.test = firstTrial.test;
+  t.py = emitter_.emit(c.graph);
+  t.file = scratch / fmt::format("{:06d}.py", c.index);
+  writeFileAtomically(t.file, t.py);
+}
+
+void Campaign::testFromLane(Candidate& first, gen::Generator& generator, const fs::path& scratch) {
+  ArmPulls batchArm;
+  int size = batchSizeFor(first, batchArm);
+  if (size <= 1) {
+    first.pulls.arms.insert(first.pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
+    testCandidate(first, scratch);
+    return;
+  }
+  std::vector<Candidate> members;
+  std::vector<Trial> trials;
+  size_t nodes = 0;
+  int64_t elements = 0;
+  std::optional<Candidate> next = std::move(first);
+  for (int drawn = 1;; ++drawn) {
+    if (next) {
+      gen::Graph plain = gen::plainProgram(next->graph);
+      bool fits = nodes + plain.nodes.size() <= kBatchMaxNodes && elements + tensorElements(plain) <= kBatchMaxElements;
+      if (!fits || !gen::whyNotBatchable(plain, catalog_).empty()) {
+        testCandidate(*next, scratch);  // as drawn, alone
+      } else {
+        next->graph = std::move(plain);
+        nodes += next->graph.nodes.size();
+        elements += tensorElements(next->graph);
+        Trial t;
+        if (members.empty()) {
+          next->pulls.arms.insert(next->pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
+          prepareTrial(*next, scratch, t, true);
+        } else {
+          prepareMember(*next, scratch, t, members.front(), trials.front());
+        }
+        members.push_back(std::move(*next));
+        trials.push_back(std::move(t));
+      }
+      next.reset();
+    }
+    if (static_cast<int>(members.size()) >= size || drawn >= 2 * size || stopping_) break;
+    std::optional<int64_t> index = claimIndex();
+    if (!index) break;
+    next = makeCandidate(*index, generator);
+    if (!next) {
+      std::lock_guard lock(mutex_);
+      started_--;  // a duplicate does not count against the budget
+    }
+  }
+  if (!members.empty()) testBatch(members, trials, scratch);
+}
+
+void Campaign::testBatch(std::vector<Candidate>& members, std::vector<Trial>& trials, const fs::path& scratch) {
+  int size = static_cast<int>(members.size());
+  if (size == 1) {  // no second member came: the first alone, as drawn (its batch arm credited with a batch of one)
+    if (runTrial(members[0], trials[0])) finishTrial(members[0], trials[0]);
+    return;
+  }
+  std::vector<gen::Graph> graphs;
+  std::vector<std::string> labels;
+  std::vector<fs::path> files;
+  for (int m = 0; m < size; ++m) {
+    graphs.push_back(members[m].graph);
+    labels.push_back(fmt::format("program {:06d} ({})", members[m].index, members[m].origin));
+    files.push_back(trials[m].file);
+  }
+  gen::BatchProgram batch = gen::emitBatch(emitter_, graphs, labels);
+  fs::path file = scratch / fmt::format("{:06d}-batch.py", members[0].index);
+  writeFileAtomically(file, batch.py);
+  std::vector<fs::path> written{file};
+  BatchTester::Rebatch rebatch = [&](const std::vector<int>& keep) {
+    std::vector<gen::Graph> g;
+    std::vector<std::string> l;
+    for (int m : keep) {
+      g.push_back(graphs[m]);
+      l.push_back(labels[m]);
+    }
+    written.push_back(scratch / fmt::format("{:06d}-batch-{}.py", members[0].index, written.size()));
+    gen::BatchProgram again = gen::emitBatch(emitter_, g, l);
+    writeFileAtomically(written.back(), again.py);
+    return std::make_pair(written.back(), again);
+  };
+  std::vector<BatchMemberResult> results;
+  bool judged = runTrial(members[0], trials[0],
+                         [&] { results = batchTester_.test(file, batch, files, trials[0].test, rebatch); });
+  std::error_code ignored;
+  for (const auto& w : written) fs::remove(w, ignored);
+  if (!judged) {
+    std::lock_guard lock(mutex_);
+    for (int m = 1; m < size; ++m) {
+      fs::remove(trials[m].file, ignored);
+      abandoned_ += stopping_ ? 1 : 0;
+    }
+    return;
+  }
+  for (int m = 0; m < size; ++m) {
+    Trial& t = trials[m];
+    t.result = std::move(results[m].result);
+    t.batchSize = size;
+    t.batchMember = m;
+    t.judgement = results[m].judgement;
+    if (t.judgement == BatchJudgement::BatchOnly) {
+      std::vector<gen::Graph> g;
+      std::vector<std::string> l;
+      for (int k : results[m].batch) {
+        g.push_back(graphs[k]);
+        l.push_back(labels[k]);
+      }
+      t.batchPy = gen::emitBatch(emitter_, g, l).py;
+    }
+    finishTrial(members[m], t);
+  }
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,246 @@
+#include "fuzzer/worker/BatchTester.h"
+
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace tcfuzz {
+
+namespace {
+
+/// How a leaf's name names what it belongs to: the first rule whose pattern matches decides.
+struct LeafOwnerRule {
+  const char* pattern;
+  enum { Input, Output, State } by;
+};
+
+const LeafOwnerRule kLeafOwnerRules[] = {
+    {R"(^grad\(input (\d+)\)$)", LeafOwnerRule::Input},           // an input's gradient
+    {R"(^grad\(param ([^)]+)\)$)", LeafOwnerRule::State},         // a parameter's gradient
+    {R"(^input (\d+) after )", LeafOwnerRule::Input},             // an input after the call
+    {R"(^(?:buffer|param) (\S+) after )", LeafOwnerRule::State},  // a buffer or parameter after the call
+    {R"(output (\d+)(?: storage)?$)", LeafOwnerRule::Output},     // calls 2 to 4 and the moved call, an alias note
+};
+
+}  // namespace
+
+int batchMemberOfLeaf(const gen::BatchProgram& batch, const oracles::OutputLeaf& leaf, int outputPosition) {
+  if (leaf.role == "output") return batch.memberOfOutput(outputPosition);
+  for (const LeafOwnerRule& rule : kLeafOwnerRules) {
+    static thread_local std::map<const char*, std::regex> compiled;
+    auto [it, added] = compiled.try_emplace(rule.pattern, rule.pattern);
+    std::smatch m;
+    if (!std::regex_search(leaf.name, m, it->second)) continue;
+    switch (rule.by) {
+      case LeafOwnerRule::Input: return batch.memberOfInput(std::stoi(m[1]));
+      case LeafOwnerRule::Output: return batch.memberOfOutput(std::stoi(m[1]));
+      case LeafOwnerRule::State: return batch.memberOfState(m[1]);
+    }
+  }
+  return -1;
+}
+
+oracles::RunResult memberRun(const gen::BatchProgram& batch, const oracles::RunResult& run, int member) {
+  oracles::RunResult part = run;
+  auto keep = [&](oracles::OutputSet& set) {
+    std::vector<oracles::OutputLeaf> own;
+    int output = 0;
+    for (const auto& leaf : set.leaves) {
+      int owner = batchMemberOfLeaf(batch, leaf, output);
+      if (leaf.role == "output") ++output;
+      if (owner == member || owner < 0) own.push_back(leaf);
+    }
+    set.leaves = std::move(own);
+  };
+  if (part.outputs) keep(*part.outputs);
+  for (auto& set : part.repeatOutputs) keep(set);
+  return part;
+}
+
+std::string_view toString(BatchJudgement judgement) {
+  switch (judgement) {
+    case BatchJudgement::InBatch: return "in-batch";
+    case BatchJudgement::Alone: return "alone";
+    case BatchJudgement::NotAlone: return "not-alone";
+    case BatchJudgement::BatchOnly: return "batch-only";
+  }
+  return "";
+}
+
+ProgramTestResult BatchTester::judgeMember(const ProgramTestResult& whole, const gen::BatchProgram& batch,
+                                           int member) const {
+  ProgramTestResult r = whole;
+  r.runs.eager = memberRun(batch, whole.runs.eager, member);
+  r.runs.compiled = memberRun(batch, whole.runs.compiled, member);
+  r.runs.fp64 = memberRun(batch, whole.runs.fp64, member);
+  if (auto refused = oracles::sandboxRefusal(r.runs))
+    r.verdict = *refused;
+  else
+    r.verdict = oracles::judge(r.runs, tester_.comparator());
+  double share = 1.0 / static_cast<double>(batch.members.size());
+  r.torchSeconds = whole.torchSeconds * share;
+  return r;
+}
+
+int batchMemberOfFailure(const gen::BatchProgram& batch, const std::filesystem::path& file,
+                         const oracles::RunResult& run) {
+  if (!run.exception) return -1;
+  std::string frame = "File \"" + std::filesystem::absolute(file).string() + "\", line ";
+  const std::string& tb = run.exception->traceback;
+  size_t at = tb.rfind(frame);
+  if (at == std::string::npos) return -1;
+  try {
+    return batch.memberOfLine(std::stoi(tb.substr(at + frame.size())));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& batchFile, const gen::BatchProgram& batch,
+                                                 const std::vector<std::filesystem::path>& memberFiles,
+                                                 const TestSettings& settings, const Rebatch& rebatch) {
+  size_t k = batch.members.size();
+  if (memberFiles.size() != k) throw std::invalid_argument("a batch needs one program file per member");
+  std::vector<BatchMemberResult> out(k);
+  std::vector<int> live(k);  // the members of the batch under test, by their position in the first
+  for (size_t m = 0; m < k; ++m) live[m] = static_cast<int>(m);
+  std::filesystem::path file = batchFile;
+  gen::BatchProgram layout = batch;
+  double spent = 0;  // batch jobs whose eager run failed: charged to the members still live
+  auto chargeSpent = [&](ProgramTestResult& r) { r.torchSeconds += spent / static_cast<double>(live.size()); };
+  TestSettings together = settings;
+  ProgramTestResult whole;
+  for (;;) {
+    if (live.size() == 1) {
+      out[live[0]] = {tester_.test(memberFiles[live[0]], settings), BatchJudgement::Alone};
+      chargeSpent(out[live[0]].result);
+      return out;
+    }
+    together.limits.timeoutSeconds = settings.limits.timeoutSeconds * static_cast<double>(live.size());
+    whole = tester_.screen(file, together);
+    if (!whole.compileSkipped) break;
+    int failed = batchMemberOfFailure(layout, file, whole.runs.eager);
+    spent += whole.torchSeconds;
+    if (failed < 0 && rebatch) {
+      // No frame of a member's text (a failure in backward, say): each member's eager run alone finds the invalid
+      // ones, judged alone (they stop at eager), and the rest are batched again.
+      std::vector<ProgramTester::PendingRun> eager;
+      for (int m : live) eager.push_back(tester_.submitOne(memberFiles[m], RunMode::Eager, settings));
+      std::vector<int> valid;
+      for (size_t pos = 0; pos < live.size(); ++pos) {
+        oracles::RunResult r = eager[pos].result.get();
+        spent += r.times.childWall;
+        std::error_code ignored;
+        std::filesystem::remove_all(eager[pos].jobDir, ignored);
+        if (r.ok()) {
+          valid.push_back(live[pos]);
+        } else {
+          out[live[pos]] = {tester_.test(memberFiles[live[pos]], settings), BatchJudgement::Alone};
+        }
+      }
+      if (valid.size() < live.size()) {
+        live = valid;
+        if (live.empty()) return out;
+        if (live.size() > 1) std::tie(file, layout) = rebatch(live);
+        continue;
+      }
+    }
+    if (failed < 0 || !rebatch) {
+      // The failure names no member's program: each is judged alone as it would be unbatched.
+      for (int m : live) {
+        out[m] = {tester_.test(memberFiles[m], settings), BatchJudgement::Alone};
+        chargeSpent(out[m].result);
+      }
+      return out;
+    }
+    // Eager computes the member as it does alone: its program is invalid, and the others are batched again.
+    ProgramTestResult invalid = whole;
+    invalid.program = memberFiles[live[failed]];
+    invalid.torchSeconds = whole.torchSeconds / static_cast<double>(live.size());
+    spent -= invalid.torchSeconds;
+    out[live[failed]] = {std::move(invalid), BatchJudgement::InBatch};
+    live.erase(live.begin() + failed);
+    if (live.size() > 1) std::tie(file, layout) = rebatch(live);
+  }
+  k = live.size();
+  double share = whole.torchSeconds / static_cast<double>(k);
+  // Alone, as a maintainer's first run: a fresh process, a cold cache; the fresh cold run is the confirmation.
+  TestSettings alone = settings;
+  alone.coldCache = true;
+  alone.persistent = false;
+  alone.confirmFindings = false;
+  // First each member's own leaves; a finding there is judged again alone.
+  struct Pending {
+    size_t pos;
+    ProgramTestResult alone;
+    oracles::Verdict inBatch;
+  };
+  std::vector<Pending> pending;
+  bool heldAlone = false;
+  for (size_t pos = 0; pos < k; ++pos) {
+    int m = live[pos];
+    ProgramTestResult inBatch = judgeMember(whole, layout, static_cast<int>(pos));
+    inBatch.program = memberFiles[m];
+    chargeSpent(inBatch);
+    if (!oracles::isFinding(inBatch.verdict.verdict)) {
+      out[m] = {std::move(inBatch), BatchJudgement::InBatch};
+      continue;
+    }
+    ProgramTestResult single = tester_.test(memberFiles[m], alone);
+    single.torchSeconds += share;
+    chargeSpent(single);
+    if (oracles::isFinding(single.verdict.verdict)) {
+      single.confirmation = Confirmation::Confirmed;
+      heldAlone = heldAlone || !single.runs.compiled.ok();  // its compiled job fails alone too
+      out[m] = {std::move(single), BatchJudgement::Alone};
+      continue;
+    }
+    pending.push_back({pos, std::move(single), inBatch.verdict.verdict});
+  }
+  // A compiled job that failed as a whole names no member: a member whose failure holds alone explains it, and
+  // what holds only in the batch is kept once, with the first member; a member's own leaves are its own.
+  bool wholeFailed = !whole.runs.compiled.ok();
+  bool keptOnce = false;
+  std::optional<ProgramTestResult> again;  // the batch once more, fresh and cold: made when a finding fails alone
+  for (Pending& p : pending) {
+    int m = live[p.pos];
+    ProgramTestResult& single = p.alone;
+    bool explained = wholeFailed && (heldAlone || keptOnce);
+    std::optional<ProgramTestResult> repeated;
+    if (!explained) {
+      if (!again) {
+        TestSettings cold = together;
+        cold.coldCache = true;
+        cold.persistent = false;
+        again = tester_.screen(file, cold);
+        single.torchSeconds += again->torchSeconds;  // charged to the member that asked for it
+      }
+      repeated = judgeMember(*again, layout, static_cast<int>(p.pos));
+      if (oracles::isFinding(repeated->verdict.verdict) && settings.conditioningRuns > 0 &&
+          oracles::isWrongResult(repeated->verdict.verdict)) {
+        repeated->torchSeconds = 0;
+        tester_.checkConditioning(file, together, *repeated, [&](const oracles::RunResult& r) {
+          return memberRun(layout, r, static_cast<int>(p.pos));
+        });
+        single.torchSeconds += repeated->torchSeconds;
+      }
+    }
+    if (repeated && oracles::isFinding(repeated->verdict.verdict)) {
+      keptOnce = true;
+      repeated->program = memberFiles[m];
+      repeated->torchSeconds = single.torchSeconds;
+      repeated->confirmation = Confirmation::Confirmed;
+      repeated->verdict.reason = fmt::format("batch-only (member {} alone agrees: {}): {}", m, single.verdict.reason,
+                                             repeated->verdict.reason);
+      out[m] = {std::move(*repeated), BatchJudgement::BatchOnly, live};
+    } else {
+      single.verdict.reason = fmt::format("{} (its batch's {} {})", single.verdict.reason, oracles::toString(p.inBatch),
+                                          explained ? "is another member's, or kept with one"
+                                                    : "did not hold alone nor in a fresh batch");
+      out[m] = {std::move(single), BatchJudgement::NotAlone};
+    }
+  }
+  return out;
+}
+
+}  // namespace tcfuzz

@@ -1,0 +1,237 @@
+// Batched compiles: the batch program's layout (generators/python/BatchProgram.h), which member each saved leaf
+// belongs to, and, with real workers and torch.compile, a planted bug in one member judged against that member
+// alone, and a planted fault that needs two members kept as batch-only. The planted backends are TEST FIXTURES
+// (tests/fixtures/planted_backends.py): they miscompile on purpose so that the oracle must fire.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "fuzzer/worker/BatchTester.h"
+#include "generators/Generator.h"
+#include "generators/python/BatchProgram.h"
+#include "tests/ProgramTesterFixture.h"
+
+namespace tcfuzz {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test_support::sourcePath;
+using test_support::TempDir;
+
+/// x0 [3, 4] float32 -> each op in turn -> the output; with `parameter`, a [3, 4] parameter added first.
+gen::Graph chain(const std::vector<std::string>& ops, bool parameter = false) {
+  gen::Graph g;
+  int x = g.addValue({{3, 4}, gen::DType::Float32});
+  g.inputs.push_back({x, "x0", {"uniform", -2, 2, 0.5}});
+  if (parameter) {
+    int p = g.addValue({{3, 4}, gen::DType::Float32});
+    g.params.push_back({p, "w", {"uniform", -1, 1, 0.5}});
+    int y = g.addValue({{3, 4}, gen::DType::Float32});
+    g.nodes.push_back({"add", {x, p}, {y}, {{"alpha", 1}}});
+    x = y;
+  }
+  for (const auto& op : ops) {
+    int y = g.addValue({{3, 4}, gen::DType::Float32});
+    g.nodes.push_back({op, {x}, {y}, json::object()});
+    x = y;
+  }
+  g.outputs = {x};
+  return g;
+}
+
+class BatchProgramTest : public ::testing::Test {
+ protected:
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  gen::PythonEmitter emitter{catalog};
+};
+
+TEST_F(BatchProgramTest, EachMemberIsItsProgramUnderItsOwnNamesAndPlace) {
+  gen::Generator generator(catalog, gen::GenPolicy{}, 7);
+  std::vector<gen::Graph> members;
+  for (uint64_t i = 0; members.size() < 3 && i < 200; ++i) {
+    gen::Graph g = gen::plainProgram(generator.generate(i));
+    if (gen::whyNotBatchable(g, catalog).empty()) members.push_back(g);
+  }
+  ASSERT_EQ(members.size(), 3u);
+  gen::BatchProgram batch = gen::emitBatch(emitter, members, {"program 000001", "program 000002", "program 000003"});
+  ASSERT_EQ(batch.members.size(), 3u);
+  std::vector<std::string> lines{""};  // 1-based
+  std::istringstream in(batch.py);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  int input = 0, output = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    const gen::BatchMember& m = batch.members[k];
+    EXPECT_EQ(m.firstInput, input);
+    EXPECT_EQ(m.inputs, static_cast<int>(members[k].inputs.size()));
+    EXPECT_EQ(m.firstOutput, output);
+    EXPECT_EQ(m.outputs, static_cast<int>(members[k].outputs.size()));
+    EXPECT_EQ(m.module, "m" + std::to_string(k));
+    input += m.inputs;
+    output += m.outputs;
+    // The member's text is its program alone under its own names, at the lines the layout names.
+    std::string alone = emitter.emit(members[k]);
+    std::string body = alone.substr(alone.find("class Model"));
+    std::string renamed = body;
+    renamed.replace(renamed.find("class Model"), 11, "class Member" + std::to_string(k));
+    renamed.replace(renamed.find("def make_inputs("), 16, "def make_inputs_" + std::to_string(k) + "(");
+    for (std::string declared : {"WRITTEN_INPUTS", "ALIASED_INPUTS"})
+      if (size_t w = renamed.find(declared + " = "); w != std::string::npos)
+        renamed.replace(w, declared.size(), declared + "_" + std::to_string(k));
+    EXPECT_NE(batch.py.find(renamed), std::string::npos) << "member " << k << "\n" << renamed;
+    int classLine = 0;
+    for (int l = m.firstLine; l <= m.lastLine; ++l)
+      if (lines.at(static_cast<size_t>(l)).rfind("class Member" + std::to_string(k), 0) == 0) classLine = l;
+    EXPECT_GT(classLine, 0) << "member " << k;
+    EXPECT_EQ(batch.memberOfLine(m.firstLine), static_cast<int>(k));
+    EXPECT_EQ(batch.memberOfLine(m.lastLine), static_cast<int>(k));
+    EXPECT_EQ(batch.memberOfInput(m.firstInput), static_cast<int>(k));
+    EXPECT_EQ(batch.memberOfOutput(m.firstOutput + m.outputs - 1), static_cast<int>(k));
+    EXPECT_EQ(batch.memberOfState(m.module + ".layer0.weight"), static_cast<int>(k));
+  }
+  EXPECT_EQ(batch.memberOfInput(input), -1);
+  EXPECT_EQ(batch.memberOfLine(1), -1);
+  EXPECT_NE(batch.py.find("        torch.manual_seed(seed)\n        self.m2 = Member2()\n"), std::string::npos);
+  EXPECT_NE(batch.py.find("def make_inputs(seed):\n    return [*make_inputs_0(seed), *make_inputs_1(seed), "
+                          "*make_inputs_2(seed), ]\n"),
+            std::string::npos)
+      << batch.py;
+}
+
+TEST_F(BatchProgramTest, ProgramsWithStateOrDrawsDoNotBatch) {
+  gen::Graph scheduled = chain({"sin"}, true);
+  scheduled.schedule.push_back({"class-attr", 2});
+  EXPECT_EQ(gen::whyNotBatchable(scheduled, catalog), "a call schedule");
+  EXPECT_EQ(gen::whyNotBatchable(gen::plainProgram(scheduled), catalog), "");
+  gen::Graph hooked = chain({"sin"});
+  hooked.hook = "forward";
+  EXPECT_EQ(gen::whyNotBatchable(hooked, catalog), "a hook");
+  gen::Graph broken = chain({"sin", "cos"});
+  broken.nodes[1].python.graphBreakBefore = true;
+  EXPECT_EQ(gen::whyNotBatchable(broken, catalog), "Python constructs");
+  EXPECT_THROW(gen::emitBatch(emitter, {chain({"sin"}), broken}, {}), std::invalid_argument);
+  gen::Graph drawn = chain({"dropout"});
+  drawn.nodes[0].attrs = {{"p", 0.5}};
+  EXPECT_EQ(gen::whyNotBatchable(drawn, catalog).rfind("a random op", 0), 0u);
+}
+
+TEST(BatchLeaves, EachLeafBelongsToTheMemberItNames) {
+  gen::BatchProgram batch;
+  batch.members = {{0, 2, 0, 1, "m0", 1, 1}, {2, 1, 1, 2, "m1", 2, 2}};
+  auto leaf = [](std::string role, std::string name) {
+    oracles::OutputLeaf l;
+    l.role = std::move(role);
+    l.name = std::move(name);
+    return l;
+  };
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("output", ""), 0), 0);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("output", ""), 2), 1);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("grad", "grad(input 1)"), 0), 0);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("grad", "grad(input 2)"), 0), 1);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("grad", "grad(param m1.layer0.weight)"), 0), 1);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("alias", "output 1 storage"), 0), 1);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("state", "input 0 after backward"), 0), 0);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("state", "buffer m1.bn0.running_mean after forward"), 0), 1);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("second-call", "second-call: output 0"), 0), 0);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("resized", "resized (dim 0 of input 2: 3 -> 2): output 2"), 0), 1);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("resized", "resized: inputs"), 0), -1);  // every member's
+  // A run's part: its own leaves and the shared ones, in order.
+  oracles::RunResult run;
+  run.outputs = oracles::OutputSet{"outputs.safetensors",
+                                   {leaf("output", ""), leaf("output", ""), leaf("output", ""),
+                                    leaf("resized", "resized: inputs"), leaf("grad", "grad(input 2)")}};
+  run.repeatOutputs = {*run.outputs};
+  oracles::RunResult part = memberRun(batch, run, 1);
+  ASSERT_EQ(part.outputs->leaves.size(), 4u);
+  EXPECT_EQ(part.outputs->leaves[2].name, "resized: inputs");
+  EXPECT_EQ(part.outputs->leaves[3].name, "grad(input 2)");
+  EXPECT_EQ(part.repeatOutputs.at(0).leaves.size(), 4u);
+  EXPECT_EQ(memberRun(batch, run, 0).outputs->leaves.size(), 2u);
+  // An eager failure belongs to the member whose text holds its innermost frame in the batch's file.
+  oracles::RunResult failed;
+  failed.exception = oracles::ExceptionInfo{"RuntimeError", "builtins.RuntimeError", "boom",
+                                            "  File \"/jobs/b.py\", line 9, in forward\n"
+                                            "  File \"/x/child.py\", line 3, in call\n"
+                                            "  File \"/jobs/b.py\", line 2, in forward\n"};
+  EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/b.py", failed), 1);
+  EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/other.py", failed), -1);
+}
+
+/// The end-to-end fixture's worker pool and settings (tests/ProgramTesterFixture.h), for batches.
+class BatchTesterTest : public test_support::ProgramTesterTest {
+ protected:
+  /// Writes the members alone and as a batch; returns the batch's layout.
+  gen::BatchProgram write(const std::vector<gen::Graph>& members, const std::string& name,
+                          std::vector<fs::path>& files, fs::path& batchFile) {
+    files.clear();
+    for (size_t k = 0; k < members.size(); ++k) {
+      files.push_back(dir_->path() / fmt::format("{}-{}.py", name, k));
+      std::ofstream(files.back()) << emitter_.emit(members[k]);
+    }
+    gen::BatchProgram batch = gen::emitBatch(emitter_, members, {});
+    batchFile = dir_->path() / (name + "-batch.py");
+    std::ofstream(batchFile) << batch.py;
+    return batch;
+  }
+  static TestSettings settings(const std::string& backend) {
+    TestSettings s = ProgramTesterTest::settings(backend);
+    s.cheapChecksFirst = true;  // as campaigns test
+    return s;
+  }
+  gen::OpCatalog catalog_ = gen::makeDefaultCatalog();
+  gen::PythonEmitter emitter_{catalog_};
+};
+
+// TEST FIXTURE tcfuzz_planted_sigmoid miscompiles aten.sigmoid: only the member that calls it is a finding, judged
+// again alone (a fresh process, a cold cache) and confirmed there; the others are judged in the batch.
+TEST_F(BatchTesterTest, APlantedBugInOneMemberIsJudgedAgainstThatMemberAlone) {
+  std::vector<fs::path> files;
+  fs::path batchFile;
+  gen::BatchProgram batch =
+      write({chain({"sin"}, true), chain({"sigmoid"}, true), chain({"exp", "cos"}, true)}, "one", files, batchFile);
+  BatchTester batchTester(*tester_);
+  std::vector<BatchMemberResult> results = batchTester.test(batchFile, batch, files, settings("tcfuzz_planted_sigmoid"));
+  ASSERT_EQ(results.size(), 3u);
+  for (size_t k : {0u, 2u}) {
+    EXPECT_EQ(results[k].judgement, BatchJudgement::InBatch) << k;
+    EXPECT_EQ(results[k].result.verdict.verdict, oracles::Verdict::Agree) << results[k].result.verdict.reason;
+    EXPECT_EQ(results[k].result.program, files[k]);
+    EXPECT_GT(results[k].result.torchSeconds, 0.0);
+  }
+  const ProgramTestResult& bug = results[1].result;
+  EXPECT_EQ(results[1].judgement, BatchJudgement::Alone);
+  EXPECT_EQ(bug.verdict.verdict, oracles::Verdict::NumericDivergence) << bug.verdict.reason;
+  EXPECT_EQ(bug.confirmation, Confirmation::Confirmed);
+  EXPECT_EQ(bug.program, files[1]);  // the member's own program, its own run
+  EXPECT_EQ(bug.runs.compiled.jobDir.filename().string().find("batch"), std::string::npos);
+  ASSERT_TRUE(bug.runs.compiled.outputs);
+  EXPECT_EQ(bug.runs.compiled.outputs->leaves.size(), results[0].result.runs.compiled.outputs->leaves.size());
+  EXPECT_GT(bug.torchSeconds, results[0].result.torchSeconds);  // its alone run is its own cost
+}
+
+// TEST FIXTURE tcfuzz_planted_two_sigmoids miscompiles sigmoid only in a graph with two of them: each member alone
+// agrees, the batch holds the fault again in a fresh cold run, so both members are batch-only, with their batch.
+TEST_F(BatchTesterTest, AFaultOnlyTheBatchShowsIsBatchOnly) {
+  std::vector<fs::path> files;
+  fs::path batchFile;
+  gen::BatchProgram batch = write({chain({"sigmoid"}, true), chain({"sin", "sigmoid"}, true), chain({"cos"}, true)},
+                                  "two", files, batchFile);
+  BatchTester batchTester(*tester_);
+  std::vector<BatchMemberResult> results =
+      batchTester.test(batchFile, batch, files, settings("tcfuzz_planted_two_sigmoids"));
+  ASSERT_EQ(results.size(), 3u);
+  for (size_t k : {0u, 1u}) {
+    EXPECT_EQ(results[k].judgement, BatchJudgement::BatchOnly) << results[k].result.verdict.reason;
+    EXPECT_EQ(results[k].result.verdict.verdict, oracles::Verdict::NumericDivergence);
+    EXPECT_EQ(results[k].result.verdict.reason.rfind("batch-only (member " + std::to_string(k) + " alone agrees", 0), 0u)
+        << results[k].result.verdict.reason;
+    EXPECT_EQ(results[k].batch, (std::vector<int>{0, 1, 2}));
+  }
+  EXPECT_EQ(results[2].judgement, BatchJudgement::InBatch);
+  EXPECT_EQ(results[2].result.verdict.verdict, oracles::Verdict::Agree);
+}
+
+}  // namespace
+}  // namespace tcfuzz
