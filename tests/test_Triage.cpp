@@ -380,6 +380,56 @@ TEST(TriageReports, AnUnreproducibleSignatureGetsNoReportAndTheIndexCountsIt) {
   EXPECT_NE(index.find("- not reproduced on replay: 1 signature(s), no report"), std::string::npos) << index;
 }
 
+// A batch-only finding needs its batch's other members: its program alone agrees, so triage does not replay or
+// minimize it as one program; its campaign folder (the batch as program.py) stays, and the index counts it.
+TEST(TriageReports, ABatchOnlySignatureKeepsItsBatchFolderAndTheIndexSaysSo) {
+  TempDir dir("tcfuzz-triage-batch-only");
+  FindingStore store(dir.path() / "findings.sqlite");
+  ProgramRecord program;
+  program.index = 3;
+  program.hash = "h3";
+  program.origin = "grammar";
+  program.config = "{}";
+  program.verdict = "numeric-divergence";
+  program.finishedAt = 100;
+  gen::Graph g;
+  int x = g.addValue({{3, 4}, gen::DType::Float32}), y = g.addValue({{3, 4}, gen::DType::Float32});
+  g.inputs.push_back({x, "x0", {"uniform", -2, 2, 0.5}});
+  g.nodes.push_back({"sigmoid", {x}, {y}, json::object()});
+  g.outputs = {y};
+  FindingRecord f;
+  f.programIndex = 3;
+  f.foundAt = 100;
+  f.verdict = "numeric-divergence";
+  f.signatureId = "sig-batch";
+  f.signature = R"({"symptom": "numeric-divergence", "kind": "batch-only numeric", "ops": ["sigmoid"]})";
+  f.config = "{}";
+  f.programJson = g.toJson().dump();
+  f.programPy = "# tcfuzz batch: 2 independent programs\n";
+  f.result = json{{"batch", {{"size", 2}, {"member", 1}, {"judged", "batch-only"}}}}.dump();
+  std::vector<FindingRecord> found{f};
+  store.recordProgram(program, found, {}, std::nullopt);
+  fs::path folder = dir.path() / "crashes" / "sig-batch";
+  fs::create_directories(folder);
+  std::ofstream(folder / "program.py") << f.programPy;
+
+  gen::OpCatalog catalog = gen::makeDefaultCatalog();
+  std::vector<std::string> log;
+  Triage triage(catalog, TriageSettings{}, dir.path(), store, nullptr, [&](const std::string& l) { log.push_back(l); });
+  TriageRecord row = triage.triageSignature("sig-batch");
+  EXPECT_EQ(row.status, "batch-only");
+  EXPECT_EQ(row.finalSignatureId, "sig-batch");
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.back().find("batch-only (member 1 of a batch of 2)"), std::string::npos) << log.back();
+  EXPECT_TRUE(triage.writeReports().empty());
+  for (const auto& l : log) EXPECT_EQ(l.find("left out"), std::string::npos) << l;
+  EXPECT_TRUE(fs::exists(folder / "program.py"));  // the batch it needs stays
+  std::string index = readText(dir.path() / "index.md");
+  EXPECT_NE(index.find("- batch-only (need their batch's other members): 1 signature(s), each kept in crashes/ under its signature id"),
+            std::string::npos)
+      << index;
+}
+
 TEST(TriageSteps, ThePipelineRunsItsNamedStepsInOrder) {
   std::vector<std::string> names;
   for (const TriageStep& step : triageSteps()) names.push_back(std::string(step.name));

@@ -471,6 +471,7 @@ void Campaign::recordFindings(const Candidate& c, Trial& t) const {
   result["torch"] = settings_.torch.toJson();
   if (t.batchSize > 1)
     result["batch"] = {{"size", t.batchSize}, {"member", t.batchMember}, {"judged", toString(t.judgement)}};
+  if (!t.batchMembers.is_null()) result["batch"]["held_in"] = t.batchMembers;  // batch-only: the batch it needs
   FindingRecord f;
   f.programIndex = c.index;
   f.foundAt = t.now;

@@ -181,6 +181,7 @@ class Campaign {
     int batchMember = 0;                 ///< its place there
     BatchJudgement judgement = BatchJudgement::Alone;
     std::string batchPy;                 ///< a batch-only finding's program: the batch
+    nlohmann::json batchMembers;         ///< and {"programs", "members" (their IR), "member" (its place)}
   };
 
   void lane(int laneIndex);

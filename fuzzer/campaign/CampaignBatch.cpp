@@ -153,9 +153,14 @@ void Campaign::testBatch(std::vector<Candidate>& members, std::vector<Trial>& tr
     if (t.judgement == BatchJudgement::BatchOnly) {
       std::vector<gen::Graph> g;
       std::vector<std::string> l;
+      // The batch it held in (after an invalid member left, a smaller one): its programs, their IR, its place.
+      t.batchMembers = {{"programs", nlohmann::json::array()}, {"members", nlohmann::json::array()}};
       for (int k : results[m].batch) {
+        if (k == m) t.batchMembers["member"] = g.size();
         g.push_back(graphs[k]);
         l.push_back(labels[k]);
+        t.batchMembers["programs"].push_back(labels[k]);
+        t.batchMembers["members"].push_back(graphs[k].toJson());
       }
       t.batchPy = gen::emitBatch(emitter_, g, l).py;
     }

@@ -127,8 +127,8 @@ void removeSupersededFolders(const fs::path& crashes, const std::set<std::string
     std::string name = entry.path().filename().string();
     if (!entry.is_directory() || reportIds.count(name)) continue;
     auto row = rows.find(name);
-    bool triagedWitness =
-        row != rows.end() && row->second.status != "failed" && row->second.status != "unreproducible";
+    bool triagedWitness = row != rows.end() && row->second.status != "failed" &&
+                          row->second.status != "unreproducible" && row->second.status != "batch-only";
     json meta = json::object();
     if (std::ifstream in(entry.path() / "meta.json"); in) meta = json::parse(in, nullptr, false);
     bool staleReport = meta.is_object() && meta.contains("raw_signature_ids");
@@ -220,6 +220,18 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
   log_(fmt::format("triage {}: finding {} ({}, {} nodes)", signatureId, finding.id, finding.verdict, witness->nodes));
 
   json result = json::parse(finding.result, nullptr, false);
+  if (result.is_object() && result.value("/batch/judged"_json_pointer, json()) == "batch-only") {
+    // A fault that needs its batch's other members: its program alone agrees, so the replay and the minimizer
+    // (which take one program) do not apply; the campaign's folder keeps the batch as its program.
+    row.status = "batch-only";
+    row.finalSignatureId = signatureId;
+    row.finalSignature = finding.signature;
+    row.data = json{{"batch", result["batch"]}, {"repro", {{"nodes", witness->nodes}}}}.dump();
+    log_(fmt::format("triage {}: batch-only (member {} of a batch of {}): kept with its batch in crashes/{}/", signatureId,
+                     result["batch"].value("member", -1), result["batch"].value("size", 0), signatureId));
+    store_.saveTriage(row);
+    return row;
+  }
   TestSettings s = settings_.test;
   if (result.is_object()) {
     if (result.contains("seed") && result["seed"].is_number_unsigned()) s.seed = result["seed"].get<uint64_t>();
@@ -290,7 +302,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
   bool upstreamRefused = false;
   std::vector<oracles::BugReport> bugs;
   std::set<std::string> reportIds;
-  int64_t notReproduced = 0;
+  int64_t notReproduced = 0, batchOnly = 0;
   for (const auto& g : groups) {
     // The group's signatures are the final (minimized) ones; triage rows are keyed by the raw ones.
     std::vector<std::string> rawIds;
@@ -300,6 +312,10 @@ std::vector<oracles::BugReport> Triage::writeReports() {
     if (!best) continue;  // not triaged yet: the campaign's first-witness folder stands in
     if (best->status == "unreproducible") {  // the replay agrees: no bug to report
       notReproduced += static_cast<int64_t>(rawIds.size());
+      continue;
+    }
+    if (best->status == "batch-only") {  // its first-witness folder holds the batch it needs
+      batchOnly += static_cast<int64_t>(rawIds.size());
       continue;
     }
     oracles::BugReport b = bugReportOf(triagedCaseFromJson(json::parse(best->data)), root_);
@@ -339,6 +355,7 @@ std::vector<oracles::BugReport> Triage::writeReports() {
   stats.emplace_back("raw_findings", std::to_string(findings.size()));
   stats.emplace_back("unique_bugs", std::to_string(bugs.size()));
   stats.emplace_back("signatures_not_reproduced", std::to_string(notReproduced));
+  stats.emplace_back("signatures_batch_only", std::to_string(batchOnly));
   oracles::writeIndex(bugs, stats, root_, settings_.secrets);
   return bugs;
 }

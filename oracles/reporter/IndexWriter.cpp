@@ -101,6 +101,10 @@ std::vector<std::pair<std::string, std::string>> campaignSummary(
   if (!notReproduced.empty() && notReproduced != "0")
     add("not reproduced on replay",
         notReproduced + " signature(s), no report (findings.sqlite: triage rows with status unreproducible)");
+  std::string batchOnly = statOf(stats, {"signatures_batch_only"});
+  if (!batchOnly.empty() && batchOnly != "0")
+    add("batch-only (need their batch's other members)",
+        batchOnly + " signature(s), each kept in crashes/ under its signature id with its batch as program.py; not minimized");
   add("torch", statOf(stats, {"torch_version", "torch"}));
   add("shards", statOf(stats, {"shards"}));
   return lines;
