@@ -344,16 +344,22 @@ TEST(TriageBudget, ASignatureStartsOnlyWhenItsExpectedCostFitsTheShare) {
 
 // A signature whose replay no longer reproduces (a fixed harness, nondeterminism) is no bug: no report folder
 // stands for it, a stale one of an earlier pass goes, and the index counts it.
-TEST(TriageReports, AnUnreproducibleSignatureGetsNoReportAndTheIndexCountsIt) {
-  TempDir dir("tcfuzz-triage-unreproducible");
-  FindingStore store(dir.path() / "findings.sqlite");
+/// A program row whose verdict is a numeric divergence, program `index`.
+ProgramRecord numericProgram(int64_t index) {
   ProgramRecord program;
-  program.index = 0;
-  program.hash = "h0";
+  program.index = index;
+  program.hash = "h" + std::to_string(index);
   program.origin = "grammar";
   program.config = "{}";
   program.verdict = "numeric-divergence";
   program.finishedAt = 100;
+  return program;
+}
+
+TEST(TriageReports, AnUnreproducibleSignatureGetsNoReportAndTheIndexCountsIt) {
+  TempDir dir("tcfuzz-triage-unreproducible");
+  FindingStore store(dir.path() / "findings.sqlite");
+  ProgramRecord program = numericProgram(0);
   FindingRecord f;
   f.programIndex = 0;
   f.foundAt = 100;
@@ -385,13 +391,7 @@ TEST(TriageReports, AnUnreproducibleSignatureGetsNoReportAndTheIndexCountsIt) {
 TEST(TriageReports, ABatchOnlySignatureKeepsItsBatchFolderAndTheIndexSaysSo) {
   TempDir dir("tcfuzz-triage-batch-only");
   FindingStore store(dir.path() / "findings.sqlite");
-  ProgramRecord program;
-  program.index = 3;
-  program.hash = "h3";
-  program.origin = "grammar";
-  program.config = "{}";
-  program.verdict = "numeric-divergence";
-  program.finishedAt = 100;
+  ProgramRecord program = numericProgram(3);
   gen::Graph g;
   int x = g.addValue({{3, 4}, gen::DType::Float32}), y = g.addValue({{3, 4}, gen::DType::Float32});
   g.inputs.push_back({x, "x0", {"uniform", -2, 2, 0.5}});
