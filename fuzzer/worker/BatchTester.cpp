@@ -1,6 +1,7 @@
 #include "fuzzer/worker/BatchTester.h"
 
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -110,14 +111,30 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
   auto chargeSpent = [&](ProgramTestResult& r) { r.torchSeconds += spent / static_cast<double>(live.size()); };
   TestSettings together = settings;
   ProgramTestResult whole;
+  // The batch jobs' folders: each is removed at the end unless a member's result keeps it (the campaign removes those).
+  std::vector<std::filesystem::path> screened;
+  auto keepScreen = [&](const ProgramTestResult& r) {
+    for (const auto* run : {&r.runs.eager, &r.runs.compiled, &r.runs.fp64})
+      if (!run->jobDir.empty()) screened.push_back(run->jobDir);
+  };
+  auto finish = [&]() -> std::vector<BatchMemberResult> {
+    std::set<std::filesystem::path> kept;
+    for (const auto& m : out)
+      for (const auto* run : {&m.result.runs.eager, &m.result.runs.compiled, &m.result.runs.fp64}) kept.insert(run->jobDir);
+    std::error_code ignored;
+    for (const auto& dir : screened)
+      if (!kept.count(dir)) std::filesystem::remove_all(dir, ignored);
+    return std::move(out);
+  };
   for (;;) {
     if (live.size() == 1) {
       out[live[0]] = {tester_.test(memberFiles[live[0]], settings), BatchJudgement::Alone};
       chargeSpent(out[live[0]].result);
-      return out;
+      return finish();
     }
     together.limits.timeoutSeconds = settings.limits.timeoutSeconds * static_cast<double>(live.size());
     whole = tester_.screen(file, together);
+    keepScreen(whole);
     if (!whole.compileSkipped) break;
     int failed = batchMemberOfFailure(layout, file, whole.runs.eager);
     spent += whole.torchSeconds;
@@ -140,7 +157,7 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
       }
       if (valid.size() < live.size()) {
         live = valid;
-        if (live.empty()) return out;
+        if (live.empty()) return finish();
         if (live.size() > 1) std::tie(file, layout) = rebatch(live);
         continue;
       }
@@ -151,7 +168,7 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
         out[m] = {tester_.test(memberFiles[m], settings), BatchJudgement::Alone};
         chargeSpent(out[m].result);
       }
-      return out;
+      return finish();
     }
     // Eager computes the member as it does alone: its program is invalid, and the others are batched again.
     ProgramTestResult invalid = whole;
@@ -213,6 +230,7 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
         cold.coldCache = true;
         cold.persistent = false;
         again = tester_.screen(file, cold);
+        keepScreen(*again);
         single.torchSeconds += again->torchSeconds;  // charged to the member that asked for it
       }
       repeated = judgeMember(*again, layout, static_cast<int>(p.pos));
@@ -240,7 +258,7 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
       out[m] = {std::move(single), BatchJudgement::NotAlone};
     }
   }
-  return out;
+  return finish();
 }
 
 }  // namespace tcfuzz
