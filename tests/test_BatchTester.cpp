@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "fuzzer/campaign/output/FindingStore.h"
+#include "fuzzer/triage/Triage.h"
 #include "fuzzer/worker/BatchTester.h"
 #include "generators/Generator.h"
 #include "generators/python/BatchProgram.h"
@@ -231,6 +233,45 @@ TEST_F(BatchTesterTest, AFaultOnlyTheBatchShowsIsBatchOnly) {
   }
   EXPECT_EQ(results[2].judgement, BatchJudgement::InBatch);
   EXPECT_EQ(results[2].result.verdict.verdict, oracles::Verdict::Agree);
+}
+
+// Triage of a batch-only finding drops whole members while the fault holds (fresh, cold), names the members it
+// needs and writes their batch: here the cos member is not needed, both sigmoid members are (TEST FIXTURE
+// tcfuzz_planted_two_sigmoids needs two sigmoids in one graph).
+TEST_F(BatchTesterTest, TriageOfABatchOnlyFindingDropsTheMembersItDoesNotNeed) {
+  TempDir campaign("tcfuzz-batch-triage");
+  FindingStore store(campaign.path() / "findings.sqlite");
+  std::vector<gen::Graph> members{chain({"cos"}, true), chain({"sigmoid"}, true), chain({"sin", "sigmoid"}, true)};
+  json heldIn{{"programs", {"program 000001", "program 000002", "program 000003"}}, {"member", 1},
+              {"members", json::array()}};
+  for (const auto& g : members) heldIn["members"].push_back(g.toJson());
+  ProgramRecord program{2, "h2", "grammar", "", "{}", "numeric-divergence", "", 0, 1, 1, 100, "{}"};
+  FindingRecord f;
+  f.programIndex = 2;
+  f.foundAt = 100;
+  f.verdict = "numeric-divergence";
+  f.signatureId = "sig-two";
+  f.signature = R"({"symptom": "numeric-divergence", "kind": "batch-only numeric", "ops": ["sigmoid"]})";
+  f.config = json{{"backend", "tcfuzz_planted_two_sigmoids"}}.dump();
+  f.programJson = members[1].toJson().dump();
+  f.programPy = gen::emitBatch(emitter_, members, {}).py;
+  f.result = json{{"seed", 0}, {"batch", {{"size", 3}, {"member", 1}, {"judged", "batch-only"}, {"held_in", heldIn}}}}.dump();
+  std::vector<FindingRecord> found{f};
+  store.recordProgram(program, found, {}, std::nullopt);
+  TriageSettings ts;
+  ts.test = settings("inductor");
+  Triage triage(catalog_, ts, campaign.path(), store, tester_, [](const std::string&) {});
+  TriageRecord row = triage.triageSignature("sig-two");
+  ASSERT_EQ(row.status, "batch-only") << row.data;
+  json data = json::parse(row.data);
+  EXPECT_EQ(data["needed"]["reproduced"], true) << data;
+  EXPECT_EQ(data["needed"]["programs"], (json{"program 000002", "program 000003"})) << data;
+  EXPECT_EQ(data["needed"]["tries"], 2);  // the whole batch, then without the cos member
+  std::string needed = test_support::readText(campaign.path() / "crashes" / "sig-two" / "batch_needed.py");
+  EXPECT_NE(needed.find("2 independent programs"), std::string::npos) << needed;
+  EXPECT_EQ(needed.find("torch.cos"), std::string::npos) << needed;
+  std::string note = test_support::readText(campaign.path() / "crashes" / "sig-two" / "batch_only.md");
+  EXPECT_NE(note.find("- program 000002 (the member whose leaves differ)\n- program 000003\n"), std::string::npos) << note;
 }
 
 }  // namespace

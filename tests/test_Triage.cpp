@@ -425,7 +425,7 @@ TEST(TriageReports, ABatchOnlySignatureKeepsItsBatchFolderAndTheIndexSaysSo) {
   for (const auto& l : log) EXPECT_EQ(l.find("left out"), std::string::npos) << l;
   EXPECT_TRUE(fs::exists(folder / "program.py"));  // the batch it needs stays
   std::string index = readText(dir.path() / "index.md");
-  EXPECT_NE(index.find("- batch-only (need their batch's other members): 1 signature(s), each kept in crashes/ under its signature id"),
+  EXPECT_NE(index.find("- batch-only (need their batch's other members): 1 signature(s), each kept in crashes/ under its signature id: the members it needs"),
             std::string::npos)
       << index;
 }

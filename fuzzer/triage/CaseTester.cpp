@@ -32,6 +32,15 @@ ProgramTester& CaseTester::tester() const {
   return *tester_;
 }
 
+ProgramTestResult CaseTester::screen(const std::string& text, const TestSettings& settings, const std::string& tag) {
+  fs::path file = writeScratch(numberedFile(tag), text);
+  ProgramTestResult r = tester().screen(file, settings);
+  workerSeconds_.fetch_add(r.torchSeconds);
+  std::error_code ignored;
+  fs::remove(file, ignored);
+  return r;
+}
+
 std::string CaseTester::numberedFile(const std::string& tag) { return fmt::format("{}-{:06d}.py", tag, nextFile_++); }
 
 fs::path CaseTester::writeScratch(const std::string& fileName, const std::string& text) const {

@@ -43,6 +43,10 @@ class CaseTester {
   oracles::RunResult runScript(const std::string& fileName, const std::string& text, const TestSettings& base,
                                const std::vector<std::filesystem::path>& companions = {},
                                const std::filesystem::path& traceInto = {});
+  /// One judged run of the program `text` (a batch) under `settings` as it is (ProgramTester::screen), its file
+  /// named after `tag` and removed after; its jobs' folders stay with the result.
+  ProgramTestResult screen(const std::string& text, const TestSettings& settings, const std::string& tag);
+  const oracles::Comparator& comparator() const { return tester().comparator(); }
   /// A fresh file name for the scratch folder: "<tag>-000042.py".
   std::string numberedFile(const std::string& tag);
   /// The child wall time of every job this tester ran (tests, bisects, scripts): what triage cost the workers.

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "fuzzer/worker/BatchTester.h"
+#include "generators/python/BatchProgram.h"
 #include "generators/python/PythonEmitter.h"
 #include "oracles/infra/AtomicFile.h"
 #include "oracles/reporter/Deduper.h"
@@ -220,18 +222,6 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
   log_(fmt::format("triage {}: finding {} ({}, {} nodes)", signatureId, finding.id, finding.verdict, witness->nodes));
 
   json result = json::parse(finding.result, nullptr, false);
-  if (result.is_object() && result.value("/batch/judged"_json_pointer, json()) == "batch-only") {
-    // A fault that needs its batch's other members: its program alone agrees, so the replay and the minimizer
-    // (which take one program) do not apply; the campaign's folder keeps the batch as its program.
-    row.status = "batch-only";
-    row.finalSignatureId = signatureId;
-    row.finalSignature = finding.signature;
-    row.data = json{{"batch", result["batch"]}, {"repro", {{"nodes", witness->nodes}}}}.dump();
-    log_(fmt::format("triage {}: batch-only (member {} of a batch of {}): kept with its batch in crashes/{}/", signatureId,
-                     result["batch"].value("member", -1), result["batch"].value("size", 0), signatureId));
-    store_.saveTriage(row);
-    return row;
-  }
   TestSettings s = settings_.test;
   if (result.is_object()) {
     if (result.contains("seed") && result["seed"].is_number_unsigned()) s.seed = result["seed"].get<uint64_t>();
@@ -240,9 +230,29 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
     json gpu = result.value("/compiled/child/gpu"_json_pointer, json());
     if (gpu.is_string()) s.gpu = gpu.get<std::string>();
   }
+  oracles::FindingCompile recorded = oracles::findingCompile(json::parse(finding.config, nullptr, false));
+  if (result.is_object() && result.value("/batch/judged"_json_pointer, json()) == "batch-only") {
+    // A fault that needs its batch's other members: its program alone agrees, so the replay and the minimizer
+    // (which take one program) do not apply. Whole members are dropped instead, and the campaign's folder keeps
+    // the batch it needs.
+    s.compile = recorded.config;
+    s.backward = recorded.backward;
+    row.status = "batch-only";
+    row.finalSignatureId = signatureId;
+    row.finalSignature = finding.signature;
+    json data{{"batch", result["batch"]}, {"repro", {{"nodes", witness->nodes}}}};
+    data["batch"].erase("held_in");
+    if (cases_.canRun() && result["batch"].contains("held_in")) data["needed"] = batchMembersNeeded(result["batch"]["held_in"], s, signatureId);
+    row.data = data.dump();
+    log_(fmt::format("triage {}: batch-only (member {} of a batch of {}){}: kept with its batch in crashes/{}/", signatureId,
+                     result["batch"].value("member", -1), result["batch"].value("size", 0),
+                     data.contains("needed") ? fmt::format(", needs {} member(s)", data["needed"]["programs"].size()) : "",
+                     signatureId));
+    store_.saveTriage(row);
+    return row;
+  }
   MinimizeCase start;
   start.graph = gen::Graph::fromJson(json::parse(finding.programJson), "finding");
-  oracles::FindingCompile recorded = oracles::findingCompile(json::parse(finding.config, nullptr, false));
   start.compile = recorded.config;
   start.backward = recorded.backward;
 
@@ -273,6 +283,69 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
   row.updatedAt = unixNow();
   store_.saveTriage(row);
   return row;
+}
+
+json Triage::batchMembersNeeded(const json& heldIn, TestSettings settings, const std::string& signatureId) {
+  std::vector<gen::Graph> graphs;
+  for (const auto& g : heldIn.at("members")) graphs.push_back(gen::Graph::fromJson(g, "batch member"));
+  std::vector<std::string> labels = heldIn.at("programs").get<std::vector<std::string>>();
+  int member = heldIn.at("member").get<int>();
+  settings.coldCache = true;  // every try fresh, with a cold cache: what the campaign confirmed it with
+  settings.persistent = false;
+  settings.limits.timeoutSeconds *= static_cast<double>(graphs.size());
+  std::vector<int> keep(graphs.size());
+  for (size_t k = 0; k < keep.size(); ++k) keep[k] = static_cast<int>(k);
+  // Whether the batch of `members` still shows the finding on `member`'s own leaves.
+  auto holds = [&](const std::vector<int>& members) {
+    std::vector<gen::Graph> g;
+    std::vector<std::string> l;
+    int at = -1;
+    for (int k : members) {
+      if (k == member) at = static_cast<int>(g.size());
+      g.push_back(graphs[k]);
+      l.push_back(labels[k]);
+    }
+    gen::BatchProgram batch = gen::emitBatch(cases_.emitter(), g, l);
+    ProgramTestResult whole = cases_.screen(batch.py, settings, "batch-" + signatureId);
+    bool found = oracles::isFinding(batchMemberResult(whole, batch, at, cases_.comparator()).verdict.verdict);
+    std::error_code ignored;
+    for (const auto* run : {&whole.runs.eager, &whole.runs.compiled, &whole.runs.fp64}) fs::remove_all(run->jobDir, ignored);
+    return std::make_pair(found, batch.py);
+  };
+  auto [reproduced, py] = holds(keep);
+  int tries = 1;
+  // Drops whole members, one at a time, while the finding holds; a batch keeps two members at least (alone, it agrees).
+  for (size_t k = 0; reproduced && k < graphs.size(); ++k) {
+    if (static_cast<int>(k) == member || keep.size() <= 2) continue;
+    std::vector<int> fewer;
+    for (int m : keep)
+      if (m != static_cast<int>(k)) fewer.push_back(m);
+    auto [still, smaller] = holds(fewer);
+    ++tries;
+    if (still) {
+      keep = fewer;
+      py = smaller;
+    }
+  }
+  json needed{{"reproduced", reproduced}, {"tries", tries}, {"programs", json::array()}};
+  for (int k : keep) needed["programs"].push_back(labels[k]);
+  if (reproduced) {
+    fs::path folder = root_ / "crashes" / signatureId;
+    fs::create_directories(folder);
+    writeFileAtomically(folder / "batch_needed.py", py);  // the members it needs, as one program
+    std::string list;
+    for (int k : keep) list += fmt::format("- {}{}\n", labels[k], k == member ? " (the member whose leaves differ)" : "");
+    writeFileAtomically(
+        folder / "batch_only.md",
+        fmt::format("# batch-only: a fault only a batched compile shows\n\n"
+                    "These programs, compiled together as independent members of one module, make member {}'s result "
+                    "differ; each alone agrees. Triage dropped whole members while the fault held in a fresh process with "
+                    "a cold Inductor cache ({} runs). Members needed:\n\n{}\n"
+                    "`batch_needed.py` is that batch as one program: `tcfuzz run batch_needed.py` under {}.\n\n"
+                    "Written by tcfuzz from its own runs (no LLM wrote this text).\n",
+                    labels[member], tries, list, settings.compile.describe()));
+  }
+  return needed;
 }
 
 std::string Triage::collectEnv() {

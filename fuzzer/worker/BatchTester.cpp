@@ -68,8 +68,8 @@ std::string_view toString(BatchJudgement judgement) {
   return "";
 }
 
-ProgramTestResult BatchTester::judgeMember(const ProgramTestResult& whole, const gen::BatchProgram& batch,
-                                           int member) const {
+ProgramTestResult batchMemberResult(const ProgramTestResult& whole, const gen::BatchProgram& batch, int member,
+                                    const oracles::Comparator& comparator) {
   ProgramTestResult r = whole;
   r.runs.eager = memberRun(batch, whole.runs.eager, member);
   r.runs.compiled = memberRun(batch, whole.runs.compiled, member);
@@ -77,7 +77,7 @@ ProgramTestResult BatchTester::judgeMember(const ProgramTestResult& whole, const
   if (auto refused = oracles::sandboxRefusal(r.runs))
     r.verdict = *refused;
   else
-    r.verdict = oracles::judge(r.runs, tester_.comparator());
+    r.verdict = oracles::judge(r.runs, comparator);
   double share = 1.0 / static_cast<double>(batch.members.size());
   r.torchSeconds = whole.torchSeconds * share;
   return r;

@@ -23,6 +23,10 @@ int batchMemberOfLeaf(const gen::BatchProgram& batch, const oracles::OutputLeaf&
 /// Member k's part of one batch job's result: its leaves only (the same tensor file).
 oracles::RunResult memberRun(const gen::BatchProgram& batch, const oracles::RunResult& run, int member);
 
+/// Member k's verdict on its own leaves of `whole` (a batch's runs), under `comparator`; its torchSeconds is its share.
+ProgramTestResult batchMemberResult(const ProgramTestResult& whole, const gen::BatchProgram& batch, int member,
+                                    const oracles::Comparator& comparator);
+
 /// How a member's verdict came about.
 enum class BatchJudgement {
   InBatch,      ///< judged in the batch: no finding there
@@ -62,8 +66,9 @@ class BatchTester {
                                       const TestSettings& settings, const Rebatch& rebatch = {});
 
  private:
-  /// The member's verdict on its own leaves of `whole` (the batch's runs).
-  ProgramTestResult judgeMember(const ProgramTestResult& whole, const gen::BatchProgram& batch, int member) const;
+  ProgramTestResult judgeMember(const ProgramTestResult& whole, const gen::BatchProgram& batch, int member) const {
+    return batchMemberResult(whole, batch, member, tester_.comparator());
+  }
 
   ProgramTester& tester_;
 };

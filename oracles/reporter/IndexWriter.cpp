@@ -104,7 +104,8 @@ std::vector<std::pair<std::string, std::string>> campaignSummary(
   std::string batchOnly = statOf(stats, {"signatures_batch_only"});
   if (!batchOnly.empty() && batchOnly != "0")
     add("batch-only (need their batch's other members)",
-        batchOnly + " signature(s), each kept in crashes/ under its signature id with its batch as program.py; not minimized");
+        batchOnly + " signature(s), each kept in crashes/ under its signature id: the members it needs in "
+                    "batch_only.md and batch_needed.py");
   add("torch", statOf(stats, {"torch_version", "torch"}));
   add("shards", statOf(stats, {"shards"}));
   return lines;
