@@ -380,8 +380,7 @@ void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t, boo
     gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
     // Training steps are a program kind: a share of the programs an optimizer can step, drawn first.
     PinnedCompile pinned = settings_.pinned;
-    if (batched) pinned.entry = oracles::kCompileEntry;
-    if (!pinned.entryPinned() && trainable(c.graph) && rng.chance(policy_.compile.trainingShare))
+    if (!batched && !pinned.entryPinned() && trainable(c.graph) && rng.chance(policy_.compile.trainingShare))
       pinned.entry = oracles::kTrainEntry;
     t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, pinned, c.pulls);
   }

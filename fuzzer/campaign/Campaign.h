@@ -193,11 +193,11 @@ class Campaign {
   std::optional<std::vector<std::string>> testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
   /// A lane's step (CampaignBatch.cpp): `first` tested alone, or with the programs drawn after it as one batch
   /// when the drawn batch size is over 1. A batch's programs are judged as their op graphs (gen::plainProgram)
-  /// under torch.compile, with the configuration drawn for the first; a program that still may not batch (a
-  /// random op) or would pass the batch's bound is tested alone at once, as drawn.
+  /// under the configuration drawn for the first (any entry but training steps); a program that still may not
+  /// batch (a random op) or would pass the batch's bound is tested alone at once, as drawn.
   void testFromLane(Candidate& first, gen::Generator& generator, const std::filesystem::path& scratch);
   /// The batch size for the lane's next programs (its arm in `pulls`), 1 when they may not batch: batching off
-  /// (--batch 1) or an entry other than torch.compile's pinned.
+  /// (--batch 1) or training steps pinned.
   int batchSizeFor(const Candidate& first, ArmPulls& pulls);
   /// Prepares `member` to join the batch `first` leads: first's configuration and compile arms, its own program.
   void prepareMember(Candidate& member, const std::filesystem::path& scratch, Trial& trial, const Candidate& first,
@@ -212,7 +212,7 @@ class Campaign {
   void trainingProgram(Candidate& c, Trial& t) const;
   /// Whether `g` has a floating parameter, which an optimizer can step.
   static bool trainable(const gen::Graph& g);
-  /// `batched`: the entry is torch.compile's and no training steps are drawn (a batch's first member).
+  /// `batched`: no training steps are drawn (a batch's first member: the steps run one program's optimizer).
   void prepareTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial, bool batched = false);
   /// Tests the program in eager, compiled and fp64 (or runs `test` instead, a batch's); false (the file removed,
   /// the cause counted or the campaign stopped) when it was not judged: cancelled, a dead worker, a rejected

@@ -4,6 +4,7 @@
 
 #include "fuzzer/campaign/Campaign.h"
 #include "generators/python/BatchProgram.h"
+#include "generators/python/PythonConstructs.h"
 
 namespace tcfuzz {
 
@@ -35,7 +36,7 @@ std::optional<int64_t> Campaign::claimIndex() {
 
 int Campaign::batchSizeFor(const Candidate& first, ArmPulls& pulls) {
   const PinnedCompile& pinned = settings_.pinned;
-  if (pinned.batchSize == 1 || (pinned.entry && *pinned.entry != oracles::kCompileEntry) || pinned.training) return 1;
+  if (pinned.batchSize == 1 || (pinned.entry && *pinned.entry == oracles::kTrainEntry) || pinned.training) return 1;
   if (pinned.batchSize) return *pinned.batchSize;
   gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kBatchStream, static_cast<uint64_t>(first.index));
   std::lock_guard lock(mutex_);
@@ -49,6 +50,7 @@ void Campaign::prepareMember(Candidate& c, const fs::path& scratch, Trial& t, co
     if (arm.first != ScheduleDimension::Size) c.pulls.arms.push_back(arm);
   t.compile = firstTrial.compile;
   t.test = firstTrial.test;
+  if (t.compile.config.exports()) c.graph = gen::singleTraceProgram(c.graph);  // as first's (prepareTrial)
   t.py = emitter_.emit(c.graph);
   t.file = scratch / fmt::format("{:06d}.py", c.index);
   writeFileAtomically(t.file, t.py);
