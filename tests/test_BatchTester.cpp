@@ -213,6 +213,28 @@ TEST_F(BatchTesterTest, APlantedBugInOneMemberIsJudgedAgainstThatMemberAlone) {
   EXPECT_GT(bug.torchSeconds, results[0].result.torchSeconds);  // its alone run is its own cost
 }
 
+// Through AOTInductor the batch is one package of independent members: each member's leaves, calls 2 and 3
+// included, agree on their own.
+TEST_F(BatchTesterTest, AnAotInductorBatchJudgesEachMember) {
+  std::vector<fs::path> files;
+  fs::path batchFile;
+  gen::BatchProgram batch = write({chain({"sin"}, true), chain({"exp", "cos"})}, "aoti", files, batchFile);
+  TestSettings s = settings("inductor");
+  s.compile.entry = oracles::kAotiEntry;
+  BatchTester batchTester(*tester_);
+  std::vector<BatchMemberResult> results = batchTester.test(batchFile, batch, files, s);
+  ASSERT_EQ(results.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(results[k].judgement, BatchJudgement::InBatch) << k;
+    EXPECT_EQ(results[k].result.verdict.verdict, oracles::Verdict::Agree) << results[k].result.verdict.reason;
+    ASSERT_TRUE(results[k].result.runs.compiled.outputs);
+    int roles = 0;
+    for (const auto& leaf : results[k].result.runs.compiled.outputs->leaves)
+      roles += leaf.role == "second-call" || leaf.role == "fresh-inputs";
+    EXPECT_EQ(roles, 2) << k;  // its own output in calls 2 and 3
+  }
+}
+
 // TEST FIXTURE tcfuzz_planted_two_sigmoids miscompiles sigmoid only in a graph with two of them: each member alone
 // agrees, the batch holds the fault again in a fresh cold run, so both members are batch-only, with their batch.
 TEST_F(BatchTesterTest, AFaultOnlyTheBatchShowsIsBatchOnly) {
