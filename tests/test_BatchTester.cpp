@@ -114,6 +114,15 @@ TEST_F(BatchProgramTest, ProgramsWithStateOrDrawsDoNotBatch) {
   broken.nodes[1].python.graphBreakBefore = true;
   EXPECT_EQ(gen::whyNotBatchable(broken, catalog), "Python constructs");
   EXPECT_THROW(gen::emitBatch(emitter, {chain({"sin"}), broken}, {}), std::invalid_argument);
+  // A stripped program says so in its replay line, and gen --plain makes it again.
+  gen::Graph made = gen::Generator(catalog, gen::GenPolicy{}, 5).generate(3);
+  made.nodes[0].python.graphBreakBefore = true;
+  gen::Graph plain = gen::plainProgram(made);
+  EXPECT_TRUE(plain.origin.plain);
+  EXPECT_FALSE(gen::plainProgram(chain({"sin"})).origin.plain);  // nothing dropped: its replay line as it was
+  std::string header = gen::provenanceHeader(plain);
+  EXPECT_NE(header.find("tcfuzz gen --seed 5 --start 3 --count 1 --plain\n"), std::string::npos) << header;
+  EXPECT_TRUE(gen::Graph::fromJson(plain.toJson(), "plain").origin.plain);
   gen::Graph drawn = chain({"dropout"});
   drawn.nodes[0].attrs = {{"p", 0.5}};
   EXPECT_EQ(gen::whyNotBatchable(drawn, catalog).rfind("a random op", 0), 0u);

@@ -236,6 +236,7 @@ json originToJson(const Origin& o) {
     if (!field->empty()) doc[key] = *field;
   if (o.replyId >= 0) doc["reply_id"] = o.replyId;
   if (o.minimized) doc["minimized"] = true;
+  if (o.plain) doc["plain"] = true;
   return doc;
 }
 
@@ -369,7 +370,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   if (root.has("origin")) {
     Reader o = root.at("origin");
     o.onlyKeys({"generator", "seed", "index", "min_nodes", "max_nodes", "parent", "donor", "mutator", "strategy",
-                "target", "model", "reply_id", "stored", "minimized"});
+                "target", "model", "reply_id", "stored", "minimized", "plain"});
     g.origin.generator = o.at("generator").str();
     g.origin.seed = o.at("seed").unsignedInteger();
     g.origin.index = o.at("index").unsignedInteger();
@@ -383,6 +384,10 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
     if (o.has("minimized")) {
       if (!o.at("minimized").raw().is_boolean()) o.at("minimized").fail("expected true or false");
       g.origin.minimized = o.at("minimized").raw().get<bool>();
+    }
+    if (o.has("plain")) {
+      if (!o.at("plain").raw().is_boolean()) o.at("plain").fail("expected true or false");
+      g.origin.plain = o.at("plain").raw().get<bool>();
     }
   }
 

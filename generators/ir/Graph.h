@@ -199,6 +199,9 @@ struct Origin {
   int64_t replyId = -1;
   std::string stored;
   bool minimized = false;
+  /// `plain`: judged as its op graph, the Python constructs, call schedule and hook its making gave it dropped (a
+  /// batch member: gen::plainProgram); the replay line adds --plain.
+  bool plain = false;
   /// "grammar", "mutation", "llm" or "libfuzzer" (older files spelt "mutation:<mutator>" and "llm:<strategy>").
   std::string kind() const { return generator.substr(0, generator.find(':')); }
   bool operator==(const Origin&) const = default;

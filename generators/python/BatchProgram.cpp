@@ -49,9 +49,14 @@ std::string whyNotBatchable(const Graph& g, const OpCatalog& catalog) {
 
 Graph plainProgram(const Graph& g) {
   Graph out = g;
+  bool dropped = !out.schedule.empty() || !out.hook.empty();
   out.schedule.clear();
   out.hook.clear();
-  for (Node& n : out.nodes) n.python = NodePython{};
+  for (Node& n : out.nodes) {
+    dropped = dropped || !n.python.empty();
+    n.python = NodePython{};
+  }
+  if (dropped) out.origin.plain = true;  // its replay line makes it again with --plain
   return out;
 }
 

@@ -359,19 +359,21 @@ std::string provenanceHeader(const Graph& g) {
   if (o.minimized)
     return "# Minimized by tcfuzz's triage from a program it made: " + originSummary(g) + ".\n" +
            fmt::format("# Graph {}; its IR is program.json beside this file (tcfuzz gen --from program.json).\n", hash);
+  std::string plain = o.plain ? " --plain" : "";  // its op graph only (a batch member)
   if (kind == "grammar")
-    return head + fmt::format("# Graph {}; replay with: tcfuzz gen --seed {} --start {} --count 1{}\n", hash, o.seed,
-                              o.index, o.minNodes > 0 && o.maxNodes > 0 ? fmt::format(" --nodes {}-{}", o.minNodes, o.maxNodes) : "");
+    return head + fmt::format("# Graph {}; replay with: tcfuzz gen --seed {} --start {} --count 1{}{}\n", hash, o.seed,
+                              o.index, o.minNodes > 0 && o.maxNodes > 0 ? fmt::format(" --nodes {}-{}", o.minNodes, o.maxNodes) : "",
+                              plain);
   if (kind == "mutation" && !o.parent.empty()) {
     std::string mutator = o.mutator.empty() ? generatorDetail(o) : o.mutator;
     return head + fmt::format("# Graph {}; replay in the campaign's output directory with: tcfuzz gen --mutate queue/{}.json{} "
-                              "--mutator {} --start {} --count 1\n",
+                              "--mutator {} --start {} --count 1{}\n",
                               hash, o.parent, o.donor.empty() ? "" : fmt::format(" --donor queue/{}.json", o.donor),
-                              mutator, o.index);
+                              mutator, o.index, plain);
   }
   if (kind == "llm" && !o.stored.empty())
-    return head + fmt::format("# Graph {}; replay in the campaign's output directory with: tcfuzz gen --from {}\n", hash,
-                              o.stored);
+    return head + fmt::format("# Graph {}; replay in the campaign's output directory with: tcfuzz gen --from {}{}\n",
+                              hash, o.stored, plain);
   if (kind == "libfuzzer")  // libFuzzer chains mutations over inputs it may drop: the IR is the program
     return head + fmt::format("# Graph {}; its IR is the .json file beside this one (tcfuzz gen --from it).\n", hash);
   // An origin this tcfuzz cannot make again (a hand-written or older IR file, an unstored proposal).

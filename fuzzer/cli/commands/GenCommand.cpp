@@ -16,6 +16,7 @@
 #include "generators/Generator.h"
 #include "generators/Mutator.h"
 #include "generators/ir/ProgramFigures.h"
+#include "generators/python/BatchProgram.h"
 #include "generators/python/PythonEmitter.h"
 #include "oracles/judge/OutputLoader.h"
 
@@ -169,6 +170,7 @@ int repairCommand(const Options& o, const gen::OpCatalog& catalog) {
   gen::GraphRepairer repairer(catalog, gen::GenPolicy{}.caps, rng, solver);
   std::vector<std::string> dropped;
   gen::Graph fixed = repairer.repair(foreign, &dropped);
+  if (o.plain) fixed = gen::plainProgram(fixed);
   for (const auto& d : dropped) std::cerr << "tcfuzz: dropped " << d << "\n";
   const auto& r = repairer.stats();
   std::cerr << fmt::format("tcfuzz: {} of {} nodes kept; repair inserted {} casts, {} clamps, {} coercions; {} Z3 fixes, "
@@ -265,6 +267,7 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
     uint64_t index = static_cast<uint64_t>(o.start + i);
     auto t0 = Clock::now();
     gen::Graph g = program(index);
+    if (o.plain) g = gen::plainProgram(g);
     genSeconds += since(t0);
     nodes += static_cast<int64_t>(g.nodes.size());
     diversity.add(g);
