@@ -626,7 +626,7 @@ TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
     EXPECT_NE(py.find("# Proposed by an LLM (model strong-fixture, strategy ops-json, reply "), std::string::npos) << py;
     EXPECT_NE(py.find("[LLM core]"), std::string::npos) << py;
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(py, m, std::regex(R"(# Graph ([0-9a-f]{16}); replay[^:]*: tcfuzz gen --from (\S+))")))
+    ASSERT_TRUE(std::regex_search(py, m, std::regex(R"(# Graph ([0-9a-f]{16}); replay[^:]*: tcfuzz gen --from (\S+)( --plain)?\n)")))
         << py.substr(0, 600);
     fs::path stored = c.out / m[2].str();
     gen::Graph g = gen::Graph::load(stored.string());
@@ -635,7 +635,10 @@ TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
     EXPECT_GE(core, 1) << stored << "\n" << py;
     EXPECT_GT(static_cast<int>(g.nodes.size()), core) << stored;
     fs::path replayDir = dir.path() / ("replay-" + std::to_string(llmPrograms));
-    Finished again = runTcfuzz({"gen", "--from", stored.string(), "--out", replayDir.string()});
+    // A program judged as its op graph in a batch says --plain: its Python constructs dropped, as the replay drops them.
+    std::vector<std::string> replay{"gen", "--from", stored.string(), "--out", replayDir.string()};
+    if (m[3].matched) replay.push_back("--plain");
+    Finished again = runTcfuzz(replay);
     ASSERT_EQ(again.exitCode, 0) << again.output;
     int same = 0;
     for (const auto& made : fs::directory_iterator(replayDir))

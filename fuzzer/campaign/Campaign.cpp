@@ -434,9 +434,10 @@ bool Campaign::runTrial(const Candidate& c, Trial& t, const std::function<void()
 
 void Campaign::measureTrial(const Candidate& c, Trial& t) {
   const ProgramTestResult& r = t.result;
-  // A program Dynamo compiled nothing of tested no compiler: its features are no coverage and its arms
-  // are charged its cost with no yield, so the bandit learns to avoid the choices that cause it.
-  bool compilerRan = r.verdict.verdict != oracles::Verdict::NothingCompiled;
+  // A program Dynamo compiled nothing of, or one whose eager run failed so that it was never compiled, tested no
+  // compiler: its features are no coverage and its arms are charged its cost with no yield, so the bandit learns
+  // to avoid the choices that cause it.
+  bool compilerRan = r.verdict.verdict != oracles::Verdict::NothingCompiled && !r.compileSkipped;
   t.features = compilerRan ? runFeatures(c.graph, t.compile, r) : std::vector<std::string>{};
   {
     std::lock_guard lock(mutex_);

@@ -73,7 +73,9 @@ void Campaign::testFromLane(Candidate& first, gen::Generator& generator, const f
     if (next) {
       gen::Graph plain = gen::plainProgram(next->graph);
       bool fits = nodes + plain.nodes.size() <= kBatchMaxNodes && elements + tensorElements(plain) <= kBatchMaxElements;
-      if (!fits || !gen::whyNotBatchable(plain, catalog_).empty()) {
+      // A seed-corpus program is judged as given: it joins a batch only when it is plain already.
+      bool asGiven = next->origin == "seed" && plain.origin.plain;
+      if (!fits || asGiven || !gen::whyNotBatchable(plain, catalog_).empty()) {
         testCandidate(*next, scratch);  // as drawn, alone
       } else {
         next->graph = std::move(plain);
