@@ -122,16 +122,21 @@ void Campaign::testBatch(std::vector<Candidate>& members, std::vector<Trial>& tr
   gen::BatchProgram batch = gen::emitBatch(emitter_, graphs, labels);
   fs::path file = scratch / fmt::format("{:06d}-batch.py", members[0].index);
   writeFileAtomically(file, batch.py);
-  std::vector<fs::path> written{file};
-  BatchTester::Rebatch rebatch = [&](const std::vector<int>& keep) {
+  // The batch of some members (positions in this one): a batch again without an invalid member, or where a
+  // batch-only finding held.
+  auto batchOf = [&](const std::vector<int>& keep) {
     std::vector<gen::Graph> g;
     std::vector<std::string> l;
     for (int m : keep) {
       g.push_back(graphs[m]);
       l.push_back(labels[m]);
     }
+    return gen::emitBatch(emitter_, g, l);
+  };
+  std::vector<fs::path> written{file};
+  BatchTester::Rebatch rebatch = [&](const std::vector<int>& keep) {
     written.push_back(scratch / fmt::format("{:06d}-batch-{}.py", members[0].index, written.size()));
-    gen::BatchProgram again = gen::emitBatch(emitter_, g, l);
+    gen::BatchProgram again = batchOf(keep);
     writeFileAtomically(written.back(), again.py);
     return std::make_pair(written.back(), again);
   };
@@ -155,18 +160,15 @@ void Campaign::testBatch(std::vector<Candidate>& members, std::vector<Trial>& tr
     t.batchMember = m;
     t.judgement = results[m].judgement;
     if (t.judgement == BatchJudgement::BatchOnly) {
-      std::vector<gen::Graph> g;
-      std::vector<std::string> l;
       // The batch it held in (after an invalid member left, a smaller one): its programs, their IR, its place.
+      const std::vector<int>& heldIn = results[m].batch;
       t.batchMembers = {{"programs", nlohmann::json::array()}, {"members", nlohmann::json::array()}};
-      for (int k : results[m].batch) {
-        if (k == m) t.batchMembers["member"] = g.size();
-        g.push_back(graphs[k]);
-        l.push_back(labels[k]);
-        t.batchMembers["programs"].push_back(labels[k]);
-        t.batchMembers["members"].push_back(graphs[k].toJson());
+      for (size_t at = 0; at < heldIn.size(); ++at) {
+        if (heldIn[at] == m) t.batchMembers["member"] = at;
+        t.batchMembers["programs"].push_back(labels[heldIn[at]]);
+        t.batchMembers["members"].push_back(graphs[heldIn[at]].toJson());
       }
-      t.batchPy = gen::emitBatch(emitter_, g, l).py;
+      t.batchPy = batchOf(heldIn).py;
     }
     finishTrial(members[m], t);
   }
