@@ -483,7 +483,10 @@ TEST(LlmProposer, StrongModelPythonRepliesAndTheRepairLoop) {
   Json script = Json::array({{{"match", "self.gate = nn.Linear(24, 12)"}, {"content", repaired["content"]}},
                              {{"content", failing["content"]}},
                              {{"content", deep["content"]}}});
-  FixtureCampaign c = runFixtureCampaign(dir.path(), script, {"ops-python", "repair-python"}, 6, 31);
+  // One program per compile: a batch claims its members at once, and six programs could all be drawn
+  // before the first reply (and its repair round) comes back.
+  FixtureCampaign c =
+      runFixtureCampaign(dir.path(), script, {"ops-python", "repair-python"}, 6, 31, {"--batch", "1"});
   ASSERT_EQ(c.run.exitCode, 0) << c.run.output;
   EXPECT_LT(c.seconds, 150);
   const auto& st = c.stats;
@@ -557,7 +560,8 @@ TEST(LlmProposer, StrongModelMutateRepliesRewriteQueuePrograms) {
     if (k.strategy.ends_with("python")) names.insert("repair-python");
     // Ten programs: a rewrite can only be asked for once the queue holds a program, and its lift waits for
     // the campaign's one worker, so under a loaded machine the first one is ready some programs later.
-    FixtureCampaign c = runFixtureCampaign(dir.path(), script, names, 10, 37);
+    // One program per compile, so that a batch does not claim those ten before the rewrite is ready.
+    FixtureCampaign c = runFixtureCampaign(dir.path(), script, names, 10, 37, {"--batch", "1"});
     ASSERT_EQ(c.run.exitCode, 0) << c.run.output;
     const auto& st = c.stats;
     std::string key = k.strategy == "mutate-python" ? "mutate_python" : "mutate_json";
