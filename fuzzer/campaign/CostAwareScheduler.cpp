@@ -27,6 +27,10 @@ using nlohmann::json;
 //   (1 - floor) * rho * prior             the configured weights, rho = k / (k + programs credited);
 //   (1 - floor) * (1 - rho) * [Thompson]  the arm whose sampled rate is the largest.
 // Evidence decays per credit (yield saturates as the feature set fills, so old rates overstate).
+// Decay alone cannot undo that: it scales an arm's yield and its seconds alike, so an arm drawn mostly
+// in the first minutes, when every program is new, keeps their rate. So an arm is credited with its
+// yield relative to the dimension's baseline at that time (every arm's recent yield per CPU-second):
+// arms are compared as they did against each other at the same point of the campaign.
 // A compile arm is not credited with a program's new op features: the graph alone decides those, and
 // crediting them would reward whichever configuration is cheapest for novelty it did not cause.
 
@@ -121,6 +125,7 @@ json SchedulePolicy::toJson() const {
           {"prior_yield", priorYield},
           {"signature_weight", signatureWeight},
           {"decay", decay},
+          {"baseline_decay", baselineDecay},
           {"sizes", s}};
 }
 
@@ -141,6 +146,8 @@ SchedulePolicy SchedulePolicy::fromJson(const json& doc) {
       p.signatureWeight = numberIn(v, key, 0, 1e6);
     } else if (key == "decay") {
       p.decay = numberIn(v, key, 1e-6, 1);
+    } else if (key == "baseline_decay") {
+      p.baselineDecay = numberIn(v, key, 1e-6, 1);
     } else if (key == "batch_sizes") {
       if (!v.is_object() || v.empty()) bad("'batch_sizes' must be a non-empty object {\"size\": weight}");
       p.batchSizes.clear();
@@ -337,20 +344,25 @@ void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const 
   std::set<ScheduleDimension> decayed;
   for (const auto& [d, name] : pulls.arms) {
     Dimension& dim = dimensions_[d];
+    double yield = yieldFor(d, programYield);
+    // The baseline before this program (one yield per second before any evidence, as the prior).
+    double a = policy_.priorYield;
+    double baseline = (dim.baseYield + a) / (dim.baseCpu + a);
     if (decayed.insert(d).second) {
       dim.credits++;
       for (auto& [other, st] : dim.arms) {
         st.recentCpu *= policy_.decay;
         st.recentYield *= policy_.decay;
       }
+      dim.baseYield = dim.baseYield * policy_.baselineDecay + yield;
+      dim.baseCpu = dim.baseCpu * policy_.baselineDecay + cpuSeconds;
     }
-    double yield = yieldFor(d, programYield);
     ArmStats& st = dim.arms[name];
     st.pulls++;
     st.cpuSeconds += cpuSeconds;
     st.yield += yield;
     st.recentCpu += cpuSeconds;
-    st.recentYield += yield;
+    st.recentYield += yield / baseline;
   }
 }
 
@@ -423,7 +435,8 @@ json CostAwareScheduler::toJson() const {
                     {"yield", st.yield},
                     {"recent_cpu_s", st.recentCpu},
                     {"recent_yield", st.recentYield}};
-    dims[toString(d)] = {{"credits", dim.credits}, {"arms", arms}};
+    dims[toString(d)] = {
+        {"credits", dim.credits}, {"base_yield", dim.baseYield}, {"base_cpu_s", dim.baseCpu}, {"arms", arms}};
   }
   return {{"version", 1}, {"dimensions", dims}};
 }
@@ -441,6 +454,10 @@ void CostAwareScheduler::restore(const json& doc) {
     Dimension& dim = restored[dimensionNamed(dname)];
     if (!dj.is_object() || !dj.contains("arms") || !dj["arms"].is_object()) bad(dname + " needs an 'arms' object");
     dim.credits = static_cast<int64_t>(number(dj, "credits", dname));
+    if (dj.contains("base_yield") || dj.contains("base_cpu_s")) {  // absent in older campaigns: rebuilt as it goes
+      dim.baseYield = number(dj, "base_yield", dname);
+      dim.baseCpu = number(dj, "base_cpu_s", dname);
+    }
     for (const auto& [aname, aj] : dj["arms"].items()) {
       std::string where = dname + "." + aname;
       if (!aj.is_object()) bad(where + " must be an object");

@@ -31,12 +31,15 @@ struct SchedulePolicy {
   double priorYield = 2;        ///< each arm's Gamma prior, in yield units, centred on its dimension's pooled rate
   double signatureWeight = 20;  ///< yield of a new signature, in new-feature units
   double decay = 0.998;         ///< per program credited to a dimension, older evidence counts this much less
+  /// Per program credited to a dimension, its baseline rate (every arm's yield per CPU-second together)
+  /// forgets this fast; an arm's evidence is its yield divided by the baseline when it was earned.
+  double baselineDecay = 0.98;
   std::vector<SizeBucket> sizes{{"small", 0.5, 1}, {"medium", 1, 2}, {"large", 2, 1}};
   /// Batch sizes (programs judged under one compile, BatchTester) and their prior weights.
   std::map<int, double> batchSizes{{1, 1}, {2, 1}, {4, 1}, {8, 1}};
 
   nlohmann::json toJson() const;
-  /// Keys: bandit, floor, prior_programs, prior_yield, signature_weight, decay, sizes ([{name, scale,
+  /// Keys: bandit, floor, prior_programs, prior_yield, signature_weight, decay, baseline_decay, sizes ([{name, scale,
   /// weight}]); keys not given keep their defaults; unknown keys and bad values raise
   /// std::invalid_argument naming them. batch_sizes: {"1": weight, "4": weight, ...}, sizes 1 to 16.
   static SchedulePolicy fromJson(const nlohmann::json& doc);
@@ -64,7 +67,7 @@ struct ProgramYield {
 struct ArmStats {
   int64_t pulls = 0;                      ///< programs credited
   double cpuSeconds = 0, yield = 0;       ///< totals, for fuzzer_stats
-  double recentCpu = 0, recentYield = 0;  ///< the evidence the bandit weighs (decayed)
+  double recentCpu = 0, recentYield = 0;  ///< the evidence the bandit weighs (decayed; yield relative to the baseline)
 };
 
 /// Draws each dimension's arm by Thompson sampling on yield per CPU-second, mixed with the
@@ -118,7 +121,8 @@ class CostAwareScheduler {
     double prior = 0;  ///< normalized configured share
   };
   struct Dimension {
-    int64_t credits = 0;  ///< programs credited
+    int64_t credits = 0;                ///< programs credited
+    double baseYield = 0, baseCpu = 0;  ///< every arm's recent yield and CPU-seconds (decayed by baselineDecay)
     std::map<std::string, ArmStats> arms;
   };
 
