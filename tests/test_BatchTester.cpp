@@ -170,6 +170,31 @@ TEST(BatchLeaves, EachLeafBelongsToTheMemberItNames) {
   EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/other.py", failed), -1);
 }
 
+// A batch whose compiled run was refused as documented (an exported batch's input guard refusing one member's
+// size in the call at another size) refuses every member alike: none is a crash mismatch, as none is alone.
+// Found in a campaign: the guard named m1_x2, and the batch was recorded as a batch-only crash.
+TEST(BatchLeaves, ABatchRefusedAsDocumentedIsRefusedForEveryMember) {
+  gen::BatchProgram batch;
+  batch.members = {{0, 1, 0, 1, "m0", 1, 1}, {1, 1, 1, 1, "m1", 2, 2}};
+  ProgramTestResult whole;
+  whole.runs.eager.status = oracles::RunStatus::Ok;
+  whole.runs.eager.outputs = oracles::OutputSet{"outputs.safetensors", {}};
+  whole.runs.compiled.status = oracles::RunStatus::Exception;
+  whole.runs.compiled.phase = "resized-call";
+  whole.runs.compiled.exception =
+      oracles::ExceptionInfo{"AssertionError", "builtins.AssertionError", "Guard failed: m1_x2.size()[0] % 2 <= 0", ""};
+  oracles::Comparator comparator;
+  for (int m : {0, 1})
+    EXPECT_EQ(batchMemberResult(whole, batch, m, comparator).verdict.verdict, oracles::Verdict::CrashMismatch);
+  whole.documentedRefusal = "the exported program's input guard refuses the size (Guard failed: m1_x2.size()[0] % 2 <= 0)";
+  whole.verdict = {oracles::Verdict::Agree, "unsupported (documented): " + whole.documentedRefusal, {}};
+  for (int m : {0, 1}) {
+    ProgramTestResult r = batchMemberResult(whole, batch, m, comparator);
+    EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree);
+    EXPECT_EQ(r.verdict.reason.rfind("unsupported (documented): ", 0), 0u) << r.verdict.reason;
+  }
+}
+
 /// The end-to-end fixture's worker pool and settings (tests/ProgramTesterFixture.h), for batches.
 class BatchTesterTest : public test_support::ProgramTesterTest {
  protected:
@@ -291,6 +316,7 @@ TEST_F(BatchTesterTest, TriageOfABatchOnlyFindingDropsTheMembersItDoesNotNeed) {
   store.recordProgram(program, found, {}, std::nullopt);
   TriageSettings ts;
   ts.test = settings("inductor");
+  ts.minimizer.maxCandidates = 6;  // enough to take the sin out of the third member (its first candidates)
   Triage triage(catalog_, ts, campaign.path(), store, tester_, [](const std::string&) {});
   TriageRecord row = triage.triageSignature("sig-two");
   ASSERT_EQ(row.status, "batch-only") << row.data;
@@ -298,11 +324,19 @@ TEST_F(BatchTesterTest, TriageOfABatchOnlyFindingDropsTheMembersItDoesNotNeed) {
   EXPECT_EQ(data["needed"]["reproduced"], true) << data;
   EXPECT_EQ(data["needed"]["programs"], (json{"program 000002", "program 000003"})) << data;
   EXPECT_EQ(data["needed"]["tries"], 2);  // the whole batch, then without the cos member
+  EXPECT_GE(data["needed"]["shrink_tries"], 1);
+  EXPECT_LE(data["needed"]["shrink_tries"], 6);
+  // Shrunk inside the batch (the third member first): its add and sin go (two sigmoids are the fault), no sigmoid does.
+  EXPECT_EQ(data["needed"]["nodes"]["before"], 5) << data;
+  EXPECT_LE(data["needed"]["nodes"]["after"], 3) << data;
   std::string needed = test_support::readText(campaign.path() / "crashes" / "sig-two" / "batch_needed.py");
   EXPECT_NE(needed.find("2 independent programs"), std::string::npos) << needed;
   EXPECT_EQ(needed.find("torch.cos"), std::string::npos) << needed;
+  EXPECT_EQ(needed.find("torch.sin("), std::string::npos) << needed;
+  EXPECT_NE(needed.find("sigmoid"), needed.rfind("sigmoid")) << needed;  // one in each member
   std::string note = test_support::readText(campaign.path() / "crashes" / "sig-two" / "batch_only.md");
-  EXPECT_NE(note.find("- program 000002 (the member whose leaves differ)\n- program 000003\n"), std::string::npos) << note;
+  EXPECT_NE(note.find("- program 000002 (the member whose leaves differ): "), std::string::npos) << note;
+  EXPECT_NE(note.find("- program 000003: 1 nodes\n"), std::string::npos) << note;
 }
 
 }  // namespace

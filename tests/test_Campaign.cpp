@@ -126,10 +126,18 @@ TEST(Campaign, JudgesItsSeedCorpusFirstInNameOrder) {
 TEST(Campaign, FindsAPlantedNumericBugAndWritesTheOutputDirectory) {
   TempDir dir("tcfuzz-campaign");
   fs::path out = dir.path() / "out";
-  auto run = runFuzz(fuzzArgs(concat({"-o", out.string(), "--seed", "11", "--max-programs", "4"}, plantedNumeric())));
+  // A known issue that every planted divergence matches: each new signature is a rediscovery (recorded as any
+  // finding, not credited to the scheduler).
+  fs::path known = dir.path() / "known.json";
+  std::ofstream(known) << R"({"issues": [{"number": 1, "url": "https://github.com/pytorch/pytorch/issues/1",
+      "title": "planted", "state": "open", "key": {"symptom": "numeric-divergence"}}]})";
+  auto run = runFuzz(fuzzArgs(
+      concat({"-o", out.string(), "--seed", "11", "--max-programs", "4", "--known", known.string()}, plantedNumeric())));
   ASSERT_EQ(run.exitCode, 0) << run.output;
   fs::path db = out / "findings.sqlite";
   EXPECT_EQ(countRows(db, "SELECT COUNT(*) FROM programs"), 4);
+  EXPECT_EQ(std::stoll(stats(out)["known_rediscoveries"]),
+            countRows(db, "SELECT COUNT(DISTINCT signature_id) FROM findings WHERE verdict = 'numeric-divergence'"));
   int64_t numeric = countRows(db, "SELECT COUNT(*) FROM findings WHERE verdict = 'numeric-divergence'");
   EXPECT_GE(numeric, 1) << run.output;
   // Every signature has its folder with the first witness.

@@ -630,7 +630,7 @@ TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
     EXPECT_NE(py.find("# Proposed by an LLM (model strong-fixture, strategy ops-json, reply "), std::string::npos) << py;
     EXPECT_NE(py.find("[LLM core]"), std::string::npos) << py;
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(py, m, std::regex(R"(# Graph ([0-9a-f]{16}); replay[^:]*: tcfuzz gen --from (\S+)( --plain)?\n)")))
+    ASSERT_TRUE(std::regex_search(py, m, std::regex(R"(# Graph ([0-9a-f]{16}); replay[^:]*: tcfuzz gen --from (\S+)( --plain)?( --single-trace)?\n)")))
         << py.substr(0, 600);
     fs::path stored = c.out / m[2].str();
     gen::Graph g = gen::Graph::load(stored.string());
@@ -642,6 +642,7 @@ TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
     // A program judged as its op graph in a batch says --plain: its Python constructs dropped, as the replay drops them.
     std::vector<std::string> replay{"gen", "--from", stored.string(), "--out", replayDir.string()};
     if (m[3].matched) replay.push_back("--plain");
+    if (m[4].matched) replay.push_back("--single-trace");  // judged through an export entry: one trace
     Finished again = runTcfuzz(replay);
     ASSERT_EQ(again.exitCode, 0) << again.output;
     int same = 0;

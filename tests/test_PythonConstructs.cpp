@@ -2,6 +2,7 @@
 // emitter writes for them, their JSON form and the policy. Running such programs through the workers:
 // test_ProgramTester.cpp (PythonStatePrograms).
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
@@ -452,6 +453,28 @@ TEST(SingleTraceProgram, KeepsWhatOneTraceCapturesAndDropsWhatExportRunsOnce) {
   EXPECT_GT(hops, 0);
   EXPECT_EQ(keptHops, hops);  // the higher-order ops export documents and data-dependent forms stay
   EXPECT_EQ(keptDataDependent, dataDependent);
+}
+
+// A reduced program's replay line says so, and `tcfuzz gen --single-trace` makes it again; one that
+// lost nothing keeps its replay line as it was.
+TEST(SingleTraceProgram, AReducedProgramSaysSoInItsReplayLine) {
+  OpCatalog catalog = makeDefaultCatalog();
+  Generator gen(catalog, GenPolicy{}, 11);
+  int reduced = 0, kept = 0;
+  for (uint64_t i = 0; i < 60; ++i) {
+    Graph g = gen.generate(i);
+    Graph single = singleTraceProgram(g);
+    bool changed = single.contentHash() != g.contentHash();
+    EXPECT_EQ(single.origin.singleTrace, changed) << "program " << i;
+    std::string header = provenanceHeader(single);
+    std::string replay = fmt::format("tcfuzz gen --seed 11 --start {} --count 1", i);
+    EXPECT_NE(header.find(replay + (changed ? " --single-trace\n" : "\n")), std::string::npos) << header;
+    EXPECT_EQ(Graph::fromJson(single.toJson(), "single").origin.singleTrace, changed);
+    EXPECT_EQ(singleTraceProgram(single).contentHash(), single.contentHash());  // once is enough
+    (changed ? reduced : kept)++;
+  }
+  EXPECT_GT(reduced, 0);
+  EXPECT_GT(kept, 0);
 }
 
 TEST(SingleTraceProgram, AParameterWrittenOutsideAutogradBecomesABufferWrittenTheSameWay) {

@@ -484,6 +484,11 @@ void Campaign::recordFindings(const Candidate& c, Trial& t) const {
   f.programPy = t.batchPy.empty() ? t.py : t.batchPy;
   f.result = result.dump();
   f.torch = settings_.torch.version;
+  oracles::BugReport raw;  // what is known of the bug before triage: its raw signature and verdict
+  raw.signature = sig;
+  raw.repro.verdict = t.verdict;
+  raw.repro.backward = t.compile.backward;
+  if (oracles::matchKnownIssue(settings_.knownIssues, raw)) t.knownSignatures.insert(f.signatureId);
   t.findings.push_back(std::move(f));
 }
 
@@ -532,6 +537,10 @@ void Campaign::commitTrial(const Candidate& c, Trial& t) {
       totals_.uniqueSignatures++;
       lastNewSignatureAt_ = t.now;
       t.newSignatures.push_back(f.signatureId);
+      if (t.knownSignatures.count(f.signatureId)) {
+        t.rediscoveries++;
+        rediscoveries_++;
+      }
     }
   }
   if (t.queued) queue_.push_back({t.queued->name, c.graph, c.index, 0});
@@ -540,12 +549,13 @@ void Campaign::commitTrial(const Candidate& c, Trial& t) {
 void Campaign::creditTrial(const Candidate& c, const Trial& t) {
   int newFeatures = t.record.newFeatures;
   int newSignatures = static_cast<int>(t.newSignatures.size());
+  int credited = newSignatures - t.rediscoveries;  // a known open issue found again earns nothing
   double referenceRate;
   {
     std::lock_guard lock(mutex_);
     ProgramYield yield = t.yield;
     yield.newFeatures = newFeatures;
-    yield.newSignatures = newSignatures;
+    yield.newSignatures = credited;
     scheduler_.credit(c.pulls, t.torchSeconds, yield);
     ledger_.record(c.origin, t.torchSeconds, newFeatures, newSignatures, static_cast<int>(c.graph.nodes.size()),
                    gen::deadNodeCount(c.graph));
@@ -554,7 +564,7 @@ void Campaign::creditTrial(const Candidate& c, const Trial& t) {
     referenceRate = ledger_.rate();
   }
   if (c.llm)
-    llm_->feedback(*c.llm, true, newFeatures, static_cast<int>(t.findings.size()), newSignatures > 0, t.torchSeconds,
+    llm_->feedback(*c.llm, true, newFeatures, static_cast<int>(t.findings.size()), credited > 0, t.torchSeconds,
                    referenceRate);
 }
 

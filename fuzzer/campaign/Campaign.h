@@ -34,6 +34,7 @@
 #include "generators/Mutator.h"
 #include "generators/OpCatalog.h"
 #include "generators/python/PythonEmitter.h"
+#include "oracles/reporter/KnownUpstream.h"
 
 namespace tcfuzz {
 
@@ -86,6 +87,10 @@ struct CampaignSettings {
   /// A GPU campaign's per-GPU figures (owned by the caller): each program is counted on its GPU, and
   /// fuzzer_stats and the status view show them. Null on CPU.
   GpuStats* gpuStats = nullptr;
+  /// Known open upstream issues (corpus/known-upstream.json, --known): a new signature whose raw key matches one
+  /// (oracles::matchKnownIssue on its signature and verdict) is a rediscovery. It is recorded and triaged as any
+  /// finding, but the bandit and the LLM's feedback are not paid for it (fuzzer_stats known_rediscoveries).
+  std::vector<oracles::KnownIssue> knownIssues;
 };
 
 /// Why run() returned.
@@ -177,6 +182,8 @@ class Campaign {
     ProgramRecord record;
     std::optional<QueueRecord> queued;
     std::vector<std::string> newSignatures;  ///< of `findings`, those this campaign had not seen
+    std::set<std::string> knownSignatures;   ///< of `findings`, those matching a known open issue
+    int rediscoveries = 0;                   ///< of newSignatures, those in knownSignatures: not credited
     int batchSize = 1;                   ///< programs of the batch that judged it (1: alone)
     int batchMember = 0;                 ///< its place there
     BatchJudgement judgement = BatchJudgement::Alone;
@@ -277,6 +284,7 @@ class Campaign {
   double firstProgramSeconds_ = -1;  ///< from startedAt to the first judged program of this session
   int64_t abandoned_ = 0;            ///< programs in flight when the run stopped, dropped untested
   std::map<int, int64_t> batchPrograms_;  ///< this session's judged programs by the size of the batch that judged them
+  int64_t rediscoveries_ = 0;  ///< new signatures that match a known open issue
   int64_t splitBack_ = 0, batchOnly_ = 0;  ///< members judged again alone; findings kept as batch-only
   std::atomic<bool> stopping_{false};
   std::atomic<int> activeLanes_{0};

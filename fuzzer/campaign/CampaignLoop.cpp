@@ -225,6 +225,7 @@ void Campaign::writeStats() {
   std::string schedule;
   {
     std::lock_guard lock(mutex_);
+    kv.emplace_back("known_rediscoveries", std::to_string(rediscoveries_));
     kv.emplace_back("last_find", fmt::format("{:.0f}", totals_.lastFindingAt));
     kv.emplace_back("last_new_signature", fmt::format("{:.0f}", lastNewSignatureAt_));
     for (const auto& [name, st] : mutator_.stats())

@@ -155,6 +155,18 @@ void adoptCampaignIdentity(const FindingStore& store, TestSettings& s) {
   if (id.contains("memory_mb") && id["memory_mb"].is_number_integer()) s.limits.memoryMb = id["memory_mb"];
 }
 
+std::vector<oracles::KnownIssue> knownIssuesFrom(const Options& o) {
+  // The project's list of known upstream issues, then the user's own (--known), in that order of matching.
+  std::vector<fs::path> knownFiles{sourceTree() / "corpus" / "known-upstream.json"};
+  for (const auto& file : o.known) knownFiles.emplace_back(file);
+  std::vector<oracles::KnownIssue> known;
+  for (const auto& file : knownFiles) {
+    auto issues = oracles::loadKnownIssues(file);
+    known.insert(known.end(), issues.begin(), issues.end());
+  }
+  return known;
+}
+
 TriageSettings triageSettingsFrom(const Options& o, int workers, const SecretRedactor& secrets) {
   TriageSettings t;
   t.secrets = secrets;
@@ -174,13 +186,7 @@ TriageSettings triageSettingsFrom(const Options& o, int workers, const SecretRed
   t.verify = !o.noVerify;
   t.trace = !o.noTlparse;
   t.tlparse = installedTlparse();
-  // The project's list of known upstream issues, then the user's own (--known), in that order of matching.
-  std::vector<fs::path> knownFiles{sourceTree() / "corpus" / "known-upstream.json"};
-  for (const auto& file : o.known) knownFiles.emplace_back(file);
-  for (const auto& file : knownFiles) {
-    auto issues = oracles::loadKnownIssues(file);
-    t.knownIssues.insert(t.knownIssues.end(), issues.begin(), issues.end());
-  }
+  t.knownIssues = knownIssuesFrom(o);
   if (o.checkUpstream) {  // fails at once, with the reason, when the API cannot be reached
     const char* token = std::getenv("GITHUB_TOKEN");
     t.upstream.emplace(o.upstreamApi, token ? token : "", 15.0);

@@ -73,6 +73,8 @@ std::vector<std::string> torchLacks(const Hello& hello, CompileMatrix& matrix, b
 /// Records the pool's torch as the campaign's (store meta "torch"; campaignTorch reads it back).
 void recordCampaignTorch(FindingStore& store, const oracles::TorchInfo& torch);
 
+/// The known upstream issues: corpus/known-upstream.json, then each --known file; std::runtime_error for a bad file.
+std::vector<oracles::KnownIssue> knownIssuesFrom(const Options& options);
 /// The triage knobs the options select (minimizer policy file, --no-ablation ...); reports are masked
 /// with `secrets`.
 TriageSettings triageSettingsFrom(const Options& options, int workers, const SecretRedactor& secrets);

@@ -28,6 +28,9 @@ using oracles::Signature;
 
 namespace {
 
+/// Candidates triage tests in all to shrink the members a batch-only finding needs (each a cold batch compile).
+constexpr int kBatchOnlyCandidates = 40;
+
 double unixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -242,7 +245,7 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
     row.finalSignature = finding.signature;
     json data{{"batch", result["batch"]}, {"repro", {{"nodes", witness->nodes}}}};
     data["batch"].erase("held_in");
-    if (cases_.canRun() && result["batch"].contains("held_in")) data["needed"] = batchMembersNeeded(result["batch"]["held_in"], s, signatureId);
+    if (cases_.canRun() && result["batch"].contains("held_in")) data["needed"] = batchMembersNeeded(result["batch"]["held_in"], s, signatureId, finding);
     row.data = data.dump();
     log_(fmt::format("triage {}: batch-only (member {} of a batch of {}){}: kept with its batch in crashes/{}/", signatureId,
                      result["batch"].value("member", -1), result["batch"].value("size", 0),
@@ -285,7 +288,8 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
   return row;
 }
 
-json Triage::batchMembersNeeded(const json& heldIn, TestSettings settings, const std::string& signatureId) {
+json Triage::batchMembersNeeded(const json& heldIn, TestSettings settings, const std::string& signatureId,
+                                const FindingRecord& finding) {
   std::vector<gen::Graph> graphs;
   for (const auto& g : heldIn.at("members")) graphs.push_back(gen::Graph::fromJson(g, "batch member"));
   std::vector<std::string> labels = heldIn.at("programs").get<std::vector<std::string>>();
@@ -293,57 +297,114 @@ json Triage::batchMembersNeeded(const json& heldIn, TestSettings settings, const
   settings.coldCache = true;  // every try fresh, with a cold cache: what the campaign confirmed it with
   settings.persistent = false;
   settings.limits.timeoutSeconds *= static_cast<double>(graphs.size());
+  // The fault a try must show on the finding's member: its verdict, and for a crash its signature too (the
+  // recorded kind without its "batch-only " prefix), so that shrinking a member cannot slip to another bug.
+  Signature wanted = oracles::signatureFromJson(json::parse(finding.signature));
+  if (wanted.kind.starts_with("batch-only ")) wanted.kind = wanted.kind.substr(std::string("batch-only ").size());
+  bool crash = !oracles::isWrongResultSymptom(wanted.symptom);
   std::vector<int> keep(graphs.size());
   for (size_t k = 0; k < keep.size(); ++k) keep[k] = static_cast<int>(k);
-  // Whether the batch of `members` still shows the finding on `member`'s own leaves.
-  auto holds = [&](const std::vector<int>& members) {
+  int tries = 0;
+  // Whether the batch of `members` (their graphs from `current`) still shows the finding on `member`'s own leaves.
+  auto holds = [&](const std::vector<int>& members, const std::vector<gen::Graph>& current) {
     std::vector<gen::Graph> g;
     std::vector<std::string> l;
     int at = -1;
     for (int k : members) {
       if (k == member) at = static_cast<int>(g.size());
-      g.push_back(graphs[k]);
+      g.push_back(current[k]);
       l.push_back(labels[k]);
     }
     gen::BatchProgram batch = gen::emitBatch(cases_.emitter(), g, l);
     ProgramTestResult whole = cases_.screen(batch.py, settings, "batch-" + signatureId);
-    bool found = oracles::isFinding(batchMemberResult(whole, batch, at, cases_.comparator()).verdict.verdict);
+    ProgramTestResult mine = batchMemberResult(whole, batch, at, cases_.comparator());
+    bool found = toString(mine.verdict.verdict) == finding.verdict &&
+                 (!crash || oracles::signatureOf(mine.runs, mine.verdict, {}).key() == wanted.key());
+    ++tries;
     std::error_code ignored;
     for (const auto* run : {&whole.runs.eager, &whole.runs.compiled, &whole.runs.fp64}) fs::remove_all(run->jobDir, ignored);
     return std::make_pair(found, batch.py);
   };
-  auto [reproduced, py] = holds(keep);
-  int tries = 1;
+  auto [reproduced, py] = holds(keep, graphs);
   // Drops whole members, one at a time, while the finding holds; a batch keeps two members at least (alone, it agrees).
   for (size_t k = 0; reproduced && k < graphs.size(); ++k) {
     if (static_cast<int>(k) == member || keep.size() <= 2) continue;
     std::vector<int> fewer;
     for (int m : keep)
       if (m != static_cast<int>(k)) fewer.push_back(m);
-    auto [still, smaller] = holds(fewer);
-    ++tries;
+    auto [still, smaller] = holds(fewer, graphs);
     if (still) {
       keep = fewer;
       py = smaller;
     }
   }
-  json needed{{"reproduced", reproduced}, {"tries", tries}, {"programs", json::array()}};
+  int memberTries = tries;
+  // Then each member needed is shrunk on its own (the others first, the finding's member last) by the minimizer's
+  // graph passes, every candidate judged as part of the batch; the shared configuration is left as recorded.
+  size_t nodesBefore = 0;
+  for (int k : keep) nodesBefore += graphs[k].nodes.size();
+  if (reproduced) {
+    oracles::MinimizerPolicy policy;
+    policy.passes = {"drop-outputs", "remove-nodes", "bypass-nodes", "reset-attrs", "plain-inputs", "shrink-ranks",
+                     "shrink-shapes"};
+    policy.batch = 1;
+    policy.maxRounds = 2;
+    policy.seed = settings.seed;
+    int budget = std::min(kBatchOnlyCandidates, settings_.minimizer.maxCandidates);
+    std::vector<int> order;
+    for (int k : keep)
+      if (k != member) order.push_back(k);
+    order.push_back(member);
+    for (int k : order) {
+      if (budget <= 0) break;
+      policy.maxCandidates = budget;
+      oracles::Minimizer minimizer(catalog_, policy);
+      MinimizeCase start{graphs[k], settings.compile, settings.backward, ""};
+      oracles::MinimizeResult shrunk = minimizer.minimize(start, [&](const std::vector<MinimizeCase>& candidates) {
+        std::vector<bool> shows;
+        for (const MinimizeCase& c : candidates) {
+          std::vector<gen::Graph> current = graphs;
+          current[k] = c.graph;
+          auto [still, text] = holds(keep, current);
+          shows.push_back(still);
+          if (still) py = text;
+        }
+        return shows;
+      });
+      budget -= shrunk.candidatesTested;
+      graphs[k] = shrunk.best.graph;
+    }
+  }
+  size_t nodesAfter = 0;
+  for (int k : keep) nodesAfter += graphs[k].nodes.size();
+  json needed{{"reproduced", reproduced}, {"tries", memberTries}, {"shrink_tries", tries - memberTries},
+              {"nodes", {{"before", nodesBefore}, {"after", nodesAfter}}}, {"programs", json::array()}};
   for (int k : keep) needed["programs"].push_back(labels[k]);
   if (reproduced) {
     fs::path folder = root_ / "crashes" / signatureId;
     fs::create_directories(folder);
+    std::vector<gen::Graph> kept;
+    std::vector<std::string> keptLabels;
+    for (int k : keep) {
+      kept.push_back(graphs[k]);
+      keptLabels.push_back(labels[k]);
+    }
+    py = gen::emitBatch(cases_.emitter(), kept, keptLabels).py;  // the last batch that held
     writeFileAtomically(folder / "batch_needed.py", py);  // the members it needs, as one program
     std::string list;
-    for (int k : keep) list += fmt::format("- {}{}\n", labels[k], k == member ? " (the member whose leaves differ)" : "");
+    for (int k : keep) list += fmt::format("- {}{}: {} nodes\n", labels[k], k == member ? " (the member whose leaves differ)" : "",
+                                           graphs[k].nodes.size());
     writeFileAtomically(
         folder / "batch_only.md",
         fmt::format("# batch-only: a fault only a batched compile shows\n\n"
                     "These programs, compiled together as independent members of one module, make member {}'s result "
                     "differ; each alone agrees. Triage dropped whole members while the fault held in a fresh process with "
-                    "a cold Inductor cache ({} runs). Members needed:\n\n{}\n"
+                    "a cold Inductor cache ({} runs), then shrank each member needed inside the batch ({} runs, {} -> {} "
+                    "nodes in all). Members needed:\n\n{}\n"
                     "`batch_needed.py` is that batch as one program: `tcfuzz run batch_needed.py` under {}.\n\n"
                     "Written by tcfuzz from its own runs (no LLM wrote this text).\n",
-                    labels[member], tries, list, settings.compile.describe()));
+                    labels[member], memberTries, tries - memberTries, nodesBefore, nodesAfter, list,
+                    settings.compile.describe()));
   }
   return needed;
 }

@@ -65,9 +65,11 @@ class Triage {
   /// python -m torch.utils.collect_env as printed, cached in the store per torch build ("" when it cannot run).
   std::string collectEnv();
   /// A batch-only finding's batch (`heldIn`: {"programs", "members", "member"}) with whole members dropped while the
-  /// finding's member still shows it in a fresh cold batch: {"reproduced", "tries", "programs" (the members needed)};
-  /// the batch of those members is written to crashes/<signatureId>/batch_needed.py.
-  nlohmann::json batchMembersNeeded(const nlohmann::json& heldIn, TestSettings settings, const std::string& signatureId);
+  /// finding's member still shows it (its verdict; a crash: its signature) in a fresh cold batch, then each member
+  /// needed shrunk inside the batch: {"reproduced", "tries", "shrink_tries", "nodes": {"before", "after"}, "programs"
+  /// (the members needed)}; the batch of those members is written to crashes/<signatureId>/batch_needed.py.
+  nlohmann::json batchMembersNeeded(const nlohmann::json& heldIn, TestSettings settings, const std::string& signatureId,
+                                    const FindingRecord& finding);
 
   const gen::OpCatalog& catalog_;
   TriageSettings settings_;

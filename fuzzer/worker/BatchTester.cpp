@@ -76,6 +76,8 @@ ProgramTestResult batchMemberResult(const ProgramTestResult& whole, const gen::B
   r.runs.fp64 = memberRun(batch, whole.runs.fp64, member);
   if (auto refused = oracles::sandboxRefusal(r.runs))
     r.verdict = *refused;
+  else if (!whole.documentedRefusal.empty())  // the batch's compiled run was refused as documented: so is each member's
+    r.verdict = whole.verdict;
   else
     r.verdict = oracles::judge(r.runs, comparator);
   double share = 1.0 / static_cast<double>(batch.members.size());

@@ -327,6 +327,7 @@ ProgramTestResult ProgramTester::testOnce(const std::filesystem::path& program, 
   else
     result.verdict = oracles::judge(result.runs, comparator_);
   if (std::string refused = documentedRefusal(settings, result); !refused.empty()) {
+    result.documentedRefusal = refused;
     result.verdict.verdict = oracles::Verdict::Agree;
     result.verdict.reason = "unsupported (documented): " + refused + ", the documented outcome, not a bug";
   }

@@ -79,6 +79,8 @@ struct ProgramTestResult {
   double compareSeconds = 0;  ///< loading outputs and comparing them in C++
   bool compileSkipped = false;  ///< cheap checks first: eager failed, so no compiled job ran
   bool fp64Skipped = false;     ///< fp64 on demand: no fp64 job ran (TestSettings::fp64OnDemand)
+  /// Why the compiled run's rejection is the documented outcome (the verdict is then agree); "" when it is not.
+  std::string documentedRefusal;
   Confirmation confirmation = Confirmation::NotChecked;
   double confirmSeconds = 0;    ///< the part of wallSeconds spent confirming
   /// The ill-conditioning check, when a wrong result was found: its figures, and the part of

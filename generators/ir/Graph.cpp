@@ -237,6 +237,7 @@ json originToJson(const Origin& o) {
   if (o.replyId >= 0) doc["reply_id"] = o.replyId;
   if (o.minimized) doc["minimized"] = true;
   if (o.plain) doc["plain"] = true;
+  if (o.singleTrace) doc["single_trace"] = true;
   return doc;
 }
 
@@ -370,7 +371,7 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
   if (root.has("origin")) {
     Reader o = root.at("origin");
     o.onlyKeys({"generator", "seed", "index", "min_nodes", "max_nodes", "parent", "donor", "mutator", "strategy",
-                "target", "model", "reply_id", "stored", "minimized", "plain"});
+                "target", "model", "reply_id", "stored", "minimized", "plain", "single_trace"});
     g.origin.generator = o.at("generator").str();
     g.origin.seed = o.at("seed").unsignedInteger();
     g.origin.index = o.at("index").unsignedInteger();
@@ -385,9 +386,10 @@ Graph Graph::fromJson(const json& doc, const std::string& source) {
       if (!o.at("minimized").raw().is_boolean()) o.at("minimized").fail("expected true or false");
       g.origin.minimized = o.at("minimized").raw().get<bool>();
     }
-    if (o.has("plain")) {
-      if (!o.at("plain").raw().is_boolean()) o.at("plain").fail("expected true or false");
-      g.origin.plain = o.at("plain").raw().get<bool>();
+    for (auto [key, flag] : {std::pair{"plain", &g.origin.plain}, {"single_trace", &g.origin.singleTrace}}) {
+      if (!o.has(key)) continue;
+      if (!o.at(key).raw().is_boolean()) o.at(key).fail("expected true or false");
+      *flag = o.at(key).raw().get<bool>();
     }
   }
 

@@ -202,6 +202,9 @@ struct Origin {
   /// `plain`: judged as its op graph, the Python constructs, call schedule and hook its making gave it dropped (a
   /// batch member: gen::plainProgram); the replay line adds --plain.
   bool plain = false;
+  /// `singleTrace`: judged through an export entry, reduced to what one trace captures (gen::singleTraceProgram:
+  /// no call schedule, hook, graph break, branch, Python state or input alias); the replay line adds --single-trace.
+  bool singleTrace = false;
   /// "grammar", "mutation", "llm" or "libfuzzer" (older files spelt "mutation:<mutator>" and "llm:<strategy>").
   std::string kind() const { return generator.substr(0, generator.find(':')); }
   bool operator==(const Origin&) const = default;

@@ -563,6 +563,7 @@ Graph singleTraceProgram(const Graph& g) {
     }
   }
   for (Source& s : out.inputs) s.alias = {};
+  if (out.contentHash() != g.contentHash()) out.origin.singleTrace = true;  // its replay line says --single-trace
   return out;
 }
 

@@ -359,7 +359,9 @@ std::string provenanceHeader(const Graph& g) {
   if (o.minimized)
     return "# Minimized by tcfuzz's triage from a program it made: " + originSummary(g) + ".\n" +
            fmt::format("# Graph {}; its IR is program.json beside this file (tcfuzz gen --from program.json).\n", hash);
-  std::string plain = o.plain ? " --plain" : "";  // its op graph only (a batch member)
+  // What the judged program dropped from the one its making gave: its op graph only (a batch member), one
+  // trace (an export entry).
+  std::string plain = std::string(o.plain ? " --plain" : "") + (o.singleTrace ? " --single-trace" : "");
   if (kind == "grammar")
     return head + fmt::format("# Graph {}; replay with: tcfuzz gen --seed {} --start {} --count 1{}{}\n", hash, o.seed,
                               o.index, o.minNodes > 0 && o.maxNodes > 0 ? fmt::format(" --nodes {}-{}", o.minNodes, o.maxNodes) : "",

@@ -277,6 +277,7 @@ CampaignSettings campaignSettingsFrom(const Options& o, const CampaignIdentity& 
   settings.pinned = id.pinned;
   settings.inductorCacheDir = spec.inductorCacheDir.empty() ? spec.workDir / "inductor-cache" : spec.inductorCacheDir;
   settings.inductorCacheCapBytes = static_cast<uint64_t>(std::max<int64_t>(0, o.inductorCacheMb)) << 20;
+  settings.knownIssues = knownIssuesFrom(o);  // a rediscovery earns the bandit nothing
   return settings;
 }
 

@@ -17,6 +17,7 @@
 #include "generators/Mutator.h"
 #include "generators/ir/ProgramFigures.h"
 #include "generators/python/BatchProgram.h"
+#include "generators/python/PythonConstructs.h"
 #include "generators/python/PythonEmitter.h"
 #include "oracles/judge/OutputLoader.h"
 
@@ -171,6 +172,7 @@ int repairCommand(const Options& o, const gen::OpCatalog& catalog) {
   std::vector<std::string> dropped;
   gen::Graph fixed = repairer.repair(foreign, &dropped);
   if (o.plain) fixed = gen::plainProgram(fixed);
+  if (o.singleTrace) fixed = gen::singleTraceProgram(fixed);
   for (const auto& d : dropped) std::cerr << "tcfuzz: dropped " << d << "\n";
   const auto& r = repairer.stats();
   std::cerr << fmt::format("tcfuzz: {} of {} nodes kept; repair inserted {} casts, {} clamps, {} coercions; {} Z3 fixes, "
@@ -268,6 +270,7 @@ int genCommand(const Options& o, const SecretRedactor& secrets) {
     auto t0 = Clock::now();
     gen::Graph g = program(index);
     if (o.plain) g = gen::plainProgram(g);
+    if (o.singleTrace) g = gen::singleTraceProgram(g);
     genSeconds += since(t0);
     nodes += static_cast<int64_t>(g.nodes.size());
     diversity.add(g);
