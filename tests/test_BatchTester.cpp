@@ -312,7 +312,11 @@ TEST_F(BatchTesterTest, TriageOfABatchOnlyFindingDropsTheMembersItDoesNotNeed) {
   f.programJson = members[1].toJson().dump();
   f.programPy = gen::emitBatch(emitter_, members, {}).py;
   f.result = json{{"seed", 0}, {"batch", {{"size", 3}, {"member", 1}, {"judged", "batch-only"}, {"held_in", heldIn}}}}.dump();
-  std::vector<FindingRecord> found{f};
+  // The same batch under plain Inductor: nothing is planted, so its fresh cold batch agrees.
+  FindingRecord none = f;
+  none.signatureId = "sig-none";
+  none.config = json{{"backend", "inductor"}}.dump();
+  std::vector<FindingRecord> found{f, none};
   store.recordProgram(program, found, {}, std::nullopt);
   TriageSettings ts;
   ts.test = settings("inductor");
@@ -337,6 +341,11 @@ TEST_F(BatchTesterTest, TriageOfABatchOnlyFindingDropsTheMembersItDoesNotNeed) {
   std::string note = test_support::readText(campaign.path() / "crashes" / "sig-two" / "batch_only.md");
   EXPECT_NE(note.find("- program 000002 (the member whose leaves differ): "), std::string::npos) << note;
   EXPECT_NE(note.find("- program 000003: 1 nodes\n"), std::string::npos) << note;
+  // A batch-only finding its batch no longer shows is unreproducible, as any finding its replay does not show.
+  TriageRecord gone = triage.triageSignature("sig-none");
+  EXPECT_EQ(gone.status, "unreproducible") << gone.data;
+  EXPECT_EQ(json::parse(gone.data)["needed"]["reproduced"], false);
+  EXPECT_FALSE(fs::exists(campaign.path() / "crashes" / "sig-none" / "batch_needed.py"));
 }
 
 }  // namespace

@@ -247,10 +247,16 @@ TriageRecord Triage::triageSignature(const std::string& signatureId) {
     data["batch"].erase("held_in");
     if (cases_.canRun() && result["batch"].contains("held_in")) data["needed"] = batchMembersNeeded(result["batch"]["held_in"], s, signatureId, finding);
     row.data = data.dump();
-    log_(fmt::format("triage {}: batch-only (member {} of a batch of {}){}: kept with its batch in crashes/{}/", signatureId,
-                     result["batch"].value("member", -1), result["batch"].value("size", 0),
-                     data.contains("needed") ? fmt::format(", needs {} member(s)", data["needed"]["programs"].size()) : "",
-                     signatureId));
+    if (data.contains("needed") && !data["needed"].value("reproduced", false)) {  // the fresh cold batch agrees: no bug
+      row.status = "unreproducible";
+      log_(fmt::format("triage {}: batch-only finding not reproduced by its batch in a fresh process with a cold cache",
+                       signatureId));
+    } else {
+      log_(fmt::format("triage {}: batch-only (member {} of a batch of {}){}: kept with its batch in crashes/{}/", signatureId,
+                       result["batch"].value("member", -1), result["batch"].value("size", 0),
+                       data.contains("needed") ? fmt::format(", needs {} member(s)", data["needed"]["programs"].size()) : "",
+                       signatureId));
+    }
     store_.saveTriage(row);
     return row;
   }
