@@ -488,7 +488,9 @@ void Campaign::recordFindings(const Candidate& c, Trial& t) const {
   raw.signature = sig;
   raw.repro.verdict = t.verdict;
   raw.repro.backward = t.compile.backward;
-  if (oracles::matchKnownIssue(settings_.knownIssues, raw)) t.knownSignatures.insert(f.signatureId);
+  // A closed issue found again is a regression, and earns its credit.
+  if (const oracles::KnownIssue* k = oracles::matchKnownIssue(settings_.knownIssues, raw); k && k->issue.state != "closed")
+    t.knownSignatures.insert(f.signatureId);
   t.findings.push_back(std::move(f));
 }
 

@@ -632,6 +632,8 @@ def execute_job(job):
         status = "oom" if is_oom(exc) else "exception"
         result = {"status": status, "phase": run.phase, "exception": exception_record(exc), "times": run.times}
         if run.job.get("mode") == "compiled":
+            # The compile time up to the failure, as a job that ran reports it: its phases then sum to it.
+            run.times.setdefault("compile_s", run.compile_seconds + run.export_seconds)
             try:
                 result["compile_facts"] = compile_facts()
                 result["compile_phases"] = compile_phases(run.compile_seconds)
