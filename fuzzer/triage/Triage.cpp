@@ -329,20 +329,16 @@ json Triage::batchMembersNeeded(const json& heldIn, TestSettings settings, const
     ++tries;
     std::error_code ignored;
     for (const auto* run : {&whole.runs.eager, &whole.runs.compiled, &whole.runs.fp64}) fs::remove_all(run->jobDir, ignored);
-    return std::make_pair(found, batch.py);
+    return found;
   };
-  auto [reproduced, py] = holds(keep, graphs);
+  bool reproduced = holds(keep, graphs);
   // Drops whole members, one at a time, while the finding holds; a batch keeps two members at least (alone, it agrees).
   for (size_t k = 0; reproduced && k < graphs.size(); ++k) {
     if (static_cast<int>(k) == member || keep.size() <= 2) continue;
     std::vector<int> fewer;
     for (int m : keep)
       if (m != static_cast<int>(k)) fewer.push_back(m);
-    auto [still, smaller] = holds(fewer, graphs);
-    if (still) {
-      keep = fewer;
-      py = smaller;
-    }
+    if (holds(fewer, graphs)) keep = fewer;
   }
   int memberTries = tries;
   // Then each member needed is shrunk on its own (the others first, the finding's member last) by the minimizer's
@@ -371,9 +367,7 @@ json Triage::batchMembersNeeded(const json& heldIn, TestSettings settings, const
         for (const MinimizeCase& c : candidates) {
           std::vector<gen::Graph> current = graphs;
           current[k] = c.graph;
-          auto [still, text] = holds(keep, current);
-          shows.push_back(still);
-          if (still) py = text;
+          shows.push_back(holds(keep, current));
         }
         return shows;
       });
@@ -395,8 +389,8 @@ json Triage::batchMembersNeeded(const json& heldIn, TestSettings settings, const
       kept.push_back(graphs[k]);
       keptLabels.push_back(labels[k]);
     }
-    py = gen::emitBatch(cases_.emitter(), kept, keptLabels).py;  // the last batch that held
-    writeFileAtomically(folder / "batch_needed.py", py);  // the members it needs, as one program
+    // The last batch that held: the members needed, each as shrunk.
+    writeFileAtomically(folder / "batch_needed.py", gen::emitBatch(cases_.emitter(), kept, keptLabels).py);  // the members it needs, as one program
     std::string list;
     for (int k : keep) list += fmt::format("- {}{}: {} nodes\n", labels[k], k == member ? " (the member whose leaves differ)" : "",
                                            graphs[k].nodes.size());
