@@ -128,6 +128,29 @@ TEST_F(BatchProgramTest, ProgramsWithStateOrDrawsDoNotBatch) {
   EXPECT_EQ(gen::whyNotBatchable(drawn, catalog).rfind("a random op", 0), 0u);
 }
 
+// A filling batch takes what fits its room; a program that fits only an empty batch ends it and leads the next,
+// and only one past the bound by itself, or one that may not batch, is judged alone.
+TEST_F(BatchProgramTest, AProgramPastTheRoomLeftLeadsTheNextBatchNeverRunsAlone) {
+  gen::BatchRoom room(6);
+  gen::Graph two = chain({"sin", "cos"}), three = chain({"sin", "cos", "tanh"});
+  gen::Graph seven = chain({"sin", "cos", "tanh", "exp", "neg", "abs", "sin"});
+  EXPECT_EQ(room.place(seven, true), gen::BatchPlace::Alone);   // past the bound by itself
+  EXPECT_EQ(room.place(three, false), gen::BatchPlace::Alone);  // may not batch
+  EXPECT_EQ(room.place(three, true), gen::BatchPlace::Join);
+  room.add(three);
+  EXPECT_EQ(room.place(two, true), gen::BatchPlace::Join);
+  room.add(two);
+  EXPECT_EQ(room.nodes(), 5u);
+  EXPECT_EQ(room.place(two, true), gen::BatchPlace::NextBatch);  // 7 > 6: it leads the next batch
+  EXPECT_EQ(room.place(seven, true), gen::BatchPlace::Alone);
+  // Elements bound the room too: a [3, 4] input is 12 elements.
+  gen::BatchRoom small(100, 20);
+  EXPECT_EQ(small.place(two, true), gen::BatchPlace::Join);
+  small.add(two);
+  EXPECT_EQ(small.place(chain({"exp"}), true), gen::BatchPlace::NextBatch);
+  EXPECT_EQ(small.place(chain({"exp"}, true), true), gen::BatchPlace::Alone);  // 24 elements by itself
+}
+
 TEST(BatchLeaves, EachLeafBelongsToTheMemberItNames) {
   gen::BatchProgram batch;
   batch.members = {{0, 2, 0, 1, "m0", 1, 1}, {2, 1, 1, 2, "m1", 2, 2}};

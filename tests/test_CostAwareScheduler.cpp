@@ -338,9 +338,11 @@ TEST(CostAwareScheduler, PolicyJsonRoundTripAndStrictErrors) {
   p.signatureWeight = 50;
   p.sizes = {{"tiny", 0.25, 1}, {"huge", 3, 0.5}};
   p.batchSizes = {{1, 2}, {3, 1}};
+  p.batchMaxNodes = 96;
   SchedulePolicy back = SchedulePolicy::fromJson(p.toJson());
   EXPECT_EQ(back.toJson(), p.toJson());
   EXPECT_FALSE(back.bandit);
+  EXPECT_EQ(back.batchMaxNodes, 96);
   EXPECT_EQ(back.sizes[1].name, "huge");
   EXPECT_EQ(SchedulePolicy::fromJson(json{{"floor", 0.05}}).floorShare, 0.05);
   EXPECT_TRUE(SchedulePolicy::fromJson(json::object()).bandit);
@@ -365,6 +367,10 @@ TEST(CostAwareScheduler, PolicyJsonRoundTripAndStrictErrors) {
   EXPECT_NE(message(json{{"batch_sizes", {{"17", 1}}}}).find("batch size '17'"), std::string::npos);
   EXPECT_NE(message(json{{"batch_sizes", {{"two", 1}}}}), "no error");
   EXPECT_NE(message(json{{"batch_sizes", {{"2", 0}}}}), "no error");
+  EXPECT_EQ(SchedulePolicy::fromJson(json{{"batch_max_nodes", 40}}).batchMaxNodes, 40);
+  EXPECT_EQ(SchedulePolicy::fromJson(json::object()).batchMaxNodes, 256);
+  EXPECT_NE(message(json{{"batch_max_nodes", 0}}).find("'batch_max_nodes'"), std::string::npos);
+  EXPECT_NE(message(json{{"batch_max_nodes", 2.5}}).find("integer"), std::string::npos);
   // Inside a campaign policy, under "schedule".
   CampaignPolicy cp;
   cp.schedule = p;

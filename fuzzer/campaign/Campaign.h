@@ -201,9 +201,12 @@ class Campaign {
   /// A lane's step (CampaignBatch.cpp): `first` tested alone, or with the programs drawn after it as one batch
   /// when the drawn batch size is over 1. A batch's programs are judged as their op graphs (gen::plainProgram)
   /// under the configuration drawn for the first (any entry but training steps); a program that still may not
-  /// batch (a random op), would pass the batch's bound, or comes from the seed corpus with Python constructs (judged
-  /// as given) is tested alone at once, as drawn.
-  void testFromLane(Candidate& first, gen::Generator& generator, const std::filesystem::path& scratch);
+  /// batch (a random op), would pass the batch's bound by itself, or comes from the seed corpus with Python constructs (judged
+  /// as given) is tested alone at once, as drawn. A program that would pass only the room the batch has left
+  /// ends the batch and is returned: it leads the lane's next step, so a large program is never judged alone
+  /// for want of room.
+  std::optional<Candidate> testFromLane(Candidate& first, gen::Generator& generator,
+                                        const std::filesystem::path& scratch);
   /// The batch size for the lane's next programs (its arm in `pulls`), 1 when they may not batch: batching off
   /// (--batch 1) or training steps pinned.
   int batchSizeFor(const Candidate& first, ArmPulls& pulls);

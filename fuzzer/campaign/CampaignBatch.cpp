@@ -14,16 +14,6 @@ namespace {
 
 // Distinct stream of one campaign seed: the batch size drawn for a program.
 constexpr uint64_t kBatchStream = 0x6261746368657321ULL;
-/// A batch's bound: its members' nodes, and their inputs' and parameters' elements (the job's memory and time).
-constexpr size_t kBatchMaxNodes = 160;
-constexpr int64_t kBatchMaxElements = int64_t{1} << 22;
-
-int64_t tensorElements(const gen::Graph& g) {
-  int64_t n = 0;
-  for (const auto* sources : {&g.inputs, &g.params})
-    for (const auto& s : *sources) n += g.typeOf(s.value).numel();
-  return n;
-}
 
 }  // namespace
 
@@ -56,31 +46,35 @@ void Campaign::prepareMember(Candidate& c, const fs::path& scratch, Trial& t, co
   writeFileAtomically(t.file, t.py);
 }
 
-void Campaign::testFromLane(Candidate& first, gen::Generator& generator, const fs::path& scratch) {
+std::optional<Campaign::Candidate> Campaign::testFromLane(Candidate& first, gen::Generator& generator,
+                                                           const fs::path& scratch) {
   ArmPulls batchArm;
   int size = batchSizeFor(first, batchArm);
   if (size <= 1) {
     first.pulls.arms.insert(first.pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
     testCandidate(first, scratch);
-    return;
+    return std::nullopt;
   }
   std::vector<Candidate> members;
   std::vector<Trial> trials;
-  size_t nodes = 0;
-  int64_t elements = 0;
+  gen::BatchRoom room(static_cast<size_t>(policy_.schedule.batchMaxNodes));
   std::optional<Candidate> next = std::move(first);
+  std::optional<Candidate> carried;
   for (int drawn = 1;; ++drawn) {
     if (next) {
       gen::Graph plain = gen::plainProgram(next->graph);
-      bool fits = nodes + plain.nodes.size() <= kBatchMaxNodes && elements + tensorElements(plain) <= kBatchMaxElements;
       // A seed-corpus program is judged as given: it joins a batch only when it is plain already.
       bool asGiven = next->origin == "seed" && plain.origin.plain;
-      if (!fits || asGiven || !gen::whyNotBatchable(plain, catalog_).empty()) {
-        testCandidate(*next, scratch);  // as drawn, alone
+      gen::BatchPlace place = room.place(plain, !asGiven && gen::whyNotBatchable(plain, catalog_).empty());
+      if (place == gen::BatchPlace::NextBatch) {
+        carried = std::move(next);
+        break;
+      }
+      if (place == gen::BatchPlace::Alone) {
+        testCandidate(*next, scratch);  // as drawn
       } else {
         next->graph = std::move(plain);
-        nodes += next->graph.nodes.size();
-        elements += tensorElements(next->graph);
+        room.add(next->graph);
         Trial t;
         if (members.empty()) {
           next->pulls.arms.insert(next->pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
@@ -103,6 +97,7 @@ void Campaign::testFromLane(Candidate& first, gen::Generator& generator, const f
     }
   }
   if (!members.empty()) testBatch(members, trials, scratch);
+  return carried;
 }
 
 void Campaign::testBatch(std::vector<Candidate>& members, std::vector<Trial>& trials, const fs::path& scratch) {

@@ -89,16 +89,21 @@ void Campaign::lane(int laneIndex) {
   gen::Generator generator(catalog_, policy_.generation, settings_.seed);
   fs::path scratch = output_.workDir() / "programs";
   try {
+    std::optional<Candidate> carried;  // drawn for the last batch, which had no room left for it
     while (!stopping_) {
-      std::optional<int64_t> index = claimIndex();
-      if (!index) break;
-      auto candidate = makeCandidate(*index, generator);
+      std::optional<Candidate> candidate = std::move(carried);
+      carried.reset();
+      if (!candidate) {
+        std::optional<int64_t> index = claimIndex();
+        if (!index) break;
+        candidate = makeCandidate(*index, generator);
+      }
       if (!candidate) {
         std::lock_guard lock(mutex_);
         started_--;  // a duplicate does not count against the budget
         continue;
       }
-      testFromLane(*candidate, generator, scratch);
+      carried = testFromLane(*candidate, generator, scratch);
     }
   } catch (const DiskFullError& e) {
     fail(CampaignEnd::DiskFull, e.what());

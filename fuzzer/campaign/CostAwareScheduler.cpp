@@ -120,6 +120,7 @@ json SchedulePolicy::toJson() const {
   for (const auto& [size, w] : batchSizes) b[std::to_string(size)] = w;
   return {{"bandit", bandit},
           {"batch_sizes", b},
+          {"batch_max_nodes", batchMaxNodes},
           {"floor", floorShare},
           {"prior_programs", priorPrograms},
           {"prior_yield", priorYield},
@@ -148,6 +149,9 @@ SchedulePolicy SchedulePolicy::fromJson(const json& doc) {
       p.decay = numberIn(v, key, 1e-6, 1);
     } else if (key == "baseline_decay") {
       p.baselineDecay = numberIn(v, key, 1e-6, 1);
+    } else if (key == "batch_max_nodes") {
+      p.batchMaxNodes = static_cast<int>(numberIn(v, key, 1, 4096));
+      if (p.batchMaxNodes != v.get<double>()) bad("'batch_max_nodes' must be an integer");
     } else if (key == "batch_sizes") {
       if (!v.is_object() || v.empty()) bad("'batch_sizes' must be a non-empty object {\"size\": weight}");
       p.batchSizes.clear();

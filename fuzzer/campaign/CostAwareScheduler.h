@@ -37,11 +37,14 @@ struct SchedulePolicy {
   std::vector<SizeBucket> sizes{{"small", 0.5, 1}, {"medium", 1, 2}, {"large", 2, 1}};
   /// Batch sizes (programs judged under one compile, BatchTester) and their prior weights.
   std::map<int, double> batchSizes{{1, 1}, {2, 1}, {4, 1}, {8, 1}};
+  /// A batch's members hold at most this many graph nodes together (the job's memory and time).
+  int batchMaxNodes = 256;
 
   nlohmann::json toJson() const;
   /// Keys: bandit, floor, prior_programs, prior_yield, signature_weight, decay, baseline_decay, sizes ([{name, scale,
   /// weight}]); keys not given keep their defaults; unknown keys and bad values raise
-  /// std::invalid_argument naming them. batch_sizes: {"1": weight, "4": weight, ...}, sizes 1 to 16.
+  /// std::invalid_argument naming them. batch_sizes: {"1": weight, "4": weight, ...}, sizes 1 to 16;
+  /// batch_max_nodes: 1 to 4096.
   static SchedulePolicy fromJson(const nlohmann::json& doc);
 };
 

@@ -47,6 +47,31 @@ std::string whyNotBatchable(const Graph& g, const OpCatalog& catalog) {
   return "";
 }
 
+namespace {
+
+int64_t tensorElements(const Graph& g) {
+  int64_t n = 0;
+  for (const auto* sources : {&g.inputs, &g.params})
+    for (const auto& s : *sources) n += g.typeOf(s.value).numel();
+  return n;
+}
+
+}  // namespace
+
+BatchPlace BatchRoom::place(const Graph& plain, bool batchable) const {
+  size_t nodes = plain.nodes.size();
+  int64_t elements = tensorElements(plain);
+  if (!batchable || nodes > maxNodes_ || elements > maxElements_) return BatchPlace::Alone;
+  if (nodes_ + nodes <= maxNodes_ && elements_ + elements <= maxElements_) return BatchPlace::Join;
+  return members_ ? BatchPlace::NextBatch : BatchPlace::Alone;
+}
+
+void BatchRoom::add(const Graph& plain) {
+  nodes_ += plain.nodes.size();
+  elements_ += tensorElements(plain);
+  members_++;
+}
+
 Graph plainProgram(const Graph& g) {
   Graph out = g;
   bool dropped = !out.schedule.empty() || !out.hook.empty();

@@ -5,6 +5,8 @@
 // program alone; make_inputs concatenates the members' inputs, each drawn from its own generator; forward calls each
 // member on its own inputs and returns their outputs in member order. Members share no input and no parameter, so
 // eager and fp64 compute every member's values exactly as they do alone.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,34 @@ std::string whyNotBatchable(const Graph& g, const OpCatalog& catalog);
 /// `g`'s op graph without its Python constructs, call schedule and hook: what a program drawn into a batch is judged
 /// as (the constructs' programs run alone, BatchTester).
 Graph plainProgram(const Graph& g);
+
+/// Where a program drawn while a batch fills goes.
+enum class BatchPlace {
+  Join,       ///< it fits the room the batch has left
+  NextBatch,  ///< it fits an empty batch but not the room left: it ends this batch and leads the next
+  Alone,      ///< it may not batch, or it passes the bound by itself: judged alone, as drawn
+};
+
+/// A filling batch's room: its members' nodes and their inputs' and parameters' elements, each bounded (the job's
+/// memory and time).
+class BatchRoom {
+ public:
+  static constexpr int64_t kMaxElements = int64_t{1} << 22;
+  explicit BatchRoom(size_t maxNodes, int64_t maxElements = kMaxElements)
+      : maxNodes_(maxNodes), maxElements_(maxElements) {}
+  /// Where `plain` (a plainProgram) goes; `batchable`: whyNotBatchable found nothing (and it is no program judged
+  /// as given). An empty batch takes whatever fits the bound: NextBatch only when a member is in.
+  BatchPlace place(const Graph& plain, bool batchable) const;
+  /// Takes `plain` in as a member.
+  void add(const Graph& plain);
+  size_t nodes() const { return nodes_; }
+
+ private:
+  size_t maxNodes_;
+  int64_t maxElements_;
+  size_t nodes_ = 0, members_ = 0;
+  int64_t elements_ = 0;
+};
 
 /// The batch of `members` (at least one, each batchable); `labels[k]` names member k in the header ("program
 /// 000012"). std::invalid_argument when a member cannot be written or is not batchable.
