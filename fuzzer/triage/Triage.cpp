@@ -389,8 +389,8 @@ json Triage::batchMembersNeeded(const json& heldIn, TestSettings settings, const
       kept.push_back(graphs[k]);
       keptLabels.push_back(labels[k]);
     }
-    // The last batch that held: the members needed, each as shrunk.
-    writeFileAtomically(folder / "batch_needed.py", gen::emitBatch(cases_.emitter(), kept, keptLabels).py);  // the members it needs, as one program
+    // The last batch that held: the members needed, each as shrunk, as one program.
+    writeFileAtomically(folder / "batch_needed.py", gen::emitBatch(cases_.emitter(), kept, keptLabels).py);
     std::string list;
     for (int k : keep) list += fmt::format("- {}{}: {} nodes\n", labels[k], k == member ? " (the member whose leaves differ)" : "",
                                            graphs[k].nodes.size());

@@ -63,13 +63,12 @@ BatchPlace BatchRoom::place(const Graph& plain, bool batchable) const {
   int64_t elements = tensorElements(plain);
   if (!batchable || nodes > maxNodes_ || elements > maxElements_) return BatchPlace::Alone;
   if (nodes_ + nodes <= maxNodes_ && elements_ + elements <= maxElements_) return BatchPlace::Join;
-  return members_ ? BatchPlace::NextBatch : BatchPlace::Alone;
+  return BatchPlace::NextBatch;  // an empty room takes whatever passes the bound: a member is in
 }
 
 void BatchRoom::add(const Graph& plain) {
   nodes_ += plain.nodes.size();
   elements_ += tensorElements(plain);
-  members_++;
 }
 
 Graph plainProgram(const Graph& g) {

@@ -58,7 +58,7 @@ class BatchRoom {
   explicit BatchRoom(size_t maxNodes, int64_t maxElements = kMaxElements)
       : maxNodes_(maxNodes), maxElements_(maxElements) {}
   /// Where `plain` (a plainProgram) goes; `batchable`: whyNotBatchable found nothing (and it is no program judged
-  /// as given). An empty batch takes whatever fits the bound: NextBatch only when a member is in.
+  /// as given). An empty batch takes whatever passes the bound, so NextBatch comes only once a member is in.
   BatchPlace place(const Graph& plain, bool batchable) const;
   /// Takes `plain` in as a member.
   void add(const Graph& plain);
@@ -67,7 +67,7 @@ class BatchRoom {
  private:
   size_t maxNodes_;
   int64_t maxElements_;
-  size_t nodes_ = 0, members_ = 0;
+  size_t nodes_ = 0;
   int64_t elements_ = 0;
 };
 

@@ -343,7 +343,7 @@ def serve_jobs(job_fd, done_fd, device):
             baseline = CompilerBaseline()
             reset_compiler_state(baseline)  # the first job's figures must not count the warm-up compile
             # The warm-up imported Inductor (about 475k objects the zygote's freeze never saw): out of the
-            # collector's reach, each reset's full collection scans only what jobs made (0.3 s to 0.05 s).
+            # collector's reach, each reset's full collection scans only what jobs made (0.37 s to 0.01 s).
             gc.freeze()
         redirect_job_output(job["job_dir"])
         limit_address_space(job)
