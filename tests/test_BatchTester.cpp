@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "fuzzer/worker/BatchTester.h"
 #include "generators/Generator.h"
 #include "generators/python/BatchProgram.h"
+#include "generators/python/PythonConstructs.h"
+#include "oracles/judge/OutputLoader.h"
 #include "tests/ProgramTesterFixture.h"
 
 namespace tcfuzz {
@@ -54,8 +57,7 @@ TEST_F(BatchProgramTest, EachMemberIsItsProgramUnderItsOwnNamesAndPlace) {
   gen::Generator generator(catalog, gen::GenPolicy{}, 7);
   std::vector<gen::Graph> members;
   for (uint64_t i = 0; members.size() < 3 && i < 200; ++i) {
-    gen::Graph g = gen::plainProgram(generator.generate(i));
-    if (gen::whyNotBatchable(g, catalog).empty()) members.push_back(g);
+    members.push_back(gen::plainProgram(generator.generate(i)));
   }
   ASSERT_EQ(members.size(), 3u);
   gen::BatchProgram batch = gen::emitBatch(emitter, members, {"program 000001", "program 000002", "program 000003"});
@@ -102,18 +104,18 @@ TEST_F(BatchProgramTest, EachMemberIsItsProgramUnderItsOwnNamesAndPlace) {
       << batch.py;
 }
 
-TEST_F(BatchProgramTest, ProgramsWithStateOrDrawsDoNotBatch) {
-  gen::Graph scheduled = chain({"sin"}, true);
-  scheduled.schedule.push_back({"class-attr", 2});
-  EXPECT_EQ(gen::whyNotBatchable(scheduled, catalog), "a call schedule");
-  EXPECT_EQ(gen::whyNotBatchable(gen::plainProgram(scheduled), catalog), "");
-  gen::Graph hooked = chain({"sin"});
-  hooked.hook = "forward";
-  EXPECT_EQ(gen::whyNotBatchable(hooked, catalog), "a hook");
+// Every construct batches; under fullgraph or an export entry a member is its op graph.
+TEST_F(BatchProgramTest, AMemberKeepsItsConstructsOrIsItsOpGraph) {
   gen::Graph broken = chain({"sin", "cos"});
   broken.nodes[1].python.graphBreakBefore = true;
-  EXPECT_EQ(gen::whyNotBatchable(broken, catalog), "Python constructs");
-  EXPECT_THROW(gen::emitBatch(emitter, {chain({"sin"}), broken}, {}), std::invalid_argument);
+  broken.hook = "global-forward";
+  std::string py = gen::emitBatch(emitter, {chain({"sin"}), broken}, {}).py;
+  for (const char* text : {"torch._dynamo.graph_break()", "    if not isinstance(module, Member1):",
+                           "\nGLOBAL_HOOK_1 = None", "        global GLOBAL_HOOK_1\n"})
+    EXPECT_NE(py.find(text), std::string::npos) << text << "\n" << py;
+  EXPECT_TRUE(gen::batchMemberProgram(broken, true).nodes[1].python.graphBreakBefore);
+  EXPECT_FALSE(gen::batchMemberProgram(broken, false).nodes[1].python.graphBreakBefore);
+  EXPECT_TRUE(gen::batchMemberProgram(broken, false).hook.empty());
   // A stripped program says so in its replay line, and gen --plain makes it again.
   gen::Graph made = gen::Generator(catalog, gen::GenPolicy{}, 5).generate(3);
   made.nodes[0].python.graphBreakBefore = true;
@@ -123,9 +125,72 @@ TEST_F(BatchProgramTest, ProgramsWithStateOrDrawsDoNotBatch) {
   std::string header = gen::provenanceHeader(plain);
   EXPECT_NE(header.find("tcfuzz gen --seed 5 --start 3 --count 1 --plain\n"), std::string::npos) << header;
   EXPECT_TRUE(gen::Graph::fromJson(plain.toJson(), "plain").origin.plain);
-  gen::Graph drawn = chain({"dropout"});
-  drawn.nodes[0].attrs = {{"p", 0.5}};
-  EXPECT_EQ(gen::whyNotBatchable(drawn, catalog).rfind("a random op", 0), 0u);
+}
+
+/// Two programs that keep Python state in module globals (a call counter, a global offset, a closure cell), each
+/// as generation writes it; with `schedules`, the first changes its global in two steps, the second its inputs'
+/// requires_grad in one.
+std::vector<gen::Graph> statefulPrograms(bool schedules = false) {
+  gen::Graph counted = chain({"sin", "cos"}, true);
+  counted.nodes[2].python.counter = true;
+  counted.nodes[2].python.outputState = "offset";
+  gen::Graph tallied = chain({"exp", "tanh"});
+  tallied.nodes[1].python.counter = true;
+  tallied.nodes[1].python.branch = gen::BranchTest{"calls", 0, 0};
+  tallied.nodes[1].python.form = "closure-state";
+  if (schedules) {
+    counted.schedule = {{"global", 0.25}, {"global", 2}};
+    tallied.schedule = {{"requires-grad", 0}};
+  }
+  return {counted, tallied};
+}
+
+// A batch's schedule: step s makes each member's step s on its own submodule and inputs; the members' step functions
+// keep their own names, globals and WRITTEN_INPUTS.
+TEST_F(BatchProgramTest, MembersScheduleStepsJoinTheBatchSchedule) {
+  std::vector<gen::Graph> members = statefulPrograms(true);
+  ASSERT_EQ(gen::planPythonConstructs(members[0], catalog).schedule.size(), 2u);
+  ASSERT_EQ(gen::planPythonConstructs(members[1], catalog).schedule.size(), 1u);
+  gen::BatchProgram batch = gen::emitBatch(emitter, members, {});
+  for (const char* text :
+       {"def change_1_0(model):\n    \"\"\"OFFSET_0 = 0.25 (a module global)\"\"\"\n    global OFFSET_0\n    OFFSET_0 = 0.25\n",
+        "SCHEDULE_0 = [change_1_0, change_2_0]\n", "def flip_requires_grad_1(inputs):", "globals().get(\"WRITTEN_INPUTS_1\", ())",
+        "    return flip_requires_grad_1\n", "SCHEDULE_1 = [change_1_1]\n",
+        "def change_1(model):\n    \"\"\"m0: OFFSET_0 = 0.25 (a module global); m1: inputs with requires_grad flipped (the "
+        "floating inputs forward does not write)\"\"\"\n    return batch_step(model, [(\"m0\", 0, 1, change_1_0), (\"m1\", 1, 1, "
+        "change_1_1)])\n",
+        "def change_2(model):\n    \"\"\"m0: OFFSET_0 = 2.0 (a module global)\"\"\"\n    return batch_step(model, [(\"m0\", 0, 1, "
+        "change_2_0)])\n",
+        "\nSCHEDULE = [change_1, change_2]\n"})
+    EXPECT_NE(batch.py.find(text), std::string::npos) << text << "\n" << batch.py;
+  // Alone, the names are the program's own.
+  std::string alone = emitter.emit(members[1]);
+  EXPECT_NE(alone.find("def flip_requires_grad(inputs):"), std::string::npos) << alone;
+  EXPECT_NE(alone.find("\nSCHEDULE = [change_1]\n"), std::string::npos) << alone;
+}
+
+// Each member's module globals that hold state are its own (CALLS_1, TALLY_1), and BATCH_STATE names them with the
+// member's submodule, so that the worker compares and restores each member's state as alone.
+TEST_F(BatchProgramTest, MembersKeepTheirPythonStateApart) {
+  std::vector<gen::Graph> members = statefulPrograms();
+  for (const auto& g : members) {
+    gen::PythonPlan plan = gen::planPythonConstructs(g, catalog);
+    ASSERT_TRUE(plan.counter);  // the constructs hold, so the emitter writes them
+  }
+  std::string alone = emitter.emit(members[1]);
+  for (const char* text : {"\nCALLS = 0\n", "        global CALLS\n", "\nTALLY = make_tally()\n", " = TALLY(",
+                           "STATE_GLOBALS = (\"CALLS\", \"TALLY\")"})
+    EXPECT_NE(alone.find(text), std::string::npos) << text << "\n" << alone;
+  gen::BatchProgram batch = gen::emitBatch(emitter, members, {});
+  for (const char* text : {"\nOFFSET_0 = 0.5\n", "\nCALLS_0 = 0\n", "        global CALLS_0\n", "        CALLS_0 += 1\n",
+                           " + OFFSET_0\n", "\nCALLS_1 = 0\n", "        global CALLS_1\n", "\nTALLY_1 = make_tally()\n",
+                           " = TALLY_1(", "STATE_GLOBALS_1 = (\"CALLS_1\", \"TALLY_1\")", "self.calls % 2 == 1",
+                           "BATCH_STATE = ((\"m0\", (\"OFFSET_0\", \"CALLS_0\", )), (\"m1\", (\"CALLS_1\", \"TALLY_1\", )), )\n"})
+    EXPECT_NE(batch.py.find(text), std::string::npos) << text << "\n" << batch.py;
+  for (const char* shared : {"\nCALLS = ", "\nOFFSET = ", "\nTALLY = ", "global CALLS\n", "+ OFFSET\n", "\nSTATE_GLOBALS = "})
+    EXPECT_EQ(batch.py.find(shared), std::string::npos) << shared << "\n" << batch.py;
+  // A batch of plain members declares no Python state.
+  EXPECT_EQ(gen::emitBatch(emitter, {chain({"sin"}), chain({"cos"})}, {}).py.find("BATCH_STATE"), std::string::npos);
 }
 
 // A filling batch takes what fits its room; a program that fits only an empty batch ends it and leads the next,
@@ -171,6 +236,12 @@ TEST(BatchLeaves, EachLeafBelongsToTheMemberItNames) {
   EXPECT_EQ(batchMemberOfLeaf(batch, leaf("second-call", "second-call: output 0"), 0), 0);
   EXPECT_EQ(batchMemberOfLeaf(batch, leaf("resized", "resized (dim 0 of input 2: 3 -> 2): output 2"), 0), 1);
   EXPECT_EQ(batchMemberOfLeaf(batch, leaf("resized", "resized: inputs"), 0), -1);  // every member's
+  // A member's Python state is named after its submodule (BATCH_STATE).
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("python-state", "m1.self.calls after forward"), 0), 1);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("python-state", "m0.global CALLS_0 after forward"), 0), 0);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("python-state", "m1.closure cell TALLY_1.count after forward"), 0), 1);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("python-state", "m0.Member0.scale after forward"), 0), 0);
+  EXPECT_EQ(batchMemberOfLeaf(batch, leaf("python-state", "m1.self.trace value 0 after forward"), 0), 1);
   // A run's part: its own leaves and the shared ones, in order.
   oracles::RunResult run;
   run.outputs = oracles::OutputSet{"outputs.safetensors",
@@ -290,6 +361,75 @@ TEST_F(BatchTesterTest, AnAotInductorBatchJudgesEachMember) {
       roles += leaf.role == "second-call" || leaf.role == "fresh-inputs";
     EXPECT_EQ(roles, 2) << k;  // its own output in calls 2 and 3
   }
+}
+
+// Members with Python constructs under real torch.compile: a graph break, call counters, a branch on the call count,
+// a closure cell, call schedules and process-wide hooks, each member's own, beside a member with a random op. Each
+// member agrees in the batch (the random one by dtype and shape), its Python state is compared under its submodule's name, each call
+// starts from the member's state as built (call 2 repeats call 1: the branch on the call count takes the same arm),
+// as it does alone, and the batch's schedule makes each member's steps.
+TEST_F(BatchTesterTest, MembersWithPythonConstructsAreJudgedAsTheyAreAlone) {
+  std::vector<gen::Graph> members = statefulPrograms(true);
+  members[0].nodes[1].python.graphBreakBefore = true;
+  members.push_back(chain({"dropout", "sin"}));  // a random op: its draws taint only its own member's leaves
+  members.back().nodes[0].attrs = {{"p", 0.5}};
+  members.push_back(chain({"cos"}, true));  // process-wide hooks, each acting on its own member
+  members.back().hook = "global-pre";
+  members[0].hook = "global-forward";
+  std::vector<fs::path> files;
+  fs::path batchFile;
+  gen::BatchProgram batch = write(members, "python", files, batchFile);
+  BatchTester batchTester(*tester_);
+  std::vector<BatchMemberResult> results = batchTester.test(batchFile, batch, files, settings("inductor"));
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[2].judgement, BatchJudgement::InBatch);
+  EXPECT_EQ(results[2].result.verdict.verdict, oracles::Verdict::RandomOnly) << results[2].result.verdict.reason;
+  EXPECT_EQ(results[3].judgement, BatchJudgement::InBatch);
+  EXPECT_EQ(results[3].result.verdict.verdict, oracles::Verdict::Agree) << results[3].result.verdict.reason;
+  int recorded = 0;
+  for (const auto& leaf : results[3].result.runs.compiled.outputs->leaves)
+    recorded += leaf.name == "m3.global MODULE_CALLS_3 after forward";
+  EXPECT_EQ(recorded, 1);
+  for (size_t k = 0; k < 2; ++k) {
+    const ProgramTestResult& r = results[k].result;
+    EXPECT_EQ(results[k].judgement, BatchJudgement::InBatch) << k;
+    EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << r.verdict.reason;
+    ASSERT_TRUE(r.runs.eager.outputs);
+    std::string own = fmt::format("m{}.", k), other = fmt::format("m{}.", 1 - k);
+    int state = 0;
+    for (const auto& leaf : r.runs.eager.outputs->leaves) {
+      if (leaf.role != "python-state") continue;
+      EXPECT_EQ(leaf.name.rfind(own, 0), 0u) << leaf.name;  // its own state only
+      state += leaf.name == own + "self.calls after forward";
+      if (leaf.name == own + "self.calls after forward") EXPECT_EQ(leaf.repr, "1");  // one call since the state as built
+    }
+    EXPECT_EQ(state, 1) << k;
+  }
+  // Member 1's output in call 2 is its call 1's: its counter was restored to the state as built in between.
+  const oracles::RunResult& eager = results[1].result.runs.eager;
+  oracles::LoadedOutputs loaded = oracles::loadOutputs(*eager.outputs, eager.jobDir);
+  std::optional<at::Tensor> first, second;
+  std::string names;
+  for (const auto& leaf : loaded.leaves) {  // member 1's own leaves: its output is the first output leaf
+    names += leaf.role + ": " + leaf.name + "\n";
+    if (leaf.role == "output" && !first) first = loaded.tensors.at(leaf.index);
+    if (leaf.role == "second-call" && leaf.name.ends_with(fmt::format("output {}", batch.members[1].firstOutput)))
+      second = loaded.tensors.at(leaf.index);
+  }
+  ASSERT_TRUE(first && second) << names;
+  EXPECT_TRUE(first->equal(*second));
+  // The batch's schedule changed member 0's global in its two steps, and called member 1 in both.
+  const oracles::RunResult& eager0 = results[0].result.runs.eager;
+  oracles::LoadedOutputs loaded0 = oracles::loadOutputs(*eager0.outputs, eager0.jobDir);
+  std::vector<double> offsets;
+  int scheduled = 0;
+  for (const auto& leaf : loaded0.leaves)
+    if (leaf.role == "schedule" && leaf.name.ends_with("): m0.global OFFSET_0"))
+      offsets.push_back(loaded0.tensors.at(leaf.index).item<double>());
+  for (const auto& leaf : loaded.leaves)
+    scheduled += leaf.role == "schedule" && leaf.name.ends_with(fmt::format("output {}", batch.members[1].firstOutput));
+  EXPECT_EQ(offsets, (std::vector<double>{0.25, 2.0})) << names;
+  EXPECT_EQ(scheduled, 2) << names;
 }
 
 // TEST FIXTURE tcfuzz_planted_two_sigmoids miscompiles sigmoid only in a graph with two of them: each member alone

@@ -199,10 +199,10 @@ class Campaign {
   /// in this order, are the member functions below.
   std::optional<std::vector<std::string>> testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
   /// A lane's step (CampaignBatch.cpp): `first` tested alone, or with the programs drawn after it as one batch
-  /// when the drawn batch size is over 1. A batch's programs are judged as their op graphs (gen::plainProgram)
-  /// under the configuration drawn for the first (any entry but training steps); a program that still may not
-  /// batch (a random op), would pass the batch's bound by itself, or comes from the seed corpus with Python constructs (judged
-  /// as given) is tested alone at once, as drawn. A program that would pass only the room the batch has left
+  /// when the drawn batch size is over 1. A batch's programs are judged under the configuration drawn for the
+  /// first (any entry but training steps), with their Python constructs or as their op graphs as that
+  /// configuration allows (gen::batchMemberProgram); a program that would pass the batch's bound by itself, or
+  /// comes from the seed corpus with Python constructs (judged as given), is tested alone at once, as drawn. A program that would pass only the room the batch has left
   /// ends the batch and is returned: it leads the lane's next step, so a large program is never judged alone
   /// for want of room.
   std::optional<Candidate> testFromLane(Candidate& first, gen::Generator& generator,

@@ -33,6 +33,14 @@ int Campaign::batchSizeFor(const Candidate& first, ArmPulls& pulls) {
   return scheduler_.sampleBatch(rng, pulls);
 }
 
+namespace {
+
+/// Whether a batch under `config` judges its members' Python constructs: torch.compile without fullgraph (under
+/// fullgraph one member's graph break would refuse the whole batch; an export entry judges one trace).
+bool keepsConstructs(const oracles::CompileConfig& config) { return !config.exports() && !config.fullgraph; }
+
+}  // namespace
+
 void Campaign::prepareMember(Candidate& c, const fs::path& scratch, Trial& t, const Candidate& first,
                              const Trial& firstTrial) const {
   // The compile arms are first's (the batch drew them once); the program's own size arm stays its own.
@@ -40,6 +48,7 @@ void Campaign::prepareMember(Candidate& c, const fs::path& scratch, Trial& t, co
     if (arm.first != ScheduleDimension::Size) c.pulls.arms.push_back(arm);
   t.compile = firstTrial.compile;
   t.test = firstTrial.test;
+  c.graph = gen::batchMemberProgram(c.graph, keepsConstructs(t.compile.config));
   if (t.compile.config.exports()) c.graph = gen::singleTraceProgram(c.graph);  // as first's (prepareTrial)
   t.py = emitter_.emit(c.graph);
   t.file = scratch / fmt::format("{:06d}.py", c.index);
@@ -62,10 +71,9 @@ std::optional<Campaign::Candidate> Campaign::testFromLane(Candidate& first, gen:
   std::optional<Candidate> carried;
   for (int drawn = 1;; ++drawn) {
     if (next) {
-      gen::Graph plain = gen::plainProgram(next->graph);
       // A seed-corpus program is judged as given: it joins a batch only when it is plain already.
-      bool asGiven = next->origin == "seed" && plain.origin.plain;
-      gen::BatchPlace place = room.place(plain, !asGiven && gen::whyNotBatchable(plain, catalog_).empty());
+      bool asGiven = next->origin == "seed" && gen::plainProgram(next->graph).origin.plain;
+      gen::BatchPlace place = room.place(next->graph, !asGiven);
       if (place == gen::BatchPlace::NextBatch) {
         carried = std::move(next);
         break;
@@ -73,12 +81,18 @@ std::optional<Campaign::Candidate> Campaign::testFromLane(Candidate& first, gen:
       if (place == gen::BatchPlace::Alone) {
         testCandidate(*next, scratch);  // as drawn
       } else {
-        next->graph = std::move(plain);
         room.add(next->graph);
         Trial t;
         if (members.empty()) {
           next->pulls.arms.insert(next->pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
+          gen::Graph drawn = next->graph;
           prepareTrial(*next, scratch, t, true);
+          if (!keepsConstructs(t.compile.config)) {  // the configuration is drawn with the first member
+            next->graph = gen::plainProgram(drawn);
+            if (t.compile.config.exports()) next->graph = gen::singleTraceProgram(next->graph);
+            t.py = emitter_.emit(next->graph);
+            writeFileAtomically(t.file, t.py);
+          }
         } else {
           prepareMember(*next, scratch, t, members.front(), trials.front());
         }

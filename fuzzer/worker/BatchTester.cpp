@@ -16,6 +16,7 @@ struct LeafOwnerRule {
 };
 
 const LeafOwnerRule kLeafOwnerRules[] = {
+    {R"((?:^|: )(m\d+\.)(?:self\.|global |closure cell |Member\d+\.))", LeafOwnerRule::State},  // a member's Python state
     {R"(^grad\(input (\d+)\)$)", LeafOwnerRule::Input},           // an input's gradient
     {R"(^grad\(param ([^)]+)\)$)", LeafOwnerRule::State},         // a parameter's gradient
     {R"(^input (\d+) after )", LeafOwnerRule::Input},             // an input after the call
@@ -89,14 +90,17 @@ int batchMemberOfFailure(const gen::BatchProgram& batch, const std::filesystem::
                          const oracles::RunResult& run) {
   if (!run.exception) return -1;
   std::string frame = "File \"" + std::filesystem::absolute(file).string() + "\", line ";
-  const std::string& tb = run.exception->traceback;
-  size_t at = tb.rfind(frame);
-  if (at == std::string::npos) return -1;
-  try {
-    return batch.memberOfLine(std::stoi(tb.substr(at + frame.size())));
-  } catch (const std::exception&) {
-    return -1;
+  // The traceback's innermost frame of the batch's text, else the last one the message quotes (Dynamo's "from user
+  // code:" lists the frames it was tracing, which a refusal's traceback does not hold).
+  for (const std::string* text : {&run.exception->traceback, &run.exception->message}) {
+    size_t at = text->rfind(frame);
+    if (at == std::string::npos) continue;
+    try {
+      if (int member = batch.memberOfLine(std::stoi(text->substr(at + frame.size()))); member >= 0) return member;
+    } catch (const std::exception&) {
+    }
   }
+  return -1;
 }
 
 std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& batchFile, const gen::BatchProgram& batch,
@@ -137,6 +141,19 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
     together.limits.timeoutSeconds = settings.limits.timeoutSeconds * static_cast<double>(live.size());
     whole = tester_.screen(file, together);
     keepScreen(whole);
+    // A compiled run refused as documented where a member's text is the frame refused (a graph break in a
+    // higher-order op's body, say): that member is judged alone (refused there the same way) and the others are
+    // batched again. A refusal that names no member's text refuses every member alike (batchMemberResult).
+    int refused = whole.compileSkipped || whole.documentedRefusal.empty() || !rebatch
+                      ? -1
+                      : batchMemberOfFailure(layout, file, whole.runs.compiled);
+    if (refused >= 0) {
+      spent += whole.torchSeconds;
+      out[live[refused]] = {tester_.test(memberFiles[live[refused]], settings), BatchJudgement::Alone};
+      live.erase(live.begin() + refused);
+      if (live.size() > 1) std::tie(file, layout) = rebatch(live);
+      continue;
+    }
     if (!whole.compileSkipped) break;
     int failed = batchMemberOfFailure(layout, file, whole.runs.eager);
     spent += whole.torchSeconds;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/features/InputAliases.h"
 #include "generators/python/PythonConstructs.h"
 
 namespace tcfuzz::gen {
@@ -36,17 +37,6 @@ int BatchProgram::memberOfState(const std::string& qualified) const {
   return -1;
 }
 
-std::string whyNotBatchable(const Graph& g, const OpCatalog& catalog) {
-  if (!g.schedule.empty()) return "a call schedule";
-  if (!g.hook.empty()) return "a hook";
-  if (planPythonConstructs(g, catalog).anyConstruct()) return "Python constructs";
-  for (const auto& n : g.nodes) {
-    const OpSpec* op = catalog.find(n.op);
-    if (op && op->random) return "a random op (" + n.op + ")";
-  }
-  return "";
-}
-
 namespace {
 
 int64_t tensorElements(const Graph& g) {
@@ -58,18 +48,20 @@ int64_t tensorElements(const Graph& g) {
 
 }  // namespace
 
-BatchPlace BatchRoom::place(const Graph& plain, bool batchable) const {
-  size_t nodes = plain.nodes.size();
-  int64_t elements = tensorElements(plain);
+BatchPlace BatchRoom::place(const Graph& program, bool batchable) const {
+  size_t nodes = program.nodes.size();
+  int64_t elements = tensorElements(program);
   if (!batchable || nodes > maxNodes_ || elements > maxElements_) return BatchPlace::Alone;
   if (nodes_ + nodes <= maxNodes_ && elements_ + elements <= maxElements_) return BatchPlace::Join;
   return BatchPlace::NextBatch;  // an empty room takes whatever passes the bound: a member is in
 }
 
-void BatchRoom::add(const Graph& plain) {
-  nodes_ += plain.nodes.size();
-  elements_ += tensorElements(plain);
+void BatchRoom::add(const Graph& program) {
+  nodes_ += program.nodes.size();
+  elements_ += tensorElements(program);
 }
+
+Graph batchMemberProgram(const Graph& g, bool keepConstructs) { return keepConstructs ? g : plainProgram(g); }
 
 Graph plainProgram(const Graph& g) {
   Graph out = g;
@@ -88,15 +80,15 @@ BatchProgram emitBatch(const PythonEmitter& emitter, const std::vector<Graph>& m
                        const std::vector<std::string>& labels) {
   if (members.empty()) throw std::invalid_argument("a batch needs at least one member");
   BatchProgram batch;
-  std::ostringstream head, body, init, args, calls, inputs, written;
+  std::ostringstream head, body, init, args, calls, inputs, written, aliased, state;
+  bool anyConstruct = false;
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> steps;  // per step: docs, member steps
   head << fmt::format("# tcfuzz batch: {} independent programs judged under one compile, each a member module of\n"
                       "# Model below. Each member is its program as written alone: the same parameters (torch's\n"
                       "# generator reseeded before each), the same inputs (each drawn from its own generator).\n",
                       members.size());
   for (size_t k = 0; k < members.size(); ++k) {
     const Graph& g = members[k];
-    if (std::string why = whyNotBatchable(g, emitter.catalog()); !why.empty())
-      throw std::invalid_argument(fmt::format("batch member {} may not be batched: {}", k, why));
     BatchMember m;
     m.module = fmt::format("m{}", k);
     m.firstInput = k ? batch.members.back().firstInput + batch.members.back().inputs : 0;
@@ -117,6 +109,21 @@ BatchProgram emitBatch(const PythonEmitter& emitter, const std::vector<Graph>& m
     calls << fmt::format("*self.{}({}), ", m.module, fmt::join(names, ", "));
     inputs << fmt::format("*make_inputs_{}(seed), ", k);
     for (int p : writtenInputPositions(g)) written << m.firstInput + p << ", ";
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      if (const Source* base = g.inputs[i].alias.none() ? nullptr : aliasBase(g, g.inputs[i]))
+        aliased << fmt::format("{}: {}, ", m.firstInput + static_cast<int>(i), m.firstInput + (base - g.inputs.data()));
+    PythonPlan plan = planPythonConstructs(g, emitter.catalog());
+    anyConstruct = anyConstruct || plan.anyConstruct();
+    PythonText python{plan, fmt::format("_{}", k), fmt::format("Member{}", k)};
+    for (size_t step = 0; step < plan.schedule.size(); ++step) {
+      if (steps.size() <= step) steps.emplace_back();
+      PythonText::StepText text = python.scheduleStep(step);
+      steps[step].first.push_back(fmt::format("{}: {}", m.module, text.doc));
+      steps[step].second.push_back(fmt::format("(\"{}\", {}, {}, {})", m.module, m.firstInput, m.inputs, text.name));
+    }
+    std::vector<std::string> globals;
+    for (const std::string& name : plan.stateGlobals()) globals.push_back(fmt::format("\"{}_{}\", ", name, k));
+    state << fmt::format("(\"{}\", ({})), ", m.module, fmt::join(globals, ""));
     batch.members.push_back(m);
   }
   std::ostringstream py;
@@ -136,6 +143,35 @@ BatchProgram emitBatch(const PythonEmitter& emitter, const std::vector<Graph>& m
   if (!written.str().empty())
     py << "\n\n# forward writes into these inputs (positions in make_inputs' list): the members' own, moved to their place\n"
        << "WRITTEN_INPUTS = (" << written.str() << ")\n";
+  if (!aliased.str().empty())
+    py << "\n\n# these inputs view another input's storage (position: the position of the input they view), the members' own\n"
+       << "ALIASED_INPUTS = {" << aliased.str() << "}\n";
+  if (anyConstruct)
+    py << "\n\n# each member's Python state (its submodule's attributes, its class's, its globals), compared after every call\n"
+       << "# as the member alone keeps it\nBATCH_STATE = (" << state.str() << ")\n";
+  if (!steps.empty()) {
+    py << "\n\n# The calls after the first, for the whole batch: step s makes step s of each member that has one, on that\n"
+          "# member's submodule (a change of the inputs changes only that member's), then calls forward again.\n"
+          "def batch_step(model, steps):\n"
+          "    changes = []\n"
+          "    for name, first, count, step in steps:\n"
+          "        change = step(model.get_submodule(name))\n"
+          "        if callable(change):\n"
+          "            changes.append((first, count, change))\n\n"
+          "    def change_inputs(inputs):\n"
+          "        inputs = list(inputs)\n"
+          "        for first, count, change in changes:\n"
+          "            inputs[first:first + count] = change(inputs[first:first + count])\n"
+          "        return inputs\n\n"
+          "    return change_inputs if changes else None\n";
+    std::vector<std::string> names;
+    for (size_t step = 0; step < steps.size(); ++step) {
+      names.push_back(fmt::format("change_{}", step + 1));
+      py << fmt::format("\n\ndef {}(model):\n    \"\"\"{}\"\"\"\n    return batch_step(model, [{}])\n", names.back(),
+                        fmt::join(steps[step].first, "; "), fmt::join(steps[step].second, ", "));
+    }
+    py << fmt::format("\n\nSCHEDULE = [{}]\n", fmt::join(names, ", "));
+  }
   batch.py = py.str();
   return batch;
 }

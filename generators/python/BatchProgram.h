@@ -1,10 +1,18 @@
 #pragma once
 // A batch: k programs judged as independent members of one module under one compile (one torch.compile, one call
-// per member). Member k is its program as written alone, under names of its own (Member<k>, make_inputs_<k>). The
-// batch's Model builds each member after reseeding torch's generator with its initial seed, as the worker seeds a
-// program alone; make_inputs concatenates the members' inputs, each drawn from its own generator; forward calls each
-// member on its own inputs and returns their outputs in member order. Members share no input and no parameter, so
-// eager and fp64 compute every member's values exactly as they do alone.
+// per member). Member k is its program as written alone, under names of its own (Member<k>, make_inputs_<k>, and
+// each module global that holds state: CALLS_<k>, OFFSET_<k>). The batch's Model builds each member after reseeding
+// torch's generator with its initial seed, as the worker seeds a program alone; make_inputs concatenates the members'
+// inputs, each drawn from its own generator; forward calls each member on its own inputs and returns their outputs in
+// member order. Members share no input, no parameter and no Python state (BATCH_STATE names each member's, which the
+// worker compares and restores per member), so eager and fp64 compute every member's values exactly as they do alone.
+// A member's Python constructs run inside its own submodule. Its call schedule's steps join the batch's SCHEDULE:
+// step s makes each member's step s on that member's submodule, globals and inputs, then calls the batch again (a
+// member with fewer steps is called again unchanged). A process-wide module hook acts on its own member's class only
+// (the emitter names the member's class in it) and its handle and records are the member's globals. A random op's
+// draws come from torch's global generator, after the members before it drew theirs: the values differ from the
+// member's alone, but no leaf that depends on a draw is judged by its values (the eager job's random-op taint), and
+// no other member's leaf depends on them.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -35,19 +43,20 @@ struct BatchProgram {
   int memberOfLine(int line) const;
 };
 
-/// Why `g` may not join a batch ("" when it may): a Python construct, a call schedule or a hook (Python state and
-/// calls that the members would share or order), a random op (its draws would move the next member's).
-std::string whyNotBatchable(const Graph& g, const OpCatalog& catalog);
+/// What a program drawn into a batch is judged as: `g` itself under `keepConstructs` (torch.compile without
+/// fullgraph), else plainProgram(g) (under fullgraph one member's graph break would refuse the whole batch; an export
+/// entry judges one trace).
+Graph batchMemberProgram(const Graph& g, bool keepConstructs);
 
-/// `g`'s op graph without its Python constructs, call schedule and hook: what a program drawn into a batch is judged
-/// as (the constructs' programs run alone, BatchTester).
+/// `g`'s op graph without its Python constructs, call schedule and hook (origin.plain marks what was dropped: the
+/// replay line adds --plain).
 Graph plainProgram(const Graph& g);
 
 /// Where a program drawn while a batch fills goes.
 enum class BatchPlace {
   Join,       ///< it fits the room the batch has left
   NextBatch,  ///< it fits an empty batch but not the room left: it ends this batch and leads the next
-  Alone,      ///< it may not batch, or it passes the bound by itself: judged alone, as drawn
+  Alone,      ///< it is judged as given, or it passes the bound by itself: judged alone, as drawn
 };
 
 /// A filling batch's room: its members' nodes and their inputs' and parameters' elements, each bounded (the job's
@@ -57,11 +66,12 @@ class BatchRoom {
   static constexpr int64_t kMaxElements = int64_t{1} << 22;
   explicit BatchRoom(size_t maxNodes, int64_t maxElements = kMaxElements)
       : maxNodes_(maxNodes), maxElements_(maxElements) {}
-  /// Where `plain` (a plainProgram) goes; `batchable`: whyNotBatchable found nothing (and it is no program judged
-  /// as given). An empty batch takes whatever passes the bound, so NextBatch comes only once a member is in.
-  BatchPlace place(const Graph& plain, bool batchable) const;
-  /// Takes `plain` in as a member.
-  void add(const Graph& plain);
+  /// Where `program` goes (its nodes and tensors count, not its Python); `batchable`: false for a program judged as
+  /// given (a seed-corpus program with Python constructs). An empty batch takes whatever passes the bound, so NextBatch comes only
+  /// once a member is in.
+  BatchPlace place(const Graph& program, bool batchable) const;
+  /// Takes `program` in as a member.
+  void add(const Graph& program);
   size_t nodes() const { return nodes_; }
 
  private:
@@ -71,8 +81,8 @@ class BatchRoom {
   int64_t elements_ = 0;
 };
 
-/// The batch of `members` (at least one, each batchable); `labels[k]` names member k in the header ("program
-/// 000012"). std::invalid_argument when a member cannot be written or is not batchable.
+/// The batch of `members` (at least one); `labels[k]` names member k in the header ("program 000012").
+/// std::invalid_argument when a member cannot be written.
 BatchProgram emitBatch(const PythonEmitter& emitter, const std::vector<Graph>& members,
                        const std::vector<std::string>& labels);
 

@@ -1,6 +1,7 @@
 #include "generators/python/PythonConstructs.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <set>
@@ -354,6 +355,22 @@ bool mutatePythonConstructs(Graph& g, const OpCatalog& catalog, const PythonCons
 
 // --- Python text ------------------------------------------------------------------------------------
 
+namespace {
+
+/// `text` with each whole-word occurrence of the module global `name` followed by `suffix` ("" leaves it as is).
+std::string withGlobalRenamed(std::string text, std::string_view name, const std::string& suffix) {
+  if (name.empty() || suffix.empty()) return text;
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    size_t end = at + name.size();
+    if ((at > 0 && word(text[at - 1])) || (end < text.size() && word(text[end]))) continue;
+    text.insert(end, suffix);
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string PythonText::imports() const {
   std::set<std::string_view> lines;
   for (const std::string& name : plan.forms) lines.insert(pythonForm(name).imports);
@@ -370,15 +387,17 @@ std::string PythonText::moduleState() const {
     out = "# Module globals forward reads or writes (STATE_GLOBALS: compared after every call)\n";
     // Never the neutral 0.0 or 1.0: an output `v + 0.0` or `v * 1.0` of an input view comes back as the input
     // itself under Inductor (open upstream #197893), which would make every such program that known finding.
-    if (plan.globalOffset) out += "OFFSET = 0.5\n";
-    if (plan.counter) out += "CALLS = 0\n";
-    if (plan.hook == "global-pre") out += "MODULE_CALLS = []  # the global pre-hook appends each module call's class name\n";
-    if (globalHook) out += "GLOBAL_HOOK = None  # the handle of the one global hook this program registers\n";
+    if (plan.globalOffset) out += global("OFFSET") + " = 0.5\n";
+    if (plan.counter) out += global("CALLS") + " = 0\n";
+    if (plan.hook == "global-pre")
+      out += global("MODULE_CALLS") + " = []  # the global pre-hook appends each module call's class name\n";
+    if (globalHook) out += global("GLOBAL_HOOK") + " = None  # the handle of the one global hook this program registers\n";
     out += "\n\n";
   }
   std::set<std::string_view> written;  // forms may share definitions (the submodule class)
   for (const PythonForm& f : pythonForms())  // the table's order, so the text never depends on the nodes'
-    if (plan.forms.contains(std::string(f.name)) && written.insert(f.module).second) out += f.module;
+    if (plan.forms.contains(std::string(f.name)) && written.insert(f.module).second)
+      out += withGlobalRenamed(std::string(f.module), f.stateGlobal, suffix);
   return out + hopGlobalsText(plan.hopKinds);
 }
 
@@ -397,13 +416,13 @@ std::string PythonText::initState() const {
     out += "        self.seen = []\n        self._hook = self.register_forward_pre_hook(record_input_shapes)\n";
   if (plan.hook.starts_with("global-")) {
     // Global hooks live in torch for the whole process: a model built again replaces the last one's hook.
-    out += fmt::format("        global GLOBAL_HOOK\n"
-                       "        if GLOBAL_HOOK is not None:  # a model built again in this process: one global hook at a time\n"
-                       "            GLOBAL_HOOK.remove()\n"
-                       "        GLOBAL_HOOK = torch.nn.modules.module.register_module_forward{}_hook({})\n"
-                       "        self._hook = GLOBAL_HOOK\n",
+    out += fmt::format("        global {2}\n"
+                       "        if {2} is not None:  # a model built again in this process: one global hook at a time\n"
+                       "            {2}.remove()\n"
+                       "        {2} = torch.nn.modules.module.register_module_forward{0}_hook({1})\n"
+                       "        self._hook = {2}\n",
                        plan.hook == "global-pre" ? "_pre" : "",
-                       plan.hook == "global-pre" ? "record_module_calls" : "double_model_outputs");
+                       plan.hook == "global-pre" ? "record_module_calls" : "double_model_outputs", global("GLOBAL_HOOK"));
   }
   return out;
 }
@@ -421,22 +440,22 @@ std::string PythonText::hookFunction() const {
   // the program's own modules.
   if (plan.hook == "global-forward")
     return "def double_model_outputs(module, args, output):  # a global forward hook: it runs after every module's forward\n"
-           "    if not isinstance(module, Model):  # submodules and the compiled wrapper keep their outputs\n"
+           "    if not isinstance(module, " + model + "):  # submodules and the compiled wrapper keep their outputs\n"
            "        return None\n"
            "    return tuple(o * 2 if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in output)\n\n\n";
   if (plan.hook == "global-pre")
     return "def record_module_calls(module, args):  # a global forward pre-hook: it runs before every module's forward\n"
            "    if not isinstance(module, (torch._dynamo.eval_frame.OptimizedModule, torch.fx.GraphModule)):  # compiler-made\n"
-           "        MODULE_CALLS.append(type(module).__name__)\n\n\n";
+           "        " + global("MODULE_CALLS") + ".append(type(module).__name__)\n\n\n";
   return "";
 }
 
-std::string PythonText::forwardPrologue() const { return plan.counter ? "        global CALLS\n" : ""; }
+std::string PythonText::forwardPrologue() const { return plan.counter ? "        global " + global("CALLS") + "\n" : ""; }
 
 std::string PythonText::beforeNode(size_t i) const {
   const NodePython& p = plan.nodes[i];
   std::string out;
-  if (p.counter) out += "        CALLS += 1\n        self.calls += 1\n        self.trace.append(self.calls)\n";
+  if (p.counter) out += "        " + global("CALLS") + " += 1\n        self.calls += 1\n        self.trace.append(self.calls)\n";
   if (p.graphBreakBefore) out += "        torch._dynamo.graph_break()\n";
   return out;
 }
@@ -472,10 +491,44 @@ std::string PythonText::afterNode(const Graph& g, size_t i, const std::vector<st
   if (p.outputState.empty() && p.form.empty()) return "";
   const std::string& out = names[static_cast<size_t>(g.nodes[i].outputs[0])];
   std::string text;
-  if (!p.form.empty()) text += formForwardText(pythonForm(p.form), out);
+  if (!p.form.empty()) text += withGlobalRenamed(formForwardText(pythonForm(p.form), out), pythonForm(p.form).stateGlobal, suffix);
   if (p.outputState == "scale") text += fmt::format("        {0} = {0} * self.scale\n", out);
-  if (p.outputState == "offset") text += fmt::format("        {0} = {0} + OFFSET\n", out);
+  if (p.outputState == "offset") text += fmt::format("        {0} = {0} + {1}\n", out, global("OFFSET"));
   return text;
+}
+
+PythonText::StepText PythonText::scheduleStep(size_t k) const {
+  const ScheduleStep& s = plan.schedule.at(k);
+  StepText t{fmt::format("change_{}{}", k + 1, suffix), "", ""};
+  if (s.change == "class-attr") {
+    t.doc = fmt::format("{}.scale = {} (a class attribute)", model, literal(s.value));
+    t.body = fmt::format("    {}.scale = {}\n", model, literal(s.value));
+  } else if (s.change == "instance-attr") {
+    t.doc = fmt::format("model.scale = {} (an instance attribute over the class one)", literal(s.value));
+    t.body = fmt::format("    model.scale = {}\n", literal(s.value));
+  } else if (s.change == "global") {
+    t.doc = fmt::format("{} = {} (a module global)", global("OFFSET"), literal(s.value));
+    t.body = fmt::format("    global {0}\n    {0} = {1}\n", global("OFFSET"), literal(s.value));
+  } else if (s.change == "flag") {
+    t.doc = "model.flag = not model.flag";
+    t.body = "    model.flag = not model.flag\n";
+  } else if (s.change == "train-mode") {
+    t.doc = "model.train(not model.training): eval() to train() and back";
+    t.body = "    model.train(not model.training)\n";
+  } else if (s.change == "requires-grad") {
+    t.doc = "inputs with requires_grad flipped (the floating inputs forward does not write)";
+    t.body = "    return " + global("flip_requires_grad") + "\n";
+  } else if (s.change == "dtype") {
+    t.doc = "model.double(), and the floating inputs as float64 (another dtype)";
+    t.body = "    model.double()\n    return " + global("as_float64") + "\n";
+  } else if (s.change == "clear-cache") {
+    t.doc = "model.cache.clear() (the dict forward passes to remember)";
+    t.body = "    model.cache.clear()\n";
+  } else {
+    t.doc = fmt::format("the {} hook removed", plan.hook);
+    t.body = "    model._hook.remove()\n";
+  }
+  return t;
 }
 
 std::string PythonText::scheduleAndState() const {
@@ -484,56 +537,27 @@ std::string PythonText::scheduleAndState() const {
     out += "\n\n# The calls after the first: tcfuzz calls forward once, then, from the state as built, makes each\n"
            "# change and calls forward again on the same inputs; each call's outputs and Python state are compared.\n";
     if (std::any_of(plan.schedule.begin(), plan.schedule.end(), [](const ScheduleStep& s) { return s.change == "requires-grad"; }))
-      out += "\n\ndef flip_requires_grad(inputs):  # what a step returns: the call's inputs, changed\n"
-             "    written = set(globals().get(\"WRITTEN_INPUTS\", ()))\n"
+      out += "\n\ndef " + global("flip_requires_grad") + "(inputs):  # what a step returns: the call's inputs, changed\n"
+             "    written = set(globals().get(\"" + global("WRITTEN_INPUTS") + "\", ()))\n"
              "    return [x.detach().requires_grad_(not x.requires_grad)\n"
              "            if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in written else x\n"
              "            for i, x in enumerate(inputs)]\n";
     if (std::any_of(plan.schedule.begin(), plan.schedule.end(), [](const ScheduleStep& s) { return s.change == "dtype"; }))
-      out += "\n\ndef as_float64(inputs):  # what a step returns: the call's floating inputs as float64, complex as complex128\n"
+      out += "\n\ndef " + global("as_float64") + "(inputs):  # what a step returns: the call's floating inputs as float64, complex as complex128\n"
              "    return [x.detach().to(torch.complex128 if x.is_complex() else torch.float64).requires_grad_(x.requires_grad)\n"
              "            if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()) else x for x in inputs]\n";
     std::vector<std::string> names;
     for (size_t k = 0; k < plan.schedule.size(); ++k) {
-      const ScheduleStep& s = plan.schedule[k];
-      std::string name = fmt::format("change_{}", k + 1), doc, body;
-      if (s.change == "class-attr") {
-        doc = fmt::format("Model.scale = {} (a class attribute)", literal(s.value));
-        body = fmt::format("    Model.scale = {}\n", literal(s.value));
-      } else if (s.change == "instance-attr") {
-        doc = fmt::format("model.scale = {} (an instance attribute over the class one)", literal(s.value));
-        body = fmt::format("    model.scale = {}\n", literal(s.value));
-      } else if (s.change == "global") {
-        doc = fmt::format("OFFSET = {} (a module global)", literal(s.value));
-        body = fmt::format("    global OFFSET\n    OFFSET = {}\n", literal(s.value));
-      } else if (s.change == "flag") {
-        doc = "model.flag = not model.flag";
-        body = "    model.flag = not model.flag\n";
-      } else if (s.change == "train-mode") {
-        doc = "model.train(not model.training): eval() to train() and back";
-        body = "    model.train(not model.training)\n";
-      } else if (s.change == "requires-grad") {
-        doc = "inputs with requires_grad flipped (the floating inputs forward does not write)";
-        body = "    return flip_requires_grad\n";
-      } else if (s.change == "dtype") {
-        doc = "model.double(), and the floating inputs as float64 (another dtype)";
-        body = "    model.double()\n    return as_float64\n";
-      } else if (s.change == "clear-cache") {
-        doc = "model.cache.clear() (the dict forward passes to remember)";
-        body = "    model.cache.clear()\n";
-      } else {
-        doc = fmt::format("the {} hook removed", plan.hook);
-        body = "    model._hook.remove()\n";
-      }
-      out += fmt::format("\n\ndef {}(model):\n    \"\"\"{}\"\"\"\n{}", name, doc, body);
-      names.push_back(name);
+      StepText step = scheduleStep(k);
+      out += fmt::format("\n\ndef {}(model):\n    \"\"\"{}\"\"\"\n{}", step.name, step.doc, step.body);
+      names.push_back(step.name);
     }
-    out += fmt::format("\n\nSCHEDULE = [{}]\n", fmt::join(names, ", "));
+    out += fmt::format("\n\n{} = [{}]\n", global("SCHEDULE"), fmt::join(names, ", "));
   }
   if (std::vector<std::string> globals = plan.stateGlobals(); !globals.empty()) {
     std::vector<std::string> quoted;
-    for (const auto& g : globals) quoted.push_back("\"" + g + "\"");
-    out += fmt::format("{}STATE_GLOBALS = ({}{})\n", plan.schedule.empty() ? "\n\n" : "", fmt::join(quoted, ", "),
+    for (const auto& g : globals) quoted.push_back("\"" + global(g) + "\"");
+    out += fmt::format("{}{} = ({}{})\n", plan.schedule.empty() ? "\n\n" : "", global("STATE_GLOBALS"), fmt::join(quoted, ", "),
                        quoted.size() == 1 ? "," : "");
   }
   return out;

@@ -102,8 +102,14 @@ inline const std::set<std::string> kExportedHopKinds{"cond",  "map",  "while_loo
 
 
 /// The program's Python text for its constructs, for PythonEmitter. `names` are the values' Python names.
+/// `suffix` follows each module-level name that holds state (OFFSET, CALLS, a form's global, STATE_GLOBALS) and
+/// the class's name in a schedule step: a batch member's ("_2") keeps its state apart from the other members'.
 struct PythonText {
   const PythonPlan& plan;
+  std::string suffix;
+  std::string model = "Model";  ///< the nn.Module class's name
+  /// `name` as this program's text names a module global: name + suffix.
+  std::string global(std::string_view name) const { return std::string(name) + suffix; }
   /// Import lines the forms need after torch's ("import dataclasses\n"), "" without any.
   std::string imports() const;
   /// Module-level state after the imports ("OFFSET = 0.0\n"), then the forms' definitions; "" without any.
@@ -127,6 +133,12 @@ struct PythonText {
   std::string afterNode(const Graph& g, size_t i, const std::vector<std::string>& names) const;
   /// The schedule's step functions, SCHEDULE and STATE_GLOBALS after make_inputs, "" without any.
   std::string scheduleAndState() const;
+  /// Schedule step `k` (0-based) as scheduleAndState writes it: its function's name ("change_1", suffixed), its
+  /// docstring (what it changes) and its body.
+  struct StepText {
+    std::string name, doc, body;
+  };
+  StepText scheduleStep(size_t k) const;
 };
 
 }  // namespace tcfuzz::gen

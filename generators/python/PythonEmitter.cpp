@@ -141,7 +141,7 @@ std::string PythonEmitter::emit(const Graph& g, std::vector<int>* nodeLines, con
   for (const auto& s : g.params) names[s.value] = "self." + s.name;
 
   PythonPlan plan = planPythonConstructs(g, catalog_);
-  PythonText python{plan};
+  PythonText python{plan, programNames.suffix, programNames.model};
   std::ostringstream init, forward;
   auto lineCount = [](const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); };
   std::string prologue = python.forwardPrologue();

@@ -14,7 +14,7 @@ namespace tcfuzz::gen {
 struct ProgramNames {
   std::string model = "Model";             ///< the nn.Module class
   std::string makeInputs = "make_inputs";  ///< the inputs function
-  std::string suffix;                      ///< appended to WRITTEN_INPUTS and ALIASED_INPUTS
+  std::string suffix;                      ///< appended to WRITTEN_INPUTS, ALIASED_INPUTS and the globals that hold state
   bool standalone = true;                  ///< the provenance header and the torch imports
 };
 
