@@ -410,7 +410,9 @@ def global_hook_tables():
 class PythonState:
     """The Python state a program keeps beside its tensors (docs/programs.md, "Python state"): the model's
     public instance attributes, its class's public data attributes, and the module globals the program
-    names in STATE_GLOBALS (for a function among them, the contents of its closure cells). restore() puts back the state as built, hooks and train/eval flags included (every call starts from it, as from the
+    names in STATE_GLOBALS (for a function among them, the contents of its closure cells). In a batch
+    (BATCH_STATE: each member's submodule name and its globals), each member's own state, named after its
+    submodule ("m2.self.calls"), as the member alone keeps it. restore() puts back the state as built, hooks and train/eval flags included (every call starts from it, as from the
     buffers and parameters as built; a schedule's calls then change it step by step). leaves() reads it as
     the oracle compares it: tensors and Python floats as values (floats may come from tensors, so they are
     judged like tensors), the rest of each value as its repr, compared exactly."""
@@ -418,29 +420,36 @@ class PythonState:
     def __init__(self, model, namespace):
         import copy
 
-        self.model, self.namespace, self.cls = model, namespace, type(model)
-        self.global_names = [name for name in namespace.get("STATE_GLOBALS", ()) if name in namespace]
-        self.built = [(where, key, copy.deepcopy(value)) for where, key, value in self._read()]
-        # The module's hooks and torch's global module hooks as built: a schedule step may remove one
+        self.namespace = namespace
+        members = namespace.get("BATCH_STATE") if isinstance(model, torch.nn.Module) else None
+        # [(prefix, module, its global names)]: the model itself, or each batch member's submodule
+        self.parts = ([(f"{name}.", model.get_submodule(name), [g for g in names if g in namespace]) for name, names in members]
+                      if members else
+                      [("", model, [name for name in namespace.get("STATE_GLOBALS", ()) if name in namespace])])
+        self.built = [(part, where, key, copy.deepcopy(value)) for part, where, key, value in self._read()]
+        # Each module's hooks and torch's global module hooks as built: a schedule step may remove one
         # (RemovableHandle.remove()).
-        hook_dicts = [getattr(model, "_forward_hooks", None), getattr(model, "_forward_pre_hooks", None),
-                      *global_hook_tables()]
+        hook_dicts = [getattr(module, kind, None) for _, module, _ in self.parts
+                      for kind in ("_forward_hooks", "_forward_pre_hooks")] + global_hook_tables()
         self.hooks = [(d, dict(d)) for d in hook_dicts if isinstance(d, dict)]
         # Each submodule's train/eval flag as built: a schedule step may call model.train().
         self.modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
 
     def _read(self):
-        """[(where, key, value)]: where is "self", the class's name, "global", or "cell" (key "TALLY.count")."""
-        model, cls = self.model, self.cls
-        found = [("self", k, v) for k, v in sorted(vars(model).items()) if not k.startswith("_") and k != "training"]
-        found += [(cls.__name__, k, v) for k, v in sorted(vars(cls).items())
-                  if not k.startswith("_") and not callable(v) and not isinstance(v, (property, staticmethod, classmethod))]
-        for k in self.global_names:
-            value = self.namespace[k]
-            if callable(value) and getattr(value, "__closure__", None):
-                found += [("cell", name, cell.cell_contents) for name, cell in self._cells(k)]
-            else:
-                found.append(("global", k, value))
+        """[(part, where, key, value)]: part indexes self.parts; where is "self", the class's name, "global", or
+        "cell" (key "TALLY.count")."""
+        found = []
+        for part, (_, model, global_names) in enumerate(self.parts):
+            cls = type(model)
+            found += [(part, "self", k, v) for k, v in sorted(vars(model).items()) if not k.startswith("_") and k != "training"]
+            found += [(part, cls.__name__, k, v) for k, v in sorted(vars(cls).items())
+                      if not k.startswith("_") and not callable(v) and not isinstance(v, (property, staticmethod, classmethod))]
+            for k in global_names:
+                value = self.namespace[k]
+                if callable(value) and getattr(value, "__closure__", None):
+                    found += [(part, "cell", name, cell.cell_contents) for name, cell in self._cells(k)]
+                else:
+                    found.append((part, "global", k, value))
         return found
 
     def _cells(self, k):
@@ -451,18 +460,20 @@ class PythonState:
     def restore(self):
         import copy
 
-        for k in [k for k in vars(self.model) if not k.startswith("_") and k != "training"]:
-            if not any(where == "self" and key == k for where, key, _ in self.built):
-                delattr(self.model, k)  # an attribute a call or a schedule step added
-        for where, key, value in self.built:
+        for part, (_, model, _) in enumerate(self.parts):
+            for k in [k for k in vars(model) if not k.startswith("_") and k != "training"]:
+                if not any(p == part and where == "self" and key == k for p, where, key, _ in self.built):
+                    delattr(model, k)  # an attribute a call or a schedule step added
+        for part, where, key, value in self.built:
+            model = self.parts[part][1]
             if where == "self":
-                object.__setattr__(self.model, key, copy.deepcopy(value))
+                object.__setattr__(model, key, copy.deepcopy(value))
             elif where == "global":
                 self.namespace[key] = copy.deepcopy(value)
             elif where == "cell":
                 dict(self._cells(key.split(".")[0]))[key].cell_contents = copy.deepcopy(value)
             else:
-                setattr(self.cls, key, copy.deepcopy(value))
+                setattr(type(model), key, copy.deepcopy(value))
         for hooks, built in self.hooks:  # in place: the module keeps the same dict
             hooks.clear()
             hooks.update(built)
@@ -471,10 +482,12 @@ class PythonState:
 
     def leaves(self):
         """[(name, leaf)] of the state now: "self.calls" with its repr, "Model.scale" with its float,
-        "self.trace" with "[1, <value 0>]" then "self.trace value 0" with the tensor or float it holds."""
+        "self.trace" with "[1, <value 0>]" then "self.trace value 0" with the tensor or float it holds; a batch
+        member's after its submodule's name ("m2.self.calls")."""
         out = []
-        for where, key, value in self._read():
+        for part, where, key, value in self._read():
             name = f"global {key}" if where == "global" else f"closure cell {key}" if where == "cell" else f"{where}.{key}"
+            name = self.parts[part][0] + name
             if isinstance(value, (torch.Tensor, float)):
                 out.append((name, value.detach().clone() if isinstance(value, torch.Tensor) else value))
                 continue
