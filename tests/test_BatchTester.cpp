@@ -261,7 +261,16 @@ TEST(BatchLeaves, EachLeafBelongsToTheMemberItNames) {
                                             "  File \"/x/child.py\", line 3, in call\n"
                                             "  File \"/jobs/b.py\", line 2, in forward\n"};
   EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/b.py", failed), 1);
+  EXPECT_EQ(batchMemberOfFailure(batch, "/work/b.py", failed), 1);  // a job runs a copy in its own folder
   EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/other.py", failed), -1);
+  // A compiled failure names the frames it was compiling in its message (Inductor's stack_traces).
+  oracles::RunResult compiled;
+  compiled.exception = oracles::ExceptionInfo{"RuntimeError", "builtins.RuntimeError",
+                                              "lowering failed\n  stack_traces = {  File \"/jobs/c/b.py\", line 9, in forward\n"
+                                              "  File \"/jobs/c/b.py\", line 1, in forward\n}",
+                                              "  File \"/x/child.py\", line 3, in call\n"
+                                              "  File \"/jobs/c/b.py\", line 9, in forward\n"};
+  EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/b.py", compiled), 0);
 }
 
 // A batch whose compiled run was refused as documented (an exported batch's input guard refusing one member's
@@ -360,6 +369,43 @@ TEST_F(BatchTesterTest, AnAotInductorBatchJudgesEachMember) {
     for (const auto& leaf : results[k].result.runs.compiled.outputs->leaves)
       roles += leaf.role == "second-call" || leaf.role == "fresh-inputs";
     EXPECT_EQ(roles, 2) << k;  // its own output in calls 2 and 3
+  }
+}
+
+// TEST FIXTURE tcfuzz_planted_cumsum_raise_traced fails compiling any graph with aten.cumsum, its message naming the
+// frame (as Inductor's lowering errors do): the batch's compiled job fails at member 1's text, member 1 alone fails
+// the same way and is its finding, and the others are batched again and judged there, not each alone.
+TEST_F(BatchTesterTest, ACompiledFailureAtOneMembersTextIsThatMembersAndTheOthersAreBatchedAgain) {
+  gen::Graph summed = chain({"exp"});
+  int y = summed.addValue({{3, 4}, gen::DType::Float32});
+  summed.nodes.push_back({"cumsum", {summed.outputs[0]}, {y}, {{"dim", 1}}});
+  summed.outputs = {y};
+  std::vector<gen::Graph> members{chain({"sin"}, true), summed, chain({"cos"}, true), chain({"tanh"})};
+  std::vector<fs::path> files;
+  fs::path batchFile;
+  gen::BatchProgram batch = write(members, "crash", files, batchFile);
+  BatchTester batchTester(*tester_);
+  int rebatched = 0;
+  BatchTester::Rebatch rebatch = [&](const std::vector<int>& keep) {
+    ++rebatched;
+    std::vector<gen::Graph> kept;
+    for (int m : keep) kept.push_back(members[static_cast<size_t>(m)]);
+    gen::BatchProgram again = gen::emitBatch(emitter_, kept, {});
+    fs::path file = dir_->path() / fmt::format("crash-again-{}.py", rebatched);
+    std::ofstream(file) << again.py;
+    return std::make_pair(file, again);
+  };
+  std::vector<BatchMemberResult> results =
+      batchTester.test(batchFile, batch, files, settings("tcfuzz_planted_cumsum_raise_traced"), rebatch);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(rebatched, 1);
+  EXPECT_EQ(results[1].judgement, BatchJudgement::Alone);
+  EXPECT_EQ(results[1].result.verdict.verdict, oracles::Verdict::CrashMismatch) << results[1].result.verdict.reason;
+  EXPECT_EQ(results[1].result.confirmation, Confirmation::Confirmed);
+  EXPECT_EQ(results[1].result.program, files[1]);
+  for (size_t k : {0u, 2u, 3u}) {
+    EXPECT_EQ(results[k].judgement, BatchJudgement::InBatch) << k;
+    EXPECT_EQ(results[k].result.verdict.verdict, oracles::Verdict::Agree) << k << ": " << results[k].result.verdict.reason;
   }
 }
 

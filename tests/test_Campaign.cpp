@@ -222,6 +222,7 @@ TEST(Campaign, BatchedCompilesJudgeEachProgramOnItsOwn) {
   }
   EXPECT_GE(seen, 1) << run.output;
   EXPECT_EQ(kv["batch_only_findings"], "0");
+  EXPECT_GT(std::stoll(kv["batch_members_with_python"]), 0) << kv["batch_members_with_python"];  // Dynamo-level members
   EXPECT_EQ(kv.count("arm_batch_4"), 0u);  // pinned: no batch arm is drawn
 }
 

@@ -529,6 +529,7 @@ void Campaign::commitTrial(const Candidate& c, Trial& t) {
   totals_.torchSeconds += t.torchSeconds;
   batchPrograms_[t.batchSize]++;
   splitBack_ += t.judgement != BatchJudgement::InBatch && t.batchSize > 1;
+  batchPython_ += t.batchSize > 1 && gen::planPythonConstructs(c.graph, catalog_).anyConstruct();
   batchOnly_ += t.judgement == BatchJudgement::BatchOnly;
   sessionDone_++;
   sessionTorchSeconds_ += t.torchSeconds;

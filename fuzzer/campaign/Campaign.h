@@ -289,6 +289,7 @@ class Campaign {
   std::map<int, int64_t> batchPrograms_;  ///< this session's judged programs by the size of the batch that judged them
   int64_t rediscoveries_ = 0;  ///< new signatures that match a known open issue
   int64_t splitBack_ = 0, batchOnly_ = 0;  ///< members judged again alone; findings kept as batch-only
+  int64_t batchPython_ = 0;                ///< batch members judged with their Python constructs
   std::atomic<bool> stopping_{false};
   std::atomic<int> activeLanes_{0};
   std::optional<CampaignEnd> end_;

@@ -249,6 +249,7 @@ void Campaign::writeStats() {
     std::string sizes;
     for (const auto& [size, n] : batchPrograms_) sizes += fmt::format("{}{}={}", sizes.empty() ? "" : " ", size, n);
     kv.emplace_back("programs_by_batch_size", sizes.empty() ? std::string("none yet") : sizes);
+    kv.emplace_back("batch_members_with_python", std::to_string(batchPython_));
     kv.emplace_back("batch_split_back", std::to_string(splitBack_));
     kv.emplace_back("batch_only_findings", std::to_string(batchOnly_));
   }

@@ -1,5 +1,6 @@
 #include "fuzzer/worker/BatchTester.h"
 
+#include <map>
 #include <regex>
 #include <set>
 
@@ -89,9 +90,10 @@ ProgramTestResult batchMemberResult(const ProgramTestResult& whole, const gen::B
 int batchMemberOfFailure(const gen::BatchProgram& batch, const std::filesystem::path& file,
                          const oracles::RunResult& run) {
   if (!run.exception) return -1;
-  std::string frame = "File \"" + std::filesystem::absolute(file).string() + "\", line ";
+  // A job runs a copy of the file in its own folder: a frame of the batch's text is one of a file of its name.
+  std::string frame = "/" + file.filename().string() + "\", line ";
   // The traceback's innermost frame of the batch's text, else the last one the message quotes (Dynamo's "from user
-  // code:" lists the frames it was tracing, which a refusal's traceback does not hold).
+  // code:" and Inductor's stack_traces list the frames it was compiling, which the traceback does not hold).
   for (const std::string* text : {&run.exception->traceback, &run.exception->message}) {
     size_t at = text->rfind(frame);
     if (at == std::string::npos) continue;
@@ -132,6 +134,12 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
       if (!kept.count(dir)) std::filesystem::remove_all(dir, ignored);
     return std::move(out);
   };
+  // Alone, as a maintainer's first run: a fresh process, a cold cache; the fresh cold run is the confirmation.
+  TestSettings alone = settings;
+  alone.coldCache = true;
+  alone.persistent = false;
+  alone.confirmFindings = false;
+  std::map<int, ProgramTestResult> ranAlone;  // members already judged alone, by position in the first batch
   for (;;) {
     if (live.size() == 1) {
       out[live[0]] = {tester_.test(memberFiles[live[0]], settings), BatchJudgement::Alone};
@@ -153,6 +161,24 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
       live.erase(live.begin() + refused);
       if (live.size() > 1) std::tie(file, layout) = rebatch(live);
       continue;
+    }
+    // A compiled job that failed at a member's own text: that member alone, fresh and cold. When its failure holds
+    // there, it is that member's finding and the others are batched again, rather than each judged alone for a
+    // failure that is not theirs; when it does not, the batch is judged below (its alone run kept).
+    int crashed = whole.compileSkipped || !whole.documentedRefusal.empty() || whole.runs.compiled.ok() || !rebatch
+                      ? -1
+                      : batchMemberOfFailure(layout, file, whole.runs.compiled);
+    if (crashed >= 0 && !ranAlone.count(live[crashed])) {
+      ProgramTestResult single = tester_.test(memberFiles[live[crashed]], alone);
+      if (oracles::isFinding(single.verdict.verdict) && !single.runs.compiled.ok()) {
+        spent += whole.torchSeconds;
+        single.confirmation = Confirmation::Confirmed;
+        out[live[crashed]] = {std::move(single), BatchJudgement::Alone};
+        live.erase(live.begin() + crashed);
+        if (live.size() > 1) std::tie(file, layout) = rebatch(live);
+        continue;
+      }
+      ranAlone.emplace(live[crashed], std::move(single));
     }
     if (!whole.compileSkipped) break;
     int failed = batchMemberOfFailure(layout, file, whole.runs.eager);
@@ -200,11 +226,6 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
   }
   k = live.size();
   double share = whole.torchSeconds / static_cast<double>(k);
-  // Alone, as a maintainer's first run: a fresh process, a cold cache; the fresh cold run is the confirmation.
-  TestSettings alone = settings;
-  alone.coldCache = true;
-  alone.persistent = false;
-  alone.confirmFindings = false;
   // First each member's own leaves; a finding there is judged again alone.
   struct Pending {
     size_t pos;
@@ -222,7 +243,8 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
       out[m] = {std::move(inBatch), BatchJudgement::InBatch};
       continue;
     }
-    ProgramTestResult single = tester_.test(memberFiles[m], alone);
+    auto ran = ranAlone.find(m);
+    ProgramTestResult single = ran != ranAlone.end() ? std::move(ran->second) : tester_.test(memberFiles[m], alone);
     single.torchSeconds += share;
     chargeSpent(single);
     if (oracles::isFinding(single.verdict.verdict)) {
