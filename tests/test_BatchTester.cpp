@@ -271,6 +271,12 @@ TEST(BatchLeaves, EachLeafBelongsToTheMemberItNames) {
                                               "  File \"/x/child.py\", line 3, in call\n"
                                               "  File \"/jobs/c/b.py\", line 9, in forward\n"};
   EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/b.py", compiled), 0);
+  // Without a frame, the one member whose inputs the message names.
+  compiled.exception = oracles::ExceptionInfo{"AssertionError", "builtins.AssertionError",
+                                              "Guard failed: m1_x2.stride()[1] < m1_x2._base.size()[0]", ""};
+  EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/b.py", compiled), 1);
+  compiled.exception->message = "Guard failed: m1_x2.size()[0] == m0_x0.size()[0]";  // two members: neither
+  EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/b.py", compiled), -1);
 }
 
 // A batch whose compiled run was refused as documented (an exported batch's input guard refusing one member's

@@ -102,6 +102,16 @@ int batchMemberOfFailure(const gen::BatchProgram& batch, const std::filesystem::
     } catch (const std::exception&) {
     }
   }
+  // Else the one member whose inputs the message names (the batch's forward names member k's input x2 "mk_x2": an
+  // exported program's input guard, a symbolic shape's source); none, or several, names no member.
+  static const std::regex kInput(R"(\bm(\d+)_[A-Za-z])");
+  std::set<std::string> named;
+  const std::string& message = run.exception->message;
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), kInput); it != std::sregex_iterator(); ++it)
+    named.insert(fmt::format("m{}", (*it)[1].str()));
+  if (named.size() != 1) return -1;
+  for (size_t k = 0; k < batch.members.size(); ++k)
+    if (batch.members[k].module == *named.begin()) return static_cast<int>(k);
   return -1;
 }
 

@@ -42,8 +42,10 @@ struct BatchMemberResult {
   std::vector<int> batch;  ///< BatchOnly: the members (positions in the first batch) of the batch where it held
 };
 
-/// The member of `batch` (written at `file`) whose program text raised `run`'s exception: the innermost frame in
-/// that file. -1 when none does (the batch's own lines, a signal, a timeout, memory).
+/// The member of `batch` (written at `file`, run as a copy of that name) whose program text raised `run`'s
+/// exception: the innermost frame of that file in the traceback, else the last its message quotes, else the one
+/// member whose inputs the message names ("m1_x2"). -1 when none does (the batch's own lines, several members' inputs,
+/// a signal, a timeout, memory).
 int batchMemberOfFailure(const gen::BatchProgram& batch, const std::filesystem::path& file, const oracles::RunResult& run);
 
 class BatchTester {
