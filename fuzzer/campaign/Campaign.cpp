@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generators/python/BatchProgram.h"
 #include "generators/python/PythonConstructs.h"
 #include "oracles/judge/OutputLoader.h"
 #include "oracles/judge/Signature.h"
@@ -384,6 +385,8 @@ void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t, boo
       pinned.entry = oracles::kTrainEntry;
     t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, pinned, c.pulls);
   }
+  // A batch's first member: judged with its Python where the drawn configuration allows (batchKeepsConstructs).
+  if (batched) c.graph = gen::batchMemberProgram(c.graph, batchKeepsConstructs(t.compile.config));
   // Export traces forward once: the program it judges is the one a single trace captures whole.
   if (t.compile.config.exports()) c.graph = gen::singleTraceProgram(c.graph);
   if (t.compile.config.trains()) trainingProgram(c, t);

@@ -223,7 +223,11 @@ class Campaign {
   void trainingProgram(Candidate& c, Trial& t) const;
   /// Whether `g` has a floating parameter, which an optimizer can step.
   static bool trainable(const gen::Graph& g);
-  /// `batched`: no training steps are drawn (a batch's first member: the steps run one program's optimizer).
+  /// Whether a batch under `config` judges its members' Python constructs: torch.compile without fullgraph (under
+  /// fullgraph one member's graph break would refuse the whole batch; an export entry judges one trace).
+  static bool batchKeepsConstructs(const oracles::CompileConfig& config);
+  /// `batched`: no training steps are drawn (a batch's first member: the steps run one program's optimizer), and
+  /// the program is the member the drawn configuration judges (gen::batchMemberProgram).
   void prepareTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial, bool batched = false);
   /// Tests the program in eager, compiled and fp64 (or runs `test` instead, a batch's); false (the file removed,
   /// the cause counted or the campaign stopped) when it was not judged: cancelled, a dead worker, a rejected

@@ -33,13 +33,9 @@ int Campaign::batchSizeFor(const Candidate& first, ArmPulls& pulls) {
   return scheduler_.sampleBatch(rng, pulls);
 }
 
-namespace {
-
-/// Whether a batch under `config` judges its members' Python constructs: torch.compile without fullgraph (under
-/// fullgraph one member's graph break would refuse the whole batch; an export entry judges one trace).
-bool keepsConstructs(const oracles::CompileConfig& config) { return !config.exports() && !config.fullgraph; }
-
-}  // namespace
+bool Campaign::batchKeepsConstructs(const oracles::CompileConfig& config) {
+  return !config.exports() && !config.fullgraph;
+}
 
 void Campaign::prepareMember(Candidate& c, const fs::path& scratch, Trial& t, const Candidate& first,
                              const Trial& firstTrial) const {
@@ -48,7 +44,7 @@ void Campaign::prepareMember(Candidate& c, const fs::path& scratch, Trial& t, co
     if (arm.first != ScheduleDimension::Size) c.pulls.arms.push_back(arm);
   t.compile = firstTrial.compile;
   t.test = firstTrial.test;
-  c.graph = gen::batchMemberProgram(c.graph, keepsConstructs(t.compile.config));
+  c.graph = gen::batchMemberProgram(c.graph, batchKeepsConstructs(t.compile.config));
   if (t.compile.config.exports()) c.graph = gen::singleTraceProgram(c.graph);  // as first's (prepareTrial)
   t.py = emitter_.emit(c.graph);
   t.file = scratch / fmt::format("{:06d}.py", c.index);
@@ -85,14 +81,7 @@ std::optional<Campaign::Candidate> Campaign::testFromLane(Candidate& first, gen:
         Trial t;
         if (members.empty()) {
           next->pulls.arms.insert(next->pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
-          gen::Graph drawn = next->graph;
           prepareTrial(*next, scratch, t, true);
-          if (!keepsConstructs(t.compile.config)) {  // the configuration is drawn with the first member
-            next->graph = gen::plainProgram(drawn);
-            if (t.compile.config.exports()) next->graph = gen::singleTraceProgram(next->graph);
-            t.py = emitter_.emit(next->graph);
-            writeFileAtomically(t.file, t.py);
-          }
         } else {
           prepareMember(*next, scratch, t, members.front(), trials.front());
         }
