@@ -127,6 +127,22 @@ TEST_F(BatchProgramTest, AMemberKeepsItsConstructsOrIsItsOpGraph) {
   EXPECT_TRUE(gen::Graph::fromJson(plain.toJson(), "plain").origin.plain);
 }
 
+// A batch puts members whose frame Dynamo breaks last: a graph break, an `if` on a tensor's value; an `if` on a
+// Python flag or the call counter does not break.
+TEST_F(BatchProgramTest, MembersThatBreakTheGraphAreKnownByTheirConstructs) {
+  EXPECT_FALSE(gen::breaksGraph(chain({"sin", "cos"}), catalog));
+  gen::Graph broken = chain({"sin", "cos"});
+  broken.nodes[1].python.graphBreakBefore = true;
+  EXPECT_TRUE(gen::breaksGraph(broken, catalog));
+  for (const char* kind : {"item", "tensor", "any", "flag", "calls"}) {
+    gen::Graph branched = chain({"sin"});  // the branch reads program input x0 and returns its node's output
+    branched.nodes[0].python.branch = gen::BranchTest{kind, 0, 0.5};
+    branched.nodes[0].python.counter = true;
+    bool onValue = std::string_view(kind) == "item" || std::string_view(kind) == "tensor" || std::string_view(kind) == "any";
+    EXPECT_EQ(gen::breaksGraph(branched, catalog), onValue) << kind;
+  }
+}
+
 /// Two programs that keep Python state in module globals (a call counter, a global offset, a closure cell), each
 /// as generation writes it; with `schedules`, the first changes its global in two steps, the second its inputs'
 /// requires_grad in one.
@@ -412,6 +428,37 @@ TEST_F(BatchTesterTest, ACompiledFailureAtOneMembersTextIsThatMembersAndTheOther
   for (size_t k : {0u, 2u, 3u}) {
     EXPECT_EQ(results[k].judgement, BatchJudgement::InBatch) << k;
     EXPECT_EQ(results[k].result.verdict.verdict, oracles::Verdict::Agree) << k << ": " << results[k].result.verdict.reason;
+  }
+}
+
+// TEST FIXTURE tcfuzz_planted_cumsum_raise fails compiling any graph with aten.cumsum and names no frame: the batch's
+// compiled job fails as a whole, at no member's text. Each member is then tested as it would be unbatched, in a warm
+// child: member 1's failure holds and is confirmed fresh and cold by the tester; the others agree there.
+TEST_F(BatchTesterTest, ACompiledFailureNamingNoMemberTestsEachMemberAsUnbatched) {
+  gen::Graph summed = chain({"exp"});
+  int y = summed.addValue({{3, 4}, gen::DType::Float32});
+  summed.nodes.push_back({"cumsum", {summed.outputs[0]}, {y}, {{"dim", 1}}});
+  summed.outputs = {y};
+  std::vector<fs::path> files;
+  fs::path batchFile;
+  gen::BatchProgram batch = write({chain({"sin"}, true), summed, chain({"cos"})}, "whole", files, batchFile);
+  TestSettings s = settings("tcfuzz_planted_cumsum_raise");
+  s.persistent = true;  // as campaigns test
+  s.confirmFindings = true;
+  BatchTester batchTester(*tester_);
+  std::vector<BatchMemberResult> results = batchTester.test(batchFile, batch, files, s);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[1].judgement, BatchJudgement::Alone);
+  EXPECT_EQ(results[1].result.verdict.verdict, oracles::Verdict::CrashMismatch) << results[1].result.verdict.reason;
+  EXPECT_EQ(results[1].result.confirmation, Confirmation::Confirmed);
+  EXPECT_GT(results[1].result.confirmSeconds, 0.0);  // a test as unbatched, then the tester's fresh cold confirmation
+  for (size_t k : {0u, 2u}) {
+    const ProgramTestResult& r = results[k].result;
+    EXPECT_EQ(results[k].judgement, BatchJudgement::NotAlone) << k;
+    EXPECT_EQ(r.verdict.verdict, oracles::Verdict::Agree) << k << ": " << r.verdict.reason;
+    EXPECT_NE(r.verdict.reason.find("is another member's"), std::string::npos) << r.verdict.reason;
+    EXPECT_EQ(r.program, files[k]);
+    EXPECT_EQ(r.confirmation, Confirmation::NotChecked) << k;
   }
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <regex>
 #include <string>
 
@@ -173,6 +174,36 @@ TEST(CostAwareScheduler, CheaperBatchSizesAreDrawnMostOften) {
     gen::Rng rng = gen::Rng::forProgram(14, i);
     ArmPulls pulls;
     EXPECT_EQ(off.sampleBatch(rng, pulls), 1);
+  }
+}
+
+// Real yields are heavy-tailed: most programs add nothing, a few add many features or a signature, and fewer as
+// the campaign goes on. Whatever batch size judged them, programs yield alike, so the batch arms are told apart by
+// CPU per program alone: with yields drawn from one such distribution for every size, and a batch's members
+// credited together, the cheapest size per program is drawn most.
+TEST(CostAwareScheduler, BatchSizesAreChosenByCostPerProgramNotByLuckyYields) {
+  for (uint64_t campaign = 0; campaign < 8; ++campaign) {
+    CostAwareScheduler scheduler;
+    std::mt19937 luck(static_cast<uint32_t>(7 + campaign));
+    std::uniform_real_distribution<double> u(0, 1);
+    std::map<int, int> drawn;
+    int programs = 0;
+    for (uint64_t i = 0; programs < 1200; ++i) {
+      gen::Rng rng = gen::Rng::forProgram(19 + campaign, i);
+      ArmPulls pulls;
+      int size = scheduler.sampleBatch(rng, pulls);
+      double cpu = size == 1 ? 6 : size == 2 ? 5 : size == 4 ? 4 : 3;  // per program
+      for (int m = 0; m < size; ++m, ++programs) {
+        double x = u(luck), fade = std::exp(-programs / 400.0);
+        ProgramYield y = x < 0.01   ? ProgramYield{static_cast<int>(200 * fade), 0, 1}
+                         : x < 0.15 ? ProgramYield{static_cast<int>(20 * fade), 0, 0}
+                                    : ProgramYield{};
+        scheduler.credit(pulls, cpu, y);
+        if (programs >= 800) drawn[size]++;
+      }
+    }
+    EXPECT_GT(drawn[8], 2 * (drawn[1] + drawn[2] + drawn[4]))
+        << "campaign " << campaign << ": " << drawn[1] << " " << drawn[2] << " " << drawn[4] << " " << drawn[8];
   }
 }
 

@@ -1,5 +1,8 @@
 // Batched compiles in the campaign: a lane's program judged alone or with others under one compile
 // (fuzzer/worker/BatchTester.h); each member recorded as a program of its own.
+#include <algorithm>
+#include <numeric>
+
 #include <fmt/format.h>
 
 #include "fuzzer/campaign/Campaign.h"
@@ -108,6 +111,21 @@ void Campaign::testBatch(std::vector<Candidate>& members, std::vector<Trial>& tr
   if (size == 1) {  // no second member came: the first alone, as drawn (its batch arm credited with a batch of one)
     if (runTrial(members[0], trials[0])) finishTrial(members[0], trials[0]);
     return;
+  }
+  // Members whose frame Dynamo breaks go last, in drawn order: the others share the batch's first graph.
+  std::vector<int> order(size);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_partition(order.begin(), order.end(),
+                        [&](int m) { return !gen::breaksGraph(members[m].graph, emitter_.catalog()); });
+  if (!std::is_sorted(order.begin(), order.end())) {
+    std::vector<Candidate> drawnMembers = std::move(members);
+    std::vector<Trial> drawnTrials = std::move(trials);
+    members.clear();
+    trials.clear();
+    for (int m : order) {
+      members.push_back(std::move(drawnMembers[m]));
+      trials.push_back(std::move(drawnTrials[m]));
+    }
   }
   std::vector<gen::Graph> graphs;
   std::vector<std::string> labels;

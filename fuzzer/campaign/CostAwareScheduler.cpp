@@ -352,6 +352,10 @@ void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const 
     // The baseline before this program (one yield per second before any evidence, as the prior).
     double a = policy_.priorYield;
     double baseline = (dim.baseYield + a) / (dim.baseCpu + a);
+    // A batch's members are the programs they would be alone: a batch size changes what a program costs, not what
+    // it yields. Every batch arm is credited the dimension's yield per program, so the arms differ by CPU-seconds
+    // per program only, not by the heavy-tailed luck of which programs each happened to judge.
+    double credited = d == ScheduleDimension::Batch ? (dim.baseYield + a) / (dim.basePrograms + 1) : yield;
     if (decayed.insert(d).second) {
       dim.credits++;
       for (auto& [other, st] : dim.arms) {
@@ -360,13 +364,14 @@ void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const 
       }
       dim.baseYield = dim.baseYield * policy_.baselineDecay + yield;
       dim.baseCpu = dim.baseCpu * policy_.baselineDecay + cpuSeconds;
+      dim.basePrograms = dim.basePrograms * policy_.baselineDecay + 1;
     }
     ArmStats& st = dim.arms[name];
     st.pulls++;
     st.cpuSeconds += cpuSeconds;
     st.yield += yield;
     st.recentCpu += cpuSeconds;
-    st.recentYield += yield / baseline;
+    st.recentYield += credited / baseline;
   }
 }
 
@@ -440,7 +445,8 @@ json CostAwareScheduler::toJson() const {
                     {"recent_cpu_s", st.recentCpu},
                     {"recent_yield", st.recentYield}};
     dims[toString(d)] = {
-        {"credits", dim.credits}, {"base_yield", dim.baseYield}, {"base_cpu_s", dim.baseCpu}, {"arms", arms}};
+        {"credits", dim.credits}, {"base_yield", dim.baseYield}, {"base_cpu_s", dim.baseCpu},
+        {"base_programs", dim.basePrograms}, {"arms", arms}};
   }
   return {{"version", 1}, {"dimensions", dims}};
 }
@@ -462,6 +468,7 @@ void CostAwareScheduler::restore(const json& doc) {
       dim.baseYield = number(dj, "base_yield", dname);
       dim.baseCpu = number(dj, "base_cpu_s", dname);
     }
+    if (dj.contains("base_programs")) dim.basePrograms = number(dj, "base_programs", dname);
     for (const auto& [aname, aj] : dj["arms"].items()) {
       std::string where = dname + "." + aname;
       if (!aj.is_object()) bad(where + " must be an object");

@@ -93,7 +93,8 @@ class CostAwareScheduler {
   /// How many programs to judge under the next compile (SchedulePolicy::batchSizes), appended to `pulls` as arm
   /// "1", "2", ...: the bandit's draw, or the configured weights' with the bandit off.
   int sampleBatch(gen::Rng& rng, ArmPulls& pulls) const;
-  /// Credits every arm of `pulls` with the program's torch CPU-seconds and yieldFor(its dimension).
+  /// Credits every arm of `pulls` with the program's torch CPU-seconds and yieldFor(its dimension); a batch-size
+  /// arm with its dimension's recent yield per program instead (a batch size changes a program's cost only).
   void credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& yield);
   /// What a program yields to an arm of `dimension`: its new features plus signatureWeight per new
   /// signature; for the compile dimensions without the op features (a program's size does choose them).
@@ -126,6 +127,7 @@ class CostAwareScheduler {
   struct Dimension {
     int64_t credits = 0;                ///< programs credited
     double baseYield = 0, baseCpu = 0;  ///< every arm's recent yield and CPU-seconds (decayed by baselineDecay)
+    double basePrograms = 0;            ///< and programs: the batch arms' yield per program
     std::map<std::string, ArmStats> arms;
   };
 

@@ -244,6 +244,11 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
   };
   std::vector<Pending> pending;
   bool heldAlone = false;
+  // A compiled job that failed as a whole at no member's text says nothing of any member's own leaves: each member
+  // is judged as it would be unbatched (a warm run, a finding confirmed fresh and cold by the tester), at a lone
+  // program's cost rather than a cold run's for every member.
+  bool wholeFailed = !whole.runs.compiled.ok();
+  bool unattributed = wholeFailed && settings.confirmFindings;
   for (size_t pos = 0; pos < k; ++pos) {
     int m = live[pos];
     ProgramTestResult inBatch = judgeMember(whole, layout, static_cast<int>(pos));
@@ -254,12 +259,16 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
       continue;
     }
     auto ran = ranAlone.find(m);
-    ProgramTestResult single = ran != ranAlone.end() ? std::move(ran->second) : tester_.test(memberFiles[m], alone);
+    bool warm = ran == ranAlone.end() && unattributed;
+    ProgramTestResult single = ran != ranAlone.end() ? std::move(ran->second)
+                               : warm                ? tester_.test(memberFiles[m], settings)
+                                                     : tester_.test(memberFiles[m], alone);
     single.torchSeconds += share;
     chargeSpent(single);
     if (oracles::isFinding(single.verdict.verdict)) {
-      single.confirmation = Confirmation::Confirmed;
-      heldAlone = heldAlone || !single.runs.compiled.ok();  // its compiled job fails alone too
+      if (!warm) single.confirmation = Confirmation::Confirmed;  // the fresh cold run was its confirmation
+      // its compiled job fails alone too, fresh and cold
+      heldAlone = heldAlone || (single.confirmation == Confirmation::Confirmed && !single.runs.compiled.ok());
       out[m] = {std::move(single), BatchJudgement::Alone};
       continue;
     }
@@ -267,7 +276,6 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
   }
   // A compiled job that failed as a whole names no member: a member whose failure holds alone explains it, and
   // what holds only in the batch is kept once, with the first member; a member's own leaves are its own.
-  bool wholeFailed = !whole.runs.compiled.ok();
   bool keptOnce = false;
   std::optional<ProgramTestResult> again;  // the batch once more, fresh and cold: made when a finding fails alone
   for (Pending& p : pending) {

@@ -1,7 +1,9 @@
 #pragma once
 // Batched compiles: k programs judged as members of one module under one compile (generators/python/BatchProgram.h),
 // each member's leaves judged on their own, and every member whose verdict is a finding judged again alone, in a
-// fresh process with a cold cache, before anything is recorded. What holds only in the batch is its own kind:
+// fresh process with a cold cache, before anything is recorded. A compiled job that failed as a whole at no member's
+// text judges no member's leaves: each member is then tested as it would be unbatched (warm, its finding confirmed
+// fresh and cold). What holds only in the batch is its own kind:
 // batch-only (a fault that needs the other members, a cross-program fusion bug), confirmed by a fresh cold run of
 // the batch.
 #include <filesystem>

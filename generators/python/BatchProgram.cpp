@@ -63,6 +63,13 @@ void BatchRoom::add(const Graph& program) {
 
 Graph batchMemberProgram(const Graph& g, bool keepConstructs) { return keepConstructs ? g : plainProgram(g); }
 
+bool breaksGraph(const Graph& g, const OpCatalog& catalog) {
+  PythonPlan plan = planPythonConstructs(g, catalog);
+  return plan.graphBreak() || std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) {
+           return p.branch && (p.branch->kind == "item" || p.branch->kind == "tensor" || p.branch->kind == "any");
+         });
+}
+
 Graph plainProgram(const Graph& g) {
   Graph out = g;
   bool dropped = !out.schedule.empty() || !out.hook.empty();

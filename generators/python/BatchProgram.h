@@ -48,6 +48,11 @@ struct BatchProgram {
 /// entry judges one trace).
 Graph batchMemberProgram(const Graph& g, bool keepConstructs);
 
+/// Whether Dynamo breaks `g`'s frame where its constructs hold: torch._dynamo.graph_break(), a form that breaks
+/// (print), an `if` on a tensor's value. A batch puts such members last: a break inside a member's call ends the
+/// batch's graph there, so members before and after it would be compiled as separate graphs.
+bool breaksGraph(const Graph& g, const OpCatalog& catalog);
+
 /// `g`'s op graph without its Python constructs, call schedule and hook (origin.plain marks what was dropped: the
 /// replay line adds --plain).
 Graph plainProgram(const Graph& g);
