@@ -287,6 +287,9 @@ TEST(BatchLeaves, EachLeafBelongsToTheMemberItNames) {
                                               "  File \"/x/child.py\", line 3, in call\n"
                                               "  File \"/jobs/c/b.py\", line 9, in forward\n"};
   EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/b.py", compiled), 0);
+  // A failure inside torch's passes: the user frame of the FX node the pass held comes first.
+  compiled.exception->nodeStackTrace = "  File \"/jobs/c/b.py\", line 1, in forward\n  File \"/jobs/c/b.py\", line 2, in forward\n";
+  EXPECT_EQ(batchMemberOfFailure(batch, "/jobs/b.py", compiled), 1);
   // Without a frame, the one member whose inputs the message names.
   compiled.exception = oracles::ExceptionInfo{"AssertionError", "builtins.AssertionError",
                                               "Guard failed: m1_x2.stride()[1] < m1_x2._base.size()[0]", ""};
@@ -394,40 +397,43 @@ TEST_F(BatchTesterTest, AnAotInductorBatchJudgesEachMember) {
   }
 }
 
-// TEST FIXTURE tcfuzz_planted_cumsum_raise_traced fails compiling any graph with aten.cumsum, its message naming the
-// frame (as Inductor's lowering errors do): the batch's compiled job fails at member 1's text, member 1 alone fails
-// the same way and is its finding, and the others are batched again and judged there, not each alone.
+// TEST FIXTURES tcfuzz_planted_cumsum_raise_traced and _in_pass fail compiling any graph with aten.cumsum, the first's
+// message naming the frame (as Inductor's lowering errors do), the second raised in a pass that holds the node (its
+// user frame found by the worker): the batch's compiled job fails at member 1's text, member 1 alone fails the same
+// way and is its finding, and the others are batched again and judged there, not each alone.
 TEST_F(BatchTesterTest, ACompiledFailureAtOneMembersTextIsThatMembersAndTheOthersAreBatchedAgain) {
   gen::Graph summed = chain({"exp"});
   int y = summed.addValue({{3, 4}, gen::DType::Float32});
   summed.nodes.push_back({"cumsum", {summed.outputs[0]}, {y}, {{"dim", 1}}});
   summed.outputs = {y};
   std::vector<gen::Graph> members{chain({"sin"}, true), summed, chain({"cos"}, true), chain({"tanh"})};
-  std::vector<fs::path> files;
-  fs::path batchFile;
-  gen::BatchProgram batch = write(members, "crash", files, batchFile);
-  BatchTester batchTester(*tester_);
-  int rebatched = 0;
-  BatchTester::Rebatch rebatch = [&](const std::vector<int>& keep) {
-    ++rebatched;
-    std::vector<gen::Graph> kept;
-    for (int m : keep) kept.push_back(members[static_cast<size_t>(m)]);
-    gen::BatchProgram again = gen::emitBatch(emitter_, kept, {});
-    fs::path file = dir_->path() / fmt::format("crash-again-{}.py", rebatched);
-    std::ofstream(file) << again.py;
-    return std::make_pair(file, again);
-  };
-  std::vector<BatchMemberResult> results =
-      batchTester.test(batchFile, batch, files, settings("tcfuzz_planted_cumsum_raise_traced"), rebatch);
-  ASSERT_EQ(results.size(), 4u);
-  EXPECT_EQ(rebatched, 1);
-  EXPECT_EQ(results[1].judgement, BatchJudgement::Alone);
-  EXPECT_EQ(results[1].result.verdict.verdict, oracles::Verdict::CrashMismatch) << results[1].result.verdict.reason;
-  EXPECT_EQ(results[1].result.confirmation, Confirmation::Confirmed);
-  EXPECT_EQ(results[1].result.program, files[1]);
-  for (size_t k : {0u, 2u, 3u}) {
-    EXPECT_EQ(results[k].judgement, BatchJudgement::InBatch) << k;
-    EXPECT_EQ(results[k].result.verdict.verdict, oracles::Verdict::Agree) << k << ": " << results[k].result.verdict.reason;
+  for (const char* backend : {"tcfuzz_planted_cumsum_raise_traced", "tcfuzz_planted_cumsum_raise_in_pass"}) {
+    SCOPED_TRACE(backend);
+    std::vector<fs::path> files;
+    fs::path batchFile;
+    gen::BatchProgram batch = write(members, backend, files, batchFile);
+    BatchTester batchTester(*tester_);
+    int rebatched = 0;
+    BatchTester::Rebatch rebatch = [&](const std::vector<int>& keep) {
+      ++rebatched;
+      std::vector<gen::Graph> kept;
+      for (int m : keep) kept.push_back(members[static_cast<size_t>(m)]);
+      gen::BatchProgram again = gen::emitBatch(emitter_, kept, {});
+      fs::path file = dir_->path() / fmt::format("crash-{}-again-{}.py", backend, rebatched);
+      std::ofstream(file) << again.py;
+      return std::make_pair(file, again);
+    };
+    std::vector<BatchMemberResult> results = batchTester.test(batchFile, batch, files, settings(backend), rebatch);
+    ASSERT_EQ(results.size(), 4u);
+    EXPECT_EQ(rebatched, 1);
+    EXPECT_EQ(results[1].judgement, BatchJudgement::Alone);
+    EXPECT_EQ(results[1].result.verdict.verdict, oracles::Verdict::CrashMismatch) << results[1].result.verdict.reason;
+    EXPECT_EQ(results[1].result.confirmation, Confirmation::Confirmed);
+    EXPECT_EQ(results[1].result.program, files[1]);
+    for (size_t k : {0u, 2u, 3u}) {
+      EXPECT_EQ(results[k].judgement, BatchJudgement::InBatch) << k;
+      EXPECT_EQ(results[k].result.verdict.verdict, oracles::Verdict::Agree) << k << ": " << results[k].result.verdict.reason;
+    }
   }
 }
 

@@ -352,10 +352,20 @@ void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const 
     // The baseline before this program (one yield per second before any evidence, as the prior).
     double a = policy_.priorYield;
     double baseline = (dim.baseYield + a) / (dim.baseCpu + a);
-    // A batch's members are the programs they would be alone: a batch size changes what a program costs, not what
-    // it yields. Every batch arm is credited the dimension's yield per program, so the arms differ by CPU-seconds
-    // per program only, not by the heavy-tailed luck of which programs each happened to judge.
-    double credited = d == ScheduleDimension::Batch ? (dim.baseYield + a) / (dim.basePrograms + 1) : yield;
+    if (d == ScheduleDimension::Batch) {
+      // A batch's members are the programs they would be alone: a batch size changes what a program costs, not
+      // what it yields, so its arms are weighed by programs judged per CPU-second (yield per CPU-second up to the
+      // factor every size shares), not by the heavy-tailed luck of which programs each judged. What a program
+      // costs at a size does not fade as the campaign's features fill, so this evidence is never decayed.
+      if (decayed.insert(d).second) dim.credits++;
+      ArmStats& st = dim.arms[name];
+      st.pulls++;
+      st.cpuSeconds += cpuSeconds;
+      st.yield += yield;
+      st.recentCpu += cpuSeconds;
+      st.recentYield += 1;
+      continue;
+    }
     if (decayed.insert(d).second) {
       dim.credits++;
       for (auto& [other, st] : dim.arms) {
@@ -364,14 +374,13 @@ void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const 
       }
       dim.baseYield = dim.baseYield * policy_.baselineDecay + yield;
       dim.baseCpu = dim.baseCpu * policy_.baselineDecay + cpuSeconds;
-      dim.basePrograms = dim.basePrograms * policy_.baselineDecay + 1;
     }
     ArmStats& st = dim.arms[name];
     st.pulls++;
     st.cpuSeconds += cpuSeconds;
     st.yield += yield;
     st.recentCpu += cpuSeconds;
-    st.recentYield += credited / baseline;
+    st.recentYield += yield / baseline;
   }
 }
 
@@ -445,8 +454,7 @@ json CostAwareScheduler::toJson() const {
                     {"recent_cpu_s", st.recentCpu},
                     {"recent_yield", st.recentYield}};
     dims[toString(d)] = {
-        {"credits", dim.credits}, {"base_yield", dim.baseYield}, {"base_cpu_s", dim.baseCpu},
-        {"base_programs", dim.basePrograms}, {"arms", arms}};
+        {"credits", dim.credits}, {"base_yield", dim.baseYield}, {"base_cpu_s", dim.baseCpu}, {"arms", arms}};
   }
   return {{"version", 1}, {"dimensions", dims}};
 }
@@ -468,7 +476,6 @@ void CostAwareScheduler::restore(const json& doc) {
       dim.baseYield = number(dj, "base_yield", dname);
       dim.baseCpu = number(dj, "base_cpu_s", dname);
     }
-    if (dj.contains("base_programs")) dim.basePrograms = number(dj, "base_programs", dname);
     for (const auto& [aname, aj] : dj["arms"].items()) {
       std::string where = dname + "." + aname;
       if (!aj.is_object()) bad(where + " must be an object");

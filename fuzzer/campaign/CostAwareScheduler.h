@@ -70,7 +70,8 @@ struct ProgramYield {
 struct ArmStats {
   int64_t pulls = 0;                      ///< programs credited
   double cpuSeconds = 0, yield = 0;       ///< totals, for fuzzer_stats
-  double recentCpu = 0, recentYield = 0;  ///< the evidence the bandit weighs (decayed; yield relative to the baseline)
+  double recentCpu = 0, recentYield = 0;  ///< the evidence the bandit weighs (decayed; yield relative to the baseline;
+                                          ///< a batch size's: programs and their CPU-seconds, undecayed)
 };
 
 /// Draws each dimension's arm by Thompson sampling on yield per CPU-second, mixed with the
@@ -94,7 +95,7 @@ class CostAwareScheduler {
   /// "1", "2", ...: the bandit's draw, or the configured weights' with the bandit off.
   int sampleBatch(gen::Rng& rng, ArmPulls& pulls) const;
   /// Credits every arm of `pulls` with the program's torch CPU-seconds and yieldFor(its dimension); a batch-size
-  /// arm with its dimension's recent yield per program instead (a batch size changes a program's cost only).
+  /// arm with one program instead, never decayed (a batch size changes what a program costs, not what it yields).
   void credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& yield);
   /// What a program yields to an arm of `dimension`: its new features plus signatureWeight per new
   /// signature; for the compile dimensions without the op features (a program's size does choose them).
@@ -127,7 +128,6 @@ class CostAwareScheduler {
   struct Dimension {
     int64_t credits = 0;                ///< programs credited
     double baseYield = 0, baseCpu = 0;  ///< every arm's recent yield and CPU-seconds (decayed by baselineDecay)
-    double basePrograms = 0;            ///< and programs: the batch arms' yield per program
     std::map<std::string, ArmStats> arms;
   };
 

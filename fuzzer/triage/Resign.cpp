@@ -24,7 +24,7 @@ oracles::RunResult recordedRun(const json& j) {
   r.phase = j.value("phase", "");
   if (const auto e = j.find("exception"); e != j.end() && e->is_object())
     r.exception = oracles::ExceptionInfo{e->value("type", ""), e->value("qualified_type", ""), e->value("message", ""),
-                                         e->value("traceback", "")};
+                                         e->value("traceback", ""), e->value("node_stack_trace", "")};
   if (const auto s = j.find("signal"); s != j.end() && s->is_string()) r.signalName = s->get<std::string>();
   if (const auto c = j.find("exit_code"); c != j.end() && c->is_number_integer()) r.exitCode = c->get<int>();
   return r;

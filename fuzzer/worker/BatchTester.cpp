@@ -92,9 +92,10 @@ int batchMemberOfFailure(const gen::BatchProgram& batch, const std::filesystem::
   if (!run.exception) return -1;
   // A job runs a copy of the file in its own folder: a frame of the batch's text is one of a file of its name.
   std::string frame = "/" + file.filename().string() + "\", line ";
-  // The traceback's innermost frame of the batch's text, else the last one the message quotes (Dynamo's "from user
-  // code:" and Inductor's stack_traces list the frames it was compiling, which the traceback does not hold).
-  for (const std::string* text : {&run.exception->traceback, &run.exception->message}) {
+  // The user frame of the FX node torch was working on (a failure inside its passes), else the traceback's innermost
+  // frame of the batch's text, else the last one the message quotes (Dynamo's "from user code:" and Inductor's
+  // stack_traces list the frames it was compiling, which the traceback does not hold).
+  for (const std::string* text : {&run.exception->nodeStackTrace, &run.exception->traceback, &run.exception->message}) {
     size_t at = text->rfind(frame);
     if (at == std::string::npos) continue;
     try {

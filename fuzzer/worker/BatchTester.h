@@ -45,7 +45,8 @@ struct BatchMemberResult {
 };
 
 /// The member of `batch` (written at `file`, run as a copy of that name) whose program text raised `run`'s
-/// exception: the innermost frame of that file in the traceback, else the last its message quotes, else the one
+/// exception: the frame of that file in the stack trace of the FX node torch was working on, else the innermost in the
+/// traceback, else the last its message quotes, else the one
 /// member whose inputs the message names ("m1_x2"). -1 when none does (the batch's own lines, several members' inputs,
 /// a signal, a timeout, memory).
 int batchMemberOfFailure(const gen::BatchProgram& batch, const std::filesystem::path& file, const oracles::RunResult& run);

@@ -140,7 +140,8 @@ RunResult runResultFromJson(const nlohmann::json& j) {
   r.phase = stringField(j, "phase");
   if (auto it = j.find("exception"); it != j.end() && it->is_object()) {
     r.exception = ExceptionInfo{stringField(*it, "type"), stringField(*it, "qualified_type"),
-                                stringField(*it, "message"), stringField(*it, "traceback")};
+                                stringField(*it, "message"), stringField(*it, "traceback"),
+                                stringField(*it, "node_stack_trace")};
   }
   r.signal = j.value("signal", 0);
   r.signalName = stringField(j, "signal_name");
@@ -228,6 +229,8 @@ nlohmann::json toJson(const RunResult& r) {
                       {"qualified_type", r.exception->qualifiedType},
                       {"message", r.exception->message},
                       {"traceback", tailOf(r.exception->traceback, 6000)}};
+  if (r.exception && !r.exception->nodeStackTrace.empty())
+    j["exception"]["node_stack_trace"] = tailOf(r.exception->nodeStackTrace, 2000);
   if (!r.stderrTail.empty() && r.status != RunStatus::Ok) j["stderr_tail"] = tailOf(r.stderrTail, 3000);
   if (r.status == RunStatus::Signal) j["signal"] = r.signalName;
   if (r.exitCode) j["exit_code"] = *r.exitCode;

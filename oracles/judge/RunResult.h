@@ -28,6 +28,9 @@ struct ExceptionInfo {
   std::string qualifiedType;  ///< module-qualified class name
   std::string message;
   std::string traceback;
+  /// The user frames of the FX node torch was working on when it raised (the node's stack_trace): the program
+  /// line whose op failed inside torch's passes, which the traceback does not name. "" when no node was found.
+  std::string nodeStackTrace;
 };
 
 /// The values an index output points into (argmax, max.dim, sort, topk...), saved by the eager job

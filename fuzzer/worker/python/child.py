@@ -19,7 +19,8 @@ import torch._inductor.config
 import torch.utils._pytree as pytree
 
 from bisect_check import JobError, run_bisect  # noqa: F401  (JobError: raised by the bisect job)
-from compile_stats import compile_facts, compile_phases, install_compile_hooks, recompiles_seen, recompiles_since
+from compile_stats import (compile_facts, compile_phases, failing_node_stack_trace, install_compile_hooks, recompiles_seen,
+                           recompiles_since)
 from reference.desugared_hops import desugar_hops
 from forward_checks import (FRESH_INPUT_SEED_OFFSET, IndexSources, ModuleState, NoTaint, RandomTaint, TextLeaf,
                             alias_notes, conditioning_inputs)
@@ -546,11 +547,16 @@ def _grad_leaf(t):
 def exception_record(exc):
     t = type(exc)
     tb = "".join(traceback.format_exception(t, exc, exc.__traceback__))
+    try:
+        node_trace = failing_node_stack_trace(exc)
+    except Exception:  # reading a frame's locals must never cost the record
+        node_trace = ""
     return {
         "type": t.__name__,
         "qualified_type": f"{t.__module__}.{t.__qualname__}",
         "message": str(exc)[:4000],
         "traceback": tb[-16000:],
+        "node_stack_trace": node_trace[-4000:],
     }
 
 

@@ -1,6 +1,7 @@
 """What a compiled job reports about its compilation: Dynamo's and Inductor's counters and metrics, and
 what Inductor did (compile_facts, with the hooks of install_compile_hooks), and the compile time split by
-phase (compile_phases). Imported by child.py before any fork; nothing here runs a torch op or patches
+phase (compile_phases), and the program line of the FX node a failure was raised at (failing_node_stack_trace).
+Imported by child.py before any fork; nothing here runs a torch op or patches
 torch at import time. Per-process figures: a persistent child clears them between jobs
 (persistent.reset_compiler_state)."""
 
@@ -424,3 +425,25 @@ def dynamo_counters(counters):
     if isinstance(captured, (int, float)):
         out["calls_captured"] = captured
     return out
+
+
+def failing_node_stack_trace(exc):
+    """The user frames of the FX node torch was working on when `exc` was raised (the node's stack_trace): the
+    innermost node a frame of its traceback, or of what it wraps, holds in a local (a lowering's, a pattern's, a
+    pass's). "" when none does. It names the program line whose op failed inside torch's passes, which the
+    traceback does not (a batched compile's failing member)."""
+    from torch.fx import Node
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        frames, tb = [], exc.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        for frame in reversed(frames):
+            for value in list(frame.f_locals.values()):
+                if isinstance(value, Node) and value.meta.get("stack_trace"):
+                    return str(value.meta["stack_trace"])
+        exc = exc.__cause__ or exc.__context__
+    return ""
