@@ -352,23 +352,15 @@ void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const 
     // The baseline before this program (one yield per second before any evidence, as the prior).
     double a = policy_.priorYield;
     double baseline = (dim.baseYield + a) / (dim.baseCpu + a);
-    if (d == ScheduleDimension::Batch) {
-      // A batch's members are the programs they would be alone: a batch size changes what a program costs, not
-      // what it yields, so its arms are weighed by programs judged per CPU-second (yield per CPU-second up to the
-      // factor every size shares), not by the heavy-tailed luck of which programs each judged. What a program
-      // costs at a size does not fade as the campaign's features fill, so this evidence is never decayed.
-      if (decayed.insert(d).second) dim.credits++;
-      ArmStats& st = dim.arms[name];
-      st.pulls++;
-      st.cpuSeconds += cpuSeconds;
-      st.yield += yield;
-      st.recentCpu += cpuSeconds;
-      st.recentYield += 1;
-      continue;
-    }
+    // A batch's members are the programs they would be alone: a batch size changes what a program costs, not what
+    // it yields, so its arms are weighed by programs judged per CPU-second (yield per CPU-second up to the factor
+    // every size shares), not by the heavy-tailed luck of which programs each judged. What a program costs at a
+    // size does not fade as the campaign's features fill, so this evidence is never decayed.
+    bool costOnly = d == ScheduleDimension::Batch;
     if (decayed.insert(d).second) {
       dim.credits++;
       for (auto& [other, st] : dim.arms) {
+        if (costOnly) break;
         st.recentCpu *= policy_.decay;
         st.recentYield *= policy_.decay;
       }
@@ -380,7 +372,7 @@ void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const 
     st.cpuSeconds += cpuSeconds;
     st.yield += yield;
     st.recentCpu += cpuSeconds;
-    st.recentYield += yield / baseline;
+    st.recentYield += costOnly ? 1 : yield / baseline;
   }
 }
 

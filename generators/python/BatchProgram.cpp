@@ -66,7 +66,7 @@ Graph batchMemberProgram(const Graph& g, bool keepConstructs) { return keepConst
 bool breaksGraph(const Graph& g, const OpCatalog& catalog) {
   PythonPlan plan = planPythonConstructs(g, catalog);
   return plan.graphBreak() || std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) {
-           return p.branch && (p.branch->kind == "item" || p.branch->kind == "tensor" || p.branch->kind == "any");
+           return p.branch && branchReadsTensor(p.branch->kind);
          });
 }
 

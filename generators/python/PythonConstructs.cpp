@@ -44,14 +44,11 @@ bool operandDecides(const Graph& g, const Node& n, int operand, const std::vecto
   return false;
 }
 
-/// What a branch test reads: an operand of the node (item, tensor, any), the call counter (calls), or a
-/// flag of the module that only a schedule step changes (flag, training).
-bool readsOperand(const std::string& kind) { return kind != "flag" && kind != "training" && kind != "calls"; }
 
 bool branchHolds(const Graph& g, const OpCatalog& catalog, size_t i, const BranchTest& b, bool counter,
                  const std::vector<int>& written) {
   if (!returnsOnly(g, catalog, i)) return false;
-  if (readsOperand(b.kind)) return operandDecides(g, g.nodes[i], b.operand, written);
+  if (branchReadsTensor(b.kind)) return operandDecides(g, g.nodes[i], b.operand, written);
   return b.kind != "calls" || counter;
 }
 
@@ -176,6 +173,8 @@ bool PythonPlan::submodulesReadTraining() const {
   return std::any_of(forms.begin(), forms.end(), [](const std::string& f) { return pythonForm(f).readsTraining; });
 }
 
+bool branchReadsTensor(const std::string& kind) { return kind != "flag" && kind != "training" && kind != "calls"; }
+
 bool PythonPlan::graphBreak() const {
   return std::any_of(nodes.begin(), nodes.end(), [](const NodePython& p) { return p.graphBreakBefore; }) ||
          std::any_of(forms.begin(), forms.end(), [](const std::string& f) { return pythonForm(f).breaksGraph; });
@@ -258,7 +257,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     std::vector<std::string> kinds;
     std::vector<double> weights;
     for (const auto& [kind, w] : chances.branchWeights) {
-      bool holds = readsOperand(kind) ? !operands.empty() : kind != "calls" || counter;
+      bool holds = branchReadsTensor(kind) ? !operands.empty() : kind != "calls" || counter;
       if (holds && w > 0) {
         kinds.push_back(kind);
         weights.push_back(w);
@@ -267,7 +266,7 @@ int addPythonConstructs(Graph& g, const OpCatalog& catalog, const PythonConstruc
     if (!kinds.empty()) {
       BranchTest b;
       b.kind = kinds[rng.weighted(weights)];
-      if (readsOperand(b.kind)) {
+      if (branchReadsTensor(b.kind)) {
         b.operand = rng.pick(operands);
         for (const Source& s : g.inputs)
           if (s.value == n.inputs[static_cast<size_t>(b.operand)]) b.threshold = exactThreshold(s.dist, rng);

@@ -75,6 +75,10 @@ struct PythonPlan {
   std::vector<std::string> stateGlobals() const;
 };
 
+/// What a branch test of `kind` reads: an operand of the node, a tensor (item, tensor, any: Dynamo breaks its graph
+/// there unless it captures scalars), or else the call counter (calls) or a flag only a schedule step changes.
+bool branchReadsTensor(const std::string& kind);
+
 /// The constructs of `g` that hold (see the rules above).
 PythonPlan planPythonConstructs(const Graph& g, const OpCatalog& catalog);
 
