@@ -161,6 +161,37 @@ std::vector<gen::Graph> statefulPrograms(bool schedules = false) {
   return {counted, tallied};
 }
 
+// A member whose state changes between calls (its own schedule, or state forward writes) is called between graph
+// breaks, so that Dynamo's recompiles on that state recompile its frame only; members without such state share one.
+TEST_F(BatchProgramTest, AMemberWhoseStateChangesBetweenCallsIsCalledInAFrameOfItsOwn) {
+  std::vector<gen::Graph> stateful = statefulPrograms(true);
+  gen::Graph counted = statefulPrograms()[0];  // no schedule: its counter changes at every call
+  EXPECT_FALSE(gen::changesStateBetweenCalls(chain({"sin"}), catalog));
+  EXPECT_TRUE(gen::changesStateBetweenCalls(counted, catalog));
+  EXPECT_TRUE(gen::changesStateBetweenCalls(stateful[1], catalog));
+  gen::Graph scheduled = chain({"sin"}, true);  // state only a schedule step changes: its inputs' requires_grad
+  scheduled.schedule = {{"requires-grad", 0}};
+  ASSERT_EQ(gen::planPythonConstructs(scheduled, catalog).schedule.size(), 1u);
+  EXPECT_TRUE(gen::changesStateBetweenCalls(scheduled, catalog));
+  gen::BatchProgram batch =
+      gen::emitBatch(emitter, {chain({"sin"}), chain({"cos"}), counted, scheduled, chain({"exp"})}, {});
+  std::vector<bool> own;
+  for (const auto& m : batch.members) own.push_back(m.ownFrame);
+  EXPECT_EQ(own, (std::vector<bool>{false, false, true, true, false}));
+  const std::string breakLine =
+      "        torch._dynamo.graph_break()  # a member whose state changes between calls: a frame of its own\n";
+  std::string forward = "    def forward(self, m0_x0, m1_x0, m2_x0, m3_x0, m4_x0):\n"
+                        "        outputs = (*self.m0(m0_x0), *self.m1(m1_x0), )\n" +
+                        breakLine + "        outputs += (*self.m2(m2_x0), )\n" +
+                        breakLine + "        outputs += (*self.m3(m3_x0), )\n" +
+                        breakLine + "        outputs += (*self.m4(m4_x0), )\n        return outputs\n";
+  EXPECT_NE(batch.py.find(forward), std::string::npos) << batch.py;
+  // Without such a member, forward is one expression: one frame.
+  std::string plain = gen::emitBatch(emitter, {chain({"sin"}), chain({"cos"})}, {}).py;
+  EXPECT_NE(plain.find("        return (*self.m0(m0_x0), *self.m1(m1_x0), )\n"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("graph_break"), std::string::npos);
+}
+
 // A batch's schedule: step s makes each member's step s on its own submodule and inputs; the members' step functions
 // keep their own names, globals and WRITTEN_INPUTS.
 TEST_F(BatchProgramTest, MembersScheduleStepsJoinTheBatchSchedule) {
@@ -373,6 +404,32 @@ TEST_F(BatchTesterTest, APlantedBugInOneMemberIsJudgedAgainstThatMemberAlone) {
   ASSERT_TRUE(bug.runs.compiled.outputs);
   EXPECT_EQ(bug.runs.compiled.outputs->leaves.size(), results[0].result.runs.compiled.outputs->leaves.size());
   EXPECT_GT(bug.torchSeconds, results[0].result.torchSeconds);  // its alone run is its own cost
+}
+
+// With real torch.compile: a member whose schedule changes a module global between calls recompiles its own frame,
+// not the plain member's, whose op Inductor lowers once over the batch's calls.
+TEST_F(BatchTesterTest, AMembersStateChangesRecompileOnlyItsOwnFrame) {
+  gen::Graph stepped = chain({"exp"}, true);
+  stepped.nodes[1].python.outputState = "offset";  // forward reads OFFSET, which the schedule sets twice
+  stepped.schedule = {{"global", 0.25}, {"global", 2}};
+  ASSERT_TRUE(gen::changesStateBetweenCalls(stepped, catalog_));
+  std::vector<fs::path> files;
+  fs::path batchFile;
+  gen::BatchProgram batch = write({chain({"tanh"}, true), stepped}, "frames", files, batchFile);
+  BatchTester batchTester(*tester_);
+  std::vector<BatchMemberResult> results = batchTester.test(batchFile, batch, files, settings("inductor"));
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.judgement, BatchJudgement::InBatch);
+    EXPECT_EQ(r.result.verdict.verdict, oracles::Verdict::Agree) << r.result.verdict.reason;
+  }
+  const auto& facts = results[0].result.runs.compiled.compileFacts;
+  ASSERT_TRUE(facts);
+  // The first step recompiles member 1's frame (the second finds OFFSET dynamic by then): exp is lowered again, tanh
+  // not; with both members in one frame, tanh was lowered twice.
+  EXPECT_GE(facts->recompiles, 1);
+  EXPECT_GE(facts->lowerings.at("aten.exp.default"), 2);
+  EXPECT_EQ(facts->lowerings.at("aten.tanh.default"), 1);
 }
 
 // Through AOTInductor the batch is one package of independent members: each member's leaves, calls 2 and 3

@@ -121,6 +121,27 @@ TEST(KnownUpstream, AWriteThroughAnExpandedViewIsIssue197448WhateverItsSymptom) 
   }
 }
 
+TEST(KnownUpstream, AViewOfACopysignOfATransposedInputThatFailsCompiledIsIssue198364) {
+  // The TriageTest campaign on torch 2.15, under an AOTAutograd backend: copysign of a transposed input, to_dtype,
+  // reshape raises "view size is not compatible" compiled (copysign's meta strides are contiguous, eager's follow the
+  // input); eager runs. Upstream #198364 lists copysign and div(rounding_mode="floor").
+  std::vector<KnownIssue> known = projectList();
+  for (const char* op : {"copysign", "div_rounding"}) {
+    SCOPED_TRACE(op);
+    BugReport bug = crashBug();
+    bug.signature.exceptionType = "RuntimeError";
+    bug.signature.normalizedMessage =
+        "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
+        "contiguous subspaces). Use .reshape(...) instead.";
+    bug.signature.ops = {op, "to_dtype", "reshape"};
+    const KnownIssue* match = matchKnownIssue(known, bug);
+    ASSERT_NE(match, nullptr);
+    EXPECT_EQ(match->issue.number, 198364);
+    bug.signature.normalizedMessage = "planted lowering failure";  // another crash of the same ops: another bug
+    EXPECT_EQ(matchKnownIssue(known, bug), nullptr);
+  }
+}
+
 TEST(KnownUpstream, AnInt64ArangeScaledPastInt32IsIssue175966) {
   // A default campaign on torch 2.15 (CPU): `x + torch.arange(n, dtype=torch.int64) * 1500767109` wraps at
   // 2^32 under Inductor, with dynamic=False too; aot_eager is right. Upstream #175966 (CUDA) is the class.

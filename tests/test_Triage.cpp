@@ -153,6 +153,10 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
         // the decompositions' edge cases: real upstream bugs there would be reports beyond the planted three.
         {"input_write_chance", 0},
         {"input_fill_chance", 0},
+        // A transposed or sliced input reaches meta functions whose strides differ from eager's (copysign and
+        // div(rounding_mode="floor") keep the input's layout in eager, not in their meta: upstream #198364), so a
+        // later reshape fails under the planted backends' AOTAutograd: a report beyond the planted three.
+        {"input_layout_chance", 0},
         {"boundary_chance", 0},
         {"alias_read_after_write_chance", 0},
         // Plain op graphs: graph breaks, branches, call schedules and regions double the compiles of each of the 200
@@ -169,6 +173,8 @@ TEST_F(TriageTest, ThreePlantedBackendsHitByFiftyFindingsDedupToThreeReports) {
          {{"sigmoid", 100},
           {"cumsum", 100},
           {"tanh", 100},
+          {"copysign", 0},  // upstream #198364 after a transposing op, as above
+          {"div_rounding", 0},
           {"interpolate_nearest2d_fractional", 0},
           {"interpolate_linear1d_fractional", 0},
           {"interpolate_bilinear2d_fractional", 0},

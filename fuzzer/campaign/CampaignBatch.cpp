@@ -112,11 +112,16 @@ void Campaign::testBatch(std::vector<Candidate>& members, std::vector<Trial>& tr
     if (runTrial(members[0], trials[0])) finishTrial(members[0], trials[0]);
     return;
   }
-  // Members whose frame Dynamo breaks go last, in drawn order: the others share the batch's first graph.
-  std::vector<int> order(size);
+  // The members that share the batch's first graph come first; then those whose state changes between calls, each
+  // in a frame of its own; last those whose frame Dynamo breaks. Drawn order within each.
+  auto place = [&](int m) {
+    const gen::Graph& g = members[m].graph;
+    return gen::breaksGraph(g, emitter_.catalog()) ? 2 : gen::changesStateBetweenCalls(g, emitter_.catalog()) ? 1 : 0;
+  };
+  std::vector<int> order(size), places(size);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_partition(order.begin(), order.end(),
-                        [&](int m) { return !gen::breaksGraph(members[m].graph, emitter_.catalog()); });
+  for (int m = 0; m < size; ++m) places[m] = place(m);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return places[a] < places[b]; });
   if (!std::is_sorted(order.begin(), order.end())) {
     std::vector<Candidate> drawnMembers = std::move(members);
     std::vector<Trial> drawnTrials = std::move(trials);

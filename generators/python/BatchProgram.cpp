@@ -46,6 +46,18 @@ int64_t tensorElements(const Graph& g) {
   return n;
 }
 
+bool changesState(const PythonPlan& plan) { return !plan.schedule.empty() || plan.mutatesState(); }
+
+/// forward's body: the member calls of `frames`, a graph break between two frames, the outputs in member order.
+std::string forwardBody(const std::vector<std::string>& frames) {
+  if (frames.size() == 1) return "        return (" + frames[0] + ")\n";
+  std::string body = "        outputs = (" + frames[0] + ")\n";
+  for (size_t f = 1; f < frames.size(); ++f)
+    body += "        torch._dynamo.graph_break()  # a member whose state changes between calls: a frame of its own\n"
+            "        outputs += (" + frames[f] + ")\n";
+  return body + "        return outputs\n";
+}
+
 }  // namespace
 
 BatchPlace BatchRoom::place(const Graph& program, bool batchable) const {
@@ -70,6 +82,10 @@ bool breaksGraph(const Graph& g, const OpCatalog& catalog) {
          });
 }
 
+bool changesStateBetweenCalls(const Graph& g, const OpCatalog& catalog) {
+  return changesState(planPythonConstructs(g, catalog));
+}
+
 Graph plainProgram(const Graph& g) {
   Graph out = g;
   bool dropped = !out.schedule.empty() || !out.hook.empty();
@@ -87,7 +103,8 @@ BatchProgram emitBatch(const PythonEmitter& emitter, const std::vector<Graph>& m
                        const std::vector<std::string>& labels) {
   if (members.empty()) throw std::invalid_argument("a batch needs at least one member");
   BatchProgram batch;
-  std::ostringstream head, body, init, args, calls, inputs, written, aliased, state;
+  std::ostringstream head, body, init, args, inputs, written, aliased, state;
+  std::vector<std::string> frames;  // forward's member calls, a graph break between two (BatchMember::ownFrame)
   bool anyConstruct = false;
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> steps;  // per step: docs, member steps
   head << fmt::format("# tcfuzz batch: {} independent programs judged under one compile, each a member module of\n"
@@ -113,13 +130,15 @@ BatchProgram emitBatch(const PythonEmitter& emitter, const std::vector<Graph>& m
     std::vector<std::string> names;
     for (const auto& s : g.inputs) names.push_back(fmt::format("{}_{}", m.module, s.name));
     for (const auto& n : names) args << ", " << n;
-    calls << fmt::format("*self.{}({}), ", m.module, fmt::join(names, ", "));
+    PythonPlan plan = planPythonConstructs(g, emitter.catalog());
+    m.ownFrame = changesState(plan);
+    if (frames.empty() || m.ownFrame || batch.members.back().ownFrame) frames.emplace_back();
+    frames.back() += fmt::format("*self.{}({}), ", m.module, fmt::join(names, ", "));
     inputs << fmt::format("*make_inputs_{}(seed), ", k);
     for (int p : writtenInputPositions(g)) written << m.firstInput + p << ", ";
     for (size_t i = 0; i < g.inputs.size(); ++i)
       if (const Source* base = g.inputs[i].alias.none() ? nullptr : aliasBase(g, g.inputs[i]))
         aliased << fmt::format("{}: {}, ", m.firstInput + static_cast<int>(i), m.firstInput + (base - g.inputs.data()));
-    PythonPlan plan = planPythonConstructs(g, emitter.catalog());
     anyConstruct = anyConstruct || plan.anyConstruct();
     PythonText python{plan, fmt::format("_{}", k), fmt::format("Member{}", k)};
     for (size_t step = 0; step < plan.schedule.size(); ++step) {
@@ -145,7 +164,7 @@ BatchProgram emitBatch(const PythonEmitter& emitter, const std::vector<Graph>& m
      << "        seed = torch.initial_seed()  # the worker's seed: each member is built as it is alone\n"
      << init.str() << "\n"
      << "    def forward(self" << args.str() << "):\n"
-     << "        return (" << calls.str() << ")\n\n\n"
+     << forwardBody(frames) << "\n\n"
      << "def make_inputs(seed):\n    return [" << inputs.str() << "]\n";
   if (!written.str().empty())
     py << "\n\n# forward writes into these inputs (positions in make_inputs' list): the members' own, moved to their place\n"

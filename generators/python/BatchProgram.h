@@ -8,7 +8,9 @@
 // worker compares and restores per member), so eager and fp64 compute every member's values exactly as they do alone.
 // A member's Python constructs run inside its own submodule. Its call schedule's steps join the batch's SCHEDULE:
 // step s makes each member's step s on that member's submodule, globals and inputs, then calls the batch again (a
-// member with fewer steps is called again unchanged). A process-wide module hook acts on its own member's class only
+// member with fewer steps is called again unchanged). A member whose Python state changes between calls
+// (changesStateBetweenCalls) is called in a frame of its own, between graph breaks in forward: Dynamo's guards on
+// that state then fail, and recompile, that frame only, as they would the member alone. A process-wide module hook acts on its own member's class only
 // (the emitter names the member's class in it) and its handle and records are the member's globals. A random op's
 // draws come from torch's global generator, after the members before it drew theirs: the values differ from the
 // member's alone, but no leaf that depends on a draw is judged by its values (the eager job's random-op taint), and
@@ -29,6 +31,7 @@ struct BatchMember {
   int firstOutput = 0, outputs = 0;  ///< positions among forward's output leaves
   std::string module;                ///< the submodule's name ("m0"): its parameters are "m0.<name>"
   int firstLine = 0, lastLine = 0;   ///< its program's lines in the batch's text (1-based, inclusive)
+  bool ownFrame = false;             ///< called between graph breaks (changesStateBetweenCalls)
 };
 
 struct BatchProgram {
@@ -52,6 +55,12 @@ Graph batchMemberProgram(const Graph& g, bool keepConstructs);
 /// (print), an `if` on a tensor's value. A batch puts such members last: a break inside a member's call ends the
 /// batch's graph there, so members before and after it would be compiled as separate graphs.
 bool breaksGraph(const Graph& g, const OpCatalog& catalog);
+
+/// Whether `g`'s Python state changes between its calls where its constructs hold: a call schedule's step (an
+/// attribute, a global, train/eval, its inputs), or state forward writes itself (the call counter, a pre-hook's
+/// records, a form keeping state). Dynamo guards on that state, so each change recompiles the frame that reads it.
+/// A batch calls such a member in a frame of its own and puts it after the members that share the first graph.
+bool changesStateBetweenCalls(const Graph& g, const OpCatalog& catalog);
 
 /// `g`'s op graph without its Python constructs, call schedule and hook (origin.plain marks what was dropped: the
 /// replay line adds --plain).
