@@ -157,8 +157,8 @@ TEST(CostAwareScheduler, CheaperBatchSizesAreDrawnMostOften) {
   for (uint64_t i = 0; i < 3000; ++i) {
     gen::Rng rng = gen::Rng::forProgram(13, i);
     ArmPulls pulls;
-    int size = scheduler.sampleBatch(rng, pulls);
-    ASSERT_EQ(armOf(pulls, ScheduleDimension::Batch), std::to_string(size));
+    int size = scheduler.sampleBatch(rng, "compile", pulls);
+    ASSERT_EQ(armOf(pulls, ScheduleDimension::Batch), "compile/" + std::to_string(size));
     double cpu = size == 1 ? 12 : size == 2 ? 8 : size == 4 ? 6 : 4;  // per program
     scheduler.credit(pulls, cpu, {3, 3, 0});  // op features count for a batch size
     if (i >= 2000) drawn[size]++;
@@ -173,8 +173,38 @@ TEST(CostAwareScheduler, CheaperBatchSizesAreDrawnMostOften) {
   for (uint64_t i = 0; i < 50; ++i) {
     gen::Rng rng = gen::Rng::forProgram(14, i);
     ArmPulls pulls;
-    EXPECT_EQ(off.sampleBatch(rng, pulls), 1);
+    EXPECT_EQ(off.sampleBatch(rng, "export", pulls), 1);
   }
+}
+
+// What a batch saves depends on the configuration its first program drew: members of an export batch share one
+// trace (8 costs a third of alone per program), while under torch.compile with backward each member's graphs
+// compile as alone and a batch's failures send members to run again (8 costs twice alone). Each batch context's
+// sizes are weighed on their own evidence, so each settles on its own cheapest size; the stats name both.
+TEST(CostAwareScheduler, EachConfigurationSettlesOnItsOwnCheapestBatchSize) {
+  CostAwareScheduler scheduler;
+  std::map<std::string, std::map<int, int>> drawn;
+  for (uint64_t i = 0; i < 4000; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(23, i);
+    std::string context = i % 2 ? "export" : "compile+backward";
+    ArmPulls pulls;
+    int size = scheduler.sampleBatch(rng, context, pulls);
+    ASSERT_EQ(armOf(pulls, ScheduleDimension::Batch), context + "/" + std::to_string(size));
+    double perProgram = context == "export" ? (size == 1 ? 6 : size == 2 ? 4 : size == 4 ? 3 : 2)
+                                            : (size == 1 ? 5 : size == 2 ? 6 : size == 4 ? 8 : 10);
+    for (int m = 0; m < size; ++m) scheduler.credit(pulls, perProgram, {2, 2, 0});
+    if (i >= 3000) drawn[context][size]++;
+  }
+  auto& exported = drawn["export"];
+  auto& backward = drawn["compile+backward"];
+  EXPECT_GT(exported[8], 2 * (exported[1] + exported[2] + exported[4]))
+      << exported[1] << " " << exported[2] << " " << exported[4] << " " << exported[8];
+  EXPECT_GT(backward[1], 2 * (backward[2] + backward[4] + backward[8]))
+      << backward[1] << " " << backward[2] << " " << backward[4] << " " << backward[8];
+  std::map<std::string, double> shares = scheduler.shares(ScheduleDimension::Batch, CompileMatrix{}, "cpu");
+  EXPECT_GT(shares.at("export/8"), 0.5);
+  EXPECT_GT(shares.at("compile+backward/1"), 0.5);
+  EXPECT_NEAR(shares.at("export/1") + shares.at("export/2") + shares.at("export/4") + shares.at("export/8"), 1, 1e-9);
 }
 
 // Real yields are heavy-tailed: most programs add nothing, a few add many features or a signature, and fewer as
@@ -191,7 +221,7 @@ TEST(CostAwareScheduler, BatchSizesAreChosenByCostPerProgramNotByLuckyYields) {
     for (uint64_t i = 0; programs < 1200; ++i) {
       gen::Rng rng = gen::Rng::forProgram(19 + campaign, i);
       ArmPulls pulls;
-      int size = scheduler.sampleBatch(rng, pulls);
+      int size = scheduler.sampleBatch(rng, "compile", pulls);
       double cpu = size == 1 ? 6 : size == 2 ? 5 : size == 4 ? 4 : 3;  // per program
       for (int m = 0; m < size; ++m, ++programs) {
         double x = u(luck), fade = std::exp(-programs / 400.0);
@@ -215,12 +245,12 @@ TEST(CostAwareScheduler, BatchSizesAreChosenByCostPerProgramNotByLuckyYields) {
 TEST(CostAwareScheduler, AnArmDrawnWhenEveryProgramWasNewDoesNotKeepThatRate) {
   CostAwareScheduler scheduler;
   auto featuresAt = [](int i) { return i < 20 ? 30 : std::max(1, static_cast<int>(8 * std::exp(-i / 100.0))); };
-  for (int i = 0; i < 20; ++i) scheduler.credit({{{ScheduleDimension::Batch, "2"}}}, 8, {featuresAt(i), featuresAt(i), 0});
+  for (int i = 0; i < 20; ++i) scheduler.credit({{{ScheduleDimension::Batch, "compile/2"}}}, 8, {featuresAt(i), featuresAt(i), 0});
   std::map<int, int> drawn;
   for (int i = 20; i < 420; ++i) {
     gen::Rng rng = gen::Rng::forProgram(17, static_cast<uint64_t>(i));
     ArmPulls pulls;
-    int size = scheduler.sampleBatch(rng, pulls);
+    int size = scheduler.sampleBatch(rng, "compile", pulls);
     double cpu = size == 1 ? 10 : size == 2 ? 8 : size == 4 ? 6 : 4;
     scheduler.credit(pulls, cpu, {featuresAt(i), featuresAt(i), 0});
     if (i >= 220) drawn[size]++;

@@ -376,15 +376,21 @@ void Campaign::trainingProgram(Candidate& c, Trial& t) const {
 }
 
 void Campaign::prepareTrial(Candidate& c, const fs::path& scratch, Trial& t, bool batched) {
-  {
-    std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
-    gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
-    // Training steps are a program kind: a share of the programs an optimizer can step, drawn first.
-    PinnedCompile pinned = settings_.pinned;
-    if (!batched && !pinned.entryPinned() && trainable(c.graph) && rng.chance(policy_.compile.trainingShare))
-      pinned.entry = oracles::kTrainEntry;
-    t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, pinned, c.pulls);
-  }
+  drawCompile(c, t, !batched);
+  writeTrial(c, scratch, t, batched);
+}
+
+void Campaign::drawCompile(Candidate& c, Trial& t, bool trainingAllowed) {
+  std::lock_guard lock(mutex_);  // the matrix may lose a template another lane found unusable
+  gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kCompileStream, static_cast<uint64_t>(c.index));
+  // Training steps are a program kind: a share of the programs an optimizer can step, drawn first.
+  PinnedCompile pinned = settings_.pinned;
+  if (trainingAllowed && !pinned.entryPinned() && trainable(c.graph) && rng.chance(policy_.compile.trainingShare))
+    pinned.entry = oracles::kTrainEntry;
+  t.compile = scheduler_.sampleCompile(policy_.compile, rng, settings_.device, pinned, c.pulls);
+}
+
+void Campaign::writeTrial(Candidate& c, const fs::path& scratch, Trial& t, bool batched) {
   // A batch's first member: judged with its Python where the drawn configuration allows (batchKeepsConstructs).
   if (batched) c.graph = gen::batchMemberProgram(c.graph, batchKeepsConstructs(t.compile.config));
   // Export traces forward once: the program it judges is the one a single trace captures whole.

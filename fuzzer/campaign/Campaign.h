@@ -207,9 +207,9 @@ class Campaign {
   /// for want of room.
   std::optional<Candidate> testFromLane(Candidate& first, gen::Generator& generator,
                                         const std::filesystem::path& scratch);
-  /// The batch size for the lane's next programs (its arm in `pulls`), 1 when they may not batch: batching off
-  /// (--batch 1) or training steps pinned.
-  int batchSizeFor(const Candidate& first, ArmPulls& pulls);
+  /// The batch size for the lane's next programs (its arm in `pulls`, of the batch context of `compile`, the
+  /// configuration drawn for `first`), 1 when they may not batch: batching off (--batch 1) or training steps.
+  int batchSizeFor(const Candidate& first, const SampledCompile& compile, ArmPulls& pulls);
   /// Prepares `member` to join the batch `first` leads: first's configuration and compile arms, its own program.
   void prepareMember(Candidate& member, const std::filesystem::path& scratch, Trial& trial, const Candidate& first,
                      const Trial& firstTrial) const;
@@ -217,7 +217,6 @@ class Campaign {
   void testBatch(std::vector<Candidate>& members, std::vector<Trial>& trials, const std::filesystem::path& scratch);
   /// The steps after the test: measure, record, keep, commit, credit, publish.
   void finishTrial(const Candidate& candidate, Trial& trial);
-  /// Emits the candidate's Python into `scratch` and draws its compile configuration (the scheduler's arms).
   /// A program drawn for the "train" entry: its call schedule dropped; without a floating parameter, judged
   /// through torch.compile instead (its entry arm credited so).
   void trainingProgram(Candidate& c, Trial& t) const;
@@ -226,8 +225,13 @@ class Campaign {
   /// Whether a batch under `config` judges its members' Python constructs: torch.compile without fullgraph (under
   /// fullgraph one member's graph break would refuse the whole batch; an export entry judges one trace).
   static bool batchKeepsConstructs(const oracles::CompileConfig& config);
-  /// `batched`: no training steps are drawn (a batch's first member: the steps run one program's optimizer), and
-  /// the program is the member the drawn configuration judges (gen::batchMemberProgram).
+  /// Draws the candidate's compile configuration (the scheduler's arms, appended to its pulls); training steps
+  /// only when `trainingAllowed` (a batch's members: the steps run one program's optimizer).
+  void drawCompile(Candidate& candidate, Trial& trial, bool trainingAllowed = true);
+  /// Emits the candidate's Python into `scratch` for its drawn configuration. `batched`: the program is the member
+  /// the configuration judges (gen::batchMemberProgram).
+  void writeTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial, bool batched = false);
+  /// drawCompile (no training steps when `batched`), then writeTrial.
   void prepareTrial(Candidate& candidate, const std::filesystem::path& scratch, Trial& trial, bool batched = false);
   /// Tests the program in eager, compiled and fp64 (or runs `test` instead, a batch's); false (the file removed,
   /// the cause counted or the campaign stopped) when it was not judged: cancelled, a dead worker, a rejected

@@ -27,13 +27,13 @@ std::optional<int64_t> Campaign::claimIndex() {
   return nextIndex_++;
 }
 
-int Campaign::batchSizeFor(const Candidate& first, ArmPulls& pulls) {
+int Campaign::batchSizeFor(const Candidate& first, const SampledCompile& compile, ArmPulls& pulls) {
   const PinnedCompile& pinned = settings_.pinned;
-  if (pinned.batchSize == 1 || (pinned.entry && *pinned.entry == oracles::kTrainEntry) || pinned.training) return 1;
+  if (pinned.batchSize == 1 || compile.config.trains() || pinned.training) return 1;
   if (pinned.batchSize) return *pinned.batchSize;
   gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kBatchStream, static_cast<uint64_t>(first.index));
   std::lock_guard lock(mutex_);
-  return scheduler_.sampleBatch(rng, pulls);
+  return scheduler_.sampleBatch(rng, CostAwareScheduler::batchContext(compile), pulls);
 }
 
 bool Campaign::batchKeepsConstructs(const oracles::CompileConfig& config) {
@@ -56,11 +56,18 @@ void Campaign::prepareMember(Candidate& c, const fs::path& scratch, Trial& t, co
 
 std::optional<Campaign::Candidate> Campaign::testFromLane(Candidate& first, gen::Generator& generator,
                                                            const fs::path& scratch) {
+  // The first program's configuration is drawn before the batch size, whose arms are that configuration's.
+  Trial firstTrial;
+  drawCompile(first, firstTrial);
   ArmPulls batchArm;
-  int size = batchSizeFor(first, batchArm);
+  int size = batchSizeFor(first, firstTrial.compile, batchArm);
+  auto alone = [&](Candidate& c, Trial& t) {  // as drawn
+    writeTrial(c, scratch, t);
+    if (runTrial(c, t)) finishTrial(c, t);
+  };
   if (size <= 1) {
     first.pulls.arms.insert(first.pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
-    testCandidate(first, scratch);
+    alone(first, firstTrial);
     return std::nullopt;
   }
   std::vector<Candidate> members;
@@ -78,13 +85,19 @@ std::optional<Campaign::Candidate> Campaign::testFromLane(Candidate& first, gen:
         break;
       }
       if (place == gen::BatchPlace::Alone) {
-        testCandidate(*next, scratch);  // as drawn
+        if (drawn == 1) alone(*next, firstTrial);
+        else testCandidate(*next, scratch);  // as drawn
       } else {
         room.add(next->graph);
         Trial t;
         if (members.empty()) {
           next->pulls.arms.insert(next->pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
-          prepareTrial(*next, scratch, t, true);
+          if (drawn == 1) {  // the first program, its configuration drawn (a training step's never reaches here)
+            t = std::move(firstTrial);
+            writeTrial(*next, scratch, t, true);
+          } else {
+            prepareTrial(*next, scratch, t, true);
+          }
         } else {
           prepareMember(*next, scratch, t, members.front(), trials.front());
         }

@@ -330,8 +330,18 @@ gen::NodeRange CostAwareScheduler::sampleSize(const gen::GenPolicy& generation, 
   return {generation.minNodes, generation.maxNodes};
 }
 
-int CostAwareScheduler::sampleBatch(gen::Rng& rng, ArmPulls& pulls) const {
+std::string CostAwareScheduler::batchContext(const SampledCompile& compile) {
+  return compile.config.entry + (compile.backward ? "+backward" : "");
+}
+
+std::vector<CostAwareScheduler::Arm> CostAwareScheduler::batchArms(const std::string& context) const {
   std::vector<Arm> arms = armsOf(ScheduleDimension::Batch, {}, 0);
+  for (Arm& a : arms) a.name = context + "/" + a.name;
+  return arms;
+}
+
+int CostAwareScheduler::sampleBatch(gen::Rng& rng, const std::string& context, ArmPulls& pulls) const {
+  std::vector<Arm> arms = batchArms(context);
   std::vector<double> p(arms.size());
   if (policy_.bandit) {
     p = mix(ScheduleDimension::Batch, arms, rng, 1);
@@ -340,7 +350,7 @@ int CostAwareScheduler::sampleBatch(gen::Rng& rng, ArmPulls& pulls) const {
   }
   size_t k = rng.weighted(p);
   pulls.arms.emplace_back(ScheduleDimension::Batch, arms[k].name);
-  return std::stoi(arms[k].name);
+  return std::stoi(arms[k].name.substr(context.size() + 1));
 }
 
 void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& programYield) {
@@ -385,16 +395,27 @@ double CostAwareScheduler::yieldFor(ScheduleDimension d, const ProgramYield& y) 
 
 std::map<std::string, double> CostAwareScheduler::shares(ScheduleDimension d, const CompileMatrix& matrix,
                                                          const std::string& device) const {
-  std::vector<Arm> arms = armsOf(d, matrix.shares(device), matrix.maxTemplates);
-  std::vector<double> p(arms.size());
-  if (policy_.bandit) {
-    gen::Rng rng(0x5eed0000ULL + static_cast<uint64_t>(d));
-    p = mix(d, arms, rng, kStatsDraws);
+  std::vector<std::vector<Arm>> groups;  // arms drawn together: a dimension's, or one batch context's
+  if (d == ScheduleDimension::Batch) {
+    std::set<std::string> contexts;
+    if (auto dim = dimensions_.find(d); dim != dimensions_.end())
+      for (const auto& [name, st] : dim->second.arms)
+        if (size_t slash = name.rfind('/'); slash != std::string::npos) contexts.insert(name.substr(0, slash));
+    for (const auto& context : contexts) groups.push_back(batchArms(context));
   } else {
-    for (size_t i = 0; i < arms.size(); ++i) p[i] = arms[i].prior;
+    groups.push_back(armsOf(d, matrix.shares(device), matrix.maxTemplates));
   }
   std::map<std::string, double> out;
-  for (size_t i = 0; i < arms.size(); ++i) out[arms[i].name] = p[i];
+  for (const auto& arms : groups) {
+    std::vector<double> p(arms.size());
+    if (policy_.bandit) {
+      gen::Rng rng(0x5eed0000ULL + static_cast<uint64_t>(d));
+      p = mix(d, arms, rng, kStatsDraws);
+    } else {
+      for (size_t i = 0; i < arms.size(); ++i) p[i] = arms[i].prior;
+    }
+    for (size_t i = 0; i < arms.size(); ++i) out[arms[i].name] = p[i];
+  }
   return out;
 }
 

@@ -91,9 +91,14 @@ class CostAwareScheduler {
   /// The node range of one generated program. Bandit off: the policy's own range, with no draw.
   /// On: a size bucket's range, appended to `pulls`.
   gen::NodeRange sampleSize(const gen::GenPolicy& generation, gen::Rng& rng, ArmPulls& pulls) const;
-  /// How many programs to judge under the next compile (SchedulePolicy::batchSizes), appended to `pulls` as arm
-  /// "1", "2", ...: the bandit's draw, or the configured weights' with the bandit off.
-  int sampleBatch(gen::Rng& rng, ArmPulls& pulls) const;
+  /// How many programs to judge under the next compile (SchedulePolicy::batchSizes) when its first program drew the
+  /// configuration of batch context `context` (batchContext), appended to `pulls` as arm "<context>/<k>": the
+  /// bandit's draw, or the configured weights' with the bandit off. What a batch saves depends on the configuration
+  /// (an export batch's members share one trace; under torch.compile with backward each member's graphs compile as
+  /// they would alone), so each context's sizes are weighed on that context's evidence only.
+  int sampleBatch(gen::Rng& rng, const std::string& context, ArmPulls& pulls) const;
+  /// The batch context of a drawn configuration: its entry, with "+backward" when it runs backward.
+  static std::string batchContext(const SampledCompile& compile);
   /// Credits every arm of `pulls` with the program's torch CPU-seconds and yieldFor(its dimension); a batch-size
   /// arm with one program instead, never decayed (a batch size changes what a program costs, not what it yields).
   void credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& yield);
@@ -101,7 +106,8 @@ class CostAwareScheduler {
   /// signature; for the compile dimensions without the op features (a program's size does choose them).
   double yieldFor(ScheduleDimension dimension, const ProgramYield& yield) const;
 
-  /// The probability of drawing each arm of `dimension` now (for templates: as the first template);
+  /// The probability of drawing each arm of `dimension` now (for templates: as the first template; for batch sizes:
+  /// within each batch context credited so far);
   /// the bandit's part estimated from seeded Thompson draws, so the same state gives the same shares.
   std::map<std::string, double> shares(ScheduleDimension dimension, const CompileMatrix& matrix,
                                        const std::string& device) const;
@@ -132,6 +138,8 @@ class CostAwareScheduler {
   };
 
   std::vector<Arm> armsOf(ScheduleDimension dimension, const CompileShares& configured, int maxTemplates) const;
+  /// The batch-size arms of one batch context: "<context>/<k>".
+  std::vector<Arm> batchArms(const std::string& context) const;
   /// floor/|arms| + (1 - floor) * (rho * prior + (1 - rho) * Thompson winner frequencies over `draws`).
   std::vector<double> mix(ScheduleDimension dimension, const std::vector<Arm>& arms, gen::Rng& rng, int draws) const;
   gen::NodeRange rangeOf(const SizeBucket& bucket, const gen::GenPolicy& generation) const;
