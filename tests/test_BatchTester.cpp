@@ -173,6 +173,11 @@ TEST_F(BatchProgramTest, AMemberWhoseStateChangesBetweenCallsIsCalledInAFrameOfI
   scheduled.schedule = {{"requires-grad", 0}};
   ASSERT_EQ(gen::planPythonConstructs(scheduled, catalog).schedule.size(), 1u);
   EXPECT_TRUE(gen::changesStateBetweenCalls(scheduled, catalog));
+  gen::Graph broken = counted;  // a member that breaks its frame goes last, whatever state it keeps
+  broken.nodes[1].python.graphBreakBefore = true;
+  EXPECT_EQ(gen::batchFrame(chain({"sin"}), catalog), gen::BatchFrame::Shared);
+  EXPECT_EQ(gen::batchFrame(counted, catalog), gen::BatchFrame::Own);
+  EXPECT_EQ(gen::batchFrame(broken, catalog), gen::BatchFrame::Breaks);
   gen::BatchProgram batch =
       gen::emitBatch(emitter, {chain({"sin"}), chain({"cos"}), counted, scheduled, chain({"exp"})}, {});
   std::vector<bool> own;

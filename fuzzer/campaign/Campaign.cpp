@@ -345,7 +345,12 @@ std::optional<Campaign::Candidate> Campaign::makeCandidate(int64_t index, gen::G
 
 std::optional<std::vector<std::string>> Campaign::testCandidate(Candidate& c, const fs::path& scratch) {
   Trial trial;
-  prepareTrial(c, scratch, trial);
+  drawCompile(c, trial);
+  return testDrawn(c, scratch, trial);
+}
+
+std::optional<std::vector<std::string>> Campaign::testDrawn(Candidate& c, const fs::path& scratch, Trial& trial) {
+  writeTrial(c, scratch, trial);
   if (!runTrial(c, trial)) return std::nullopt;
   finishTrial(c, trial);
   return std::move(trial.features);

@@ -198,6 +198,9 @@ class Campaign {
   /// Tests and records the candidate; returns its features, nullopt when it was not judged. Its steps,
   /// in this order, are the member functions below.
   std::optional<std::vector<std::string>> testCandidate(Candidate& candidate, const std::filesystem::path& scratch);
+  /// testCandidate for a candidate whose configuration is drawn already (drawCompile into `trial`).
+  std::optional<std::vector<std::string>> testDrawn(Candidate& candidate, const std::filesystem::path& scratch,
+                                                    Trial& trial);
   /// A lane's step (CampaignBatch.cpp): `first` tested alone, or with the programs drawn after it as one batch
   /// when the drawn batch size is over 1. A batch's programs are judged under the configuration drawn for the
   /// first (any entry but training steps), with their Python constructs or as their op graphs as that

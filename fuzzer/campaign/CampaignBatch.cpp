@@ -61,13 +61,9 @@ std::optional<Campaign::Candidate> Campaign::testFromLane(Candidate& first, gen:
   drawCompile(first, firstTrial);
   ArmPulls batchArm;
   int size = batchSizeFor(first, firstTrial.compile, batchArm);
-  auto alone = [&](Candidate& c, Trial& t) {  // as drawn
-    writeTrial(c, scratch, t);
-    if (runTrial(c, t)) finishTrial(c, t);
-  };
   if (size <= 1) {
     first.pulls.arms.insert(first.pulls.arms.end(), batchArm.arms.begin(), batchArm.arms.end());
-    alone(first, firstTrial);
+    testDrawn(first, scratch, firstTrial);
     return std::nullopt;
   }
   std::vector<Candidate> members;
@@ -85,7 +81,7 @@ std::optional<Campaign::Candidate> Campaign::testFromLane(Candidate& first, gen:
         break;
       }
       if (place == gen::BatchPlace::Alone) {
-        if (drawn == 1) alone(*next, firstTrial);
+        if (drawn == 1) testDrawn(*next, scratch, firstTrial);
         else testCandidate(*next, scratch);  // as drawn
       } else {
         room.add(next->graph);
@@ -127,13 +123,9 @@ void Campaign::testBatch(std::vector<Candidate>& members, std::vector<Trial>& tr
   }
   // The members that share the batch's first graph come first; then those whose state changes between calls, each
   // in a frame of its own; last those whose frame Dynamo breaks. Drawn order within each.
-  auto place = [&](int m) {
-    const gen::Graph& g = members[m].graph;
-    return gen::breaksGraph(g, emitter_.catalog()) ? 2 : gen::changesStateBetweenCalls(g, emitter_.catalog()) ? 1 : 0;
-  };
   std::vector<int> order(size), places(size);
   std::iota(order.begin(), order.end(), 0);
-  for (int m = 0; m < size; ++m) places[m] = place(m);
+  for (int m = 0; m < size; ++m) places[m] = static_cast<int>(gen::batchFrame(members[m].graph, emitter_.catalog()));
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return places[a] < places[b]; });
   if (!std::is_sorted(order.begin(), order.end())) {
     std::vector<Candidate> drawnMembers = std::move(members);

@@ -46,6 +46,12 @@ int64_t tensorElements(const Graph& g) {
   return n;
 }
 
+bool breaks(const PythonPlan& plan) {
+  return plan.graphBreak() || std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) {
+           return p.branch && branchReadsTensor(p.branch->kind);
+         });
+}
+
 bool changesState(const PythonPlan& plan) { return !plan.schedule.empty() || plan.mutatesState(); }
 
 /// forward's body: the member calls of `frames`, a graph break between two frames, the outputs in member order.
@@ -75,15 +81,15 @@ void BatchRoom::add(const Graph& program) {
 
 Graph batchMemberProgram(const Graph& g, bool keepConstructs) { return keepConstructs ? g : plainProgram(g); }
 
-bool breaksGraph(const Graph& g, const OpCatalog& catalog) {
-  PythonPlan plan = planPythonConstructs(g, catalog);
-  return plan.graphBreak() || std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const NodePython& p) {
-           return p.branch && branchReadsTensor(p.branch->kind);
-         });
-}
+bool breaksGraph(const Graph& g, const OpCatalog& catalog) { return breaks(planPythonConstructs(g, catalog)); }
 
 bool changesStateBetweenCalls(const Graph& g, const OpCatalog& catalog) {
   return changesState(planPythonConstructs(g, catalog));
+}
+
+BatchFrame batchFrame(const Graph& g, const OpCatalog& catalog) {
+  PythonPlan plan = planPythonConstructs(g, catalog);
+  return breaks(plan) ? BatchFrame::Breaks : changesState(plan) ? BatchFrame::Own : BatchFrame::Shared;
 }
 
 Graph plainProgram(const Graph& g) {

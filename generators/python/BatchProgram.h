@@ -62,6 +62,11 @@ bool breaksGraph(const Graph& g, const OpCatalog& catalog);
 /// A batch calls such a member in a frame of its own and puts it after the members that share the first graph.
 bool changesStateBetweenCalls(const Graph& g, const OpCatalog& catalog);
 
+/// Where a member's call goes in a batch's forward, in the order members are placed: in the frame the members share,
+/// in a frame of its own (changesStateBetweenCalls), or last because Dynamo breaks its frame (breaksGraph).
+enum class BatchFrame { Shared = 0, Own = 1, Breaks = 2 };
+BatchFrame batchFrame(const Graph& g, const OpCatalog& catalog);
+
 /// `g`'s op graph without its Python constructs, call schedule and hook (origin.plain marks what was dropped: the
 /// replay line adds --plain).
 Graph plainProgram(const Graph& g);
