@@ -128,6 +128,23 @@ TEST(ReportWriter, TracebacksKeepOnlyTheFramesInsideTorch) {
   EXPECT_EQ(md.find("child.py"), std::string::npos);
 }
 
+TEST(ReportWriter, ACrashInsideTorchsPassesNamesTheProgramLineOfItsFxNode) {
+  BugReport bug = crashBug();
+  std::string md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_EQ(md.find("FX node of this program line"), std::string::npos) << "no node trace, no line";
+  // The node's stack_trace of a batched compile: the batch's forward, then the member's own line.
+  bug.repro.observed["compiled"]["exception"]["node_stack_trace"] =
+      "  File \"/tmp/tcfuzz-jobs/j17/000042-batch.py\", line 88, in forward\n    o1 = self.m1(m1_x0)\n"
+      "  File \"/tmp/tcfuzz-jobs/j17/000042-batch.py\", line 41, in forward\n"
+      "    v3 = torch.copysign(v1, v2)\n         ^^^^^^^^^^^^^^^^^^^^^^\n";
+  md = renderReportMarkdown(bug, kReproPy);
+  EXPECT_NE(md.find("Torch was working on the FX node of this program line when it raised (the node's "
+                    "`stack_trace`, innermost frame):\n\n```\nforward: v3 = torch.copysign(v1, v2)\n```\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("000042-batch.py"), std::string::npos) << "the tested file's name and lines are not repro.py's";
+}
+
 TEST(ReportWriter, CrashReportQuotesTheException) {
   BugReport bug = crashBug();
   std::string md = renderReportMarkdown(bug, kReproPy);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string_view>
 
@@ -365,6 +366,16 @@ std::string torchFrames(const std::string& traceback) {
   return out;
 }
 
+/// The innermost program frame of an FX node's stack_trace ("File ..., line N, in F" and its source line), as
+/// "F: source"; "" when the trace holds no such pair. Line numbers name the tested file, not repro.py: they go.
+std::string nodeProgramLine(const std::string& stackTrace) {
+  static const std::regex kFrame(R"(File "[^"]*", line \d+, in (\S+)\n[ \t]*([^\n]+))");
+  std::string found;
+  for (auto it = std::sregex_iterator(stackTrace.begin(), stackTrace.end(), kFrame); it != std::sregex_iterator(); ++it)
+    found = fmt::format("{}: {}", (*it)[1].str(), (*it)[2].str());
+  return found;
+}
+
 void renderErrorLogs(std::string& md, const BugReport& bug) {
   const json& observed = bug.repro.observed;
   md += "### Error logs\n\n";
@@ -394,6 +405,9 @@ void renderErrorLogs(std::string& md, const BugReport& bug) {
       md += fmt::format("The {} run raised:\n\n", failing.mode);
       md += codeBlock(headBounded(fmt::format("{}: {}", type, text(failing.exception, "message")), kMessageLimit));
       md += "\n";
+      if (std::string line = nodeProgramLine(text(failing.exception, "node_stack_trace")); !line.empty())
+        md += "Torch was working on the FX node of this program line when it raised (the node's `stack_trace`, "
+              "innermost frame):\n\n" + codeBlock(oneLine(line, kMessageLimit)) + "\n";
       if (std::string tb = text(failing.exception, "traceback"); !tb.empty())
         md += "Traceback (the frames inside torch):\n\n" +
               codeBlock(tailBounded(torchFrames(tb), kTracebackLimit, kTracebackLines)) + "\n";

@@ -17,6 +17,7 @@ import resource
 import select
 import signal
 import sys
+import threading
 import time
 
 # The protocol channel is a private dup of the original stdout: a stray print() in the zygote
@@ -36,14 +37,38 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 def exit_if_orphaned():
     """Exits at once when tcfuzz is gone (its end of our stdin pipe closed). bubblewrap keeps no
     parent-death signal for its first ~100 ms (a kill -9 of tcfuzz then leaves the sandbox running),
-    so the zygote checks before and after the long torch import instead of only at its first read."""
+    so the zygote checks before and after the long torch import (and OrphanWatch during it) instead of only
+    at its first read."""
     poller = select.poll()
     poller.register(0, select.POLLIN | select.POLLHUP)
     if any(event & select.POLLHUP for _, event in poller.poll(0)):
         os._exit(0)
 
 
+class OrphanWatch:
+    """While the zygote imports torch (seconds, many under load), a thread exits the process as soon as tcfuzz
+    is gone, rather than at the check after the import. Stopped (joined) before anything forks: a fork takes
+    no thread along, and a child must not inherit one mid-poll."""
+
+    def __init__(self):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="orphan-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self):
+        poller = select.poll()
+        poller.register(0, 0)  # no event asked for: poll still reports the pipe's hang-up (and errors)
+        while not self._stop.is_set():
+            if any(event & (select.POLLHUP | select.POLLERR) for _, event in poller.poll(50)):
+                os._exit(0)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+
 exit_if_orphaned()
+_orphan_watch = OrphanWatch()
 _t_import = time.monotonic()
 
 
@@ -72,6 +97,7 @@ try:
     from torch.overrides import TorchFunctionMode  # noqa: E402,F401  (used by the children)
 
     IMPORT_SECONDS = time.monotonic() - _t_import
+    _orphan_watch.stop()
     exit_if_orphaned()
 
     # The job code (child.py, lift/) sits beside this file. Python puts a script's
