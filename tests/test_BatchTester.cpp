@@ -621,6 +621,28 @@ TEST_F(BatchTesterTest, AFaultOnlyTheBatchShowsIsBatchOnly) {
   EXPECT_EQ(results[2].result.verdict.verdict, oracles::Verdict::Agree);
 }
 
+// TEST FIXTURE tcfuzz_planted_refused_alone miscompiles two sigmoids in one graph and refuses one as documented: each
+// member alone was refused, never judged, so the batch's divergence is not batch-only (as an export guard once did).
+TEST_F(BatchTesterTest, AMemberRefusedAloneIsNotBatchOnly) {
+  std::vector<fs::path> files;
+  fs::path batchFile;
+  gen::BatchProgram batch = write({chain({"sigmoid"}, true), chain({"sin", "sigmoid"}, true)}, "refused", files, batchFile);
+  TestSettings s = settings("tcfuzz_planted_refused_alone");
+  s.compile.fullgraph = true;
+  std::vector<BatchMemberResult> results = BatchTester(*tester_).test(batchFile, batch, files, s);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.judgement, BatchJudgement::NotAlone) << r.result.verdict.reason;
+    EXPECT_EQ(r.result.verdict.verdict, oracles::Verdict::Agree) << r.result.verdict.reason;
+    EXPECT_NE(r.result.verdict.reason.find("a graph break under fullgraph=True"), std::string::npos)
+        << r.result.verdict.reason;
+    EXPECT_NE(r.result.verdict.reason.find("numeric-divergence is not batch-only: alone it was refused, not judged"),
+              std::string::npos)
+        << r.result.verdict.reason;
+    EXPECT_TRUE(r.batch.empty());
+  }
+}
+
 // Triage of a batch-only finding drops whole members while the fault holds (fresh, cold), names the members it
 // needs and writes their batch: here the cos member is not needed, both sigmoid members are (TEST FIXTURE
 // tcfuzz_planted_two_sigmoids needs two sigmoids in one graph).

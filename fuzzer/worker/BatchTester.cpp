@@ -273,6 +273,14 @@ std::vector<BatchMemberResult> BatchTester::test(const std::filesystem::path& ba
       out[m] = {std::move(single), BatchJudgement::Alone};
       continue;
     }
+    if (!single.documentedRefusal.empty()) {
+      // Alone, its compiled run was refused as documented (an exported program's input guard, say), so it was
+      // never judged there: what the batch saw is not batch-only, and nothing confirmed it alone.
+      single.verdict.reason = fmt::format("{} (its batch's {} is not batch-only: alone it was refused, not judged)",
+                                          single.verdict.reason, oracles::toString(inBatch.verdict.verdict));
+      out[m] = {std::move(single), BatchJudgement::NotAlone};
+      continue;
+    }
     pending.push_back({pos, std::move(single), inBatch.verdict.verdict});
   }
   // A compiled job that failed as a whole names no member: a member whose failure holds alone explains it, and
