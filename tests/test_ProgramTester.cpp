@@ -264,6 +264,24 @@ TEST_F(ProgramTesterTest, PlantedBugAtAnotherStorageOffsetIsASecondCallDivergenc
   for (const auto& l : r.verdict.comparison->leaves) EXPECT_NE(l.role, "moved") << l.name;
 }
 
+TEST_F(ProgramTesterTest, TheConditioningCheckMovesAnInputAlikeWhateverInputsComeBeforeIt) {
+  // TEST FIXTURE backend tcfuzz_planted_ulp_noise (below). The same x after another input, as a batch member's
+  // inputs follow the other members': eager's spread on x's sum is the same to the bit, so a member is
+  // judged ill-conditioned or not as it is alone.
+  TestSettings s = settings("tcfuzz_planted_ulp_noise");
+  s.conditioningRuns = 3;
+  ProgramTestResult alone = tester_->test(sourcePath("tests/programs/ulps_above_one_sum.py"), s);
+  ProgramTestResult after = tester_->test(sourcePath("tests/programs/ulps_above_one_sum_after_another_input.py"), s);
+  ASSERT_TRUE(alone.conditioning && after.conditioning) << alone.verdict.reason << "\n" << after.verdict.reason;
+  ASSERT_FALSE(alone.conditioning->leaves.empty());
+  // The failing leaves are x's alone (calls 1, 2 and 3; w's doubling agrees), in the same order.
+  ASSERT_EQ(after.conditioning->leaves.size(), alone.conditioning->leaves.size());
+  EXPECT_GT(alone.conditioning->leaves[0].spread, 0.0);
+  for (size_t k = 0; k < alone.conditioning->leaves.size(); ++k)
+    EXPECT_EQ(after.conditioning->leaves[k].spread, alone.conditioning->leaves[k].spread) << "failing leaf " << k;
+  EXPECT_EQ(after.verdict.verdict, alone.verdict.verdict) << after.verdict.reason;
+}
+
 TEST_F(ProgramTesterTest, InputsHoldingInfinitiesAreNeverExcusedAsIllConditioned) {
   // Complex logaddexp with infinite parts: compiled gives nan+nanj where eager and fp64 give inf+infj. The
   // perturbed eager runs refuse such inputs (a few ulps cannot move an infinity), so no spread excuses it.

@@ -422,11 +422,19 @@ TEST(TriageReports, ABatchOnlySignatureKeepsItsBatchFolderAndTheIndexSaysSo) {
   gen::OpCatalog catalog = gen::makeDefaultCatalog();
   std::vector<std::string> log;
   Triage triage(catalog, TriageSettings{}, dir.path(), store, nullptr, [&](const std::string& l) { log.push_back(l); });
-  TriageRecord row = triage.triageSignature("sig-batch");
+  TriageSummary summary = triage.run();
+  EXPECT_EQ(summary.triaged, 1);  // a batch-only signature is triaged, not failed
+  EXPECT_EQ(summary.batchOnly, 1);
+  EXPECT_EQ(summary.failed, 0);
+  std::vector<TriageRecord> rows = store.triageRecords();
+  ASSERT_EQ(rows.size(), 1u);
+  const TriageRecord& row = rows[0];
   EXPECT_EQ(row.status, "batch-only");
   EXPECT_EQ(row.finalSignatureId, "sig-batch");
   ASSERT_FALSE(log.empty());
-  EXPECT_NE(log.back().find("batch-only (member 1 of a batch of 2)"), std::string::npos) << log.back();
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("batch-only (member 1 of a batch of 2)") != std::string::npos;
+  }));
   EXPECT_TRUE(triage.writeReports().empty());
   for (const auto& l : log) EXPECT_EQ(l.find("left out"), std::string::npos) << l;
   EXPECT_TRUE(fs::exists(folder / "program.py"));  // the batch it needs stays
@@ -434,6 +442,20 @@ TEST(TriageReports, ABatchOnlySignatureKeepsItsBatchFolderAndTheIndexSaysSo) {
   EXPECT_NE(index.find("- batch-only (need their batch's other members): 1 signature(s), each kept in crashes/ under its signature id: the members it needs"),
             std::string::npos)
       << index;
+}
+
+TEST(TriageReports, TheSummaryCountsBatchOnlySignaturesAsTriagedNotFailed) {
+  TriageSummary s;
+  s.triaged = 82;
+  s.batchOnly = 1;
+  s.bugs = 9;
+  s.rawFindings = 101;
+  EXPECT_EQ(s.describe("/c"), "triaged 82 signature(s) (0 unreproducible, 0 failed, 1 batch-only); 9 unique bug(s) "
+                              "from 101 raw finding(s)\nindex: /c/index.md\n");
+  s.batchOnly = 0;
+  s.pending = 3;
+  EXPECT_EQ(s.describe("/c"), "triaged 82 signature(s) (0 unreproducible, 0 failed, 3 left for later); 9 unique "
+                              "bug(s) from 101 raw finding(s)\nindex: /c/index.md\n");
 }
 
 TEST(TriageSteps, ThePipelineRunsItsNamedStepsInOrder) {

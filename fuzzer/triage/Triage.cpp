@@ -495,10 +495,11 @@ std::vector<oracles::BugReport> Triage::writeReports() {
 }
 
 std::string TriageSummary::describe(const fs::path& root) const {
-  return fmt::format("triaged {} signature(s) ({} unreproducible, {} failed{}); {} unique bug(s) from {} raw "
+  return fmt::format("triaged {} signature(s) ({} unreproducible, {} failed{}{}); {} unique bug(s) from {} raw "
                      "finding(s)\nindex: {}\n",
-                     triaged, unreproducible, failed, pending ? fmt::format(", {} left for later", pending) : "", bugs,
-                     rawFindings, (root / "index.md").string());
+                     triaged, unreproducible, failed, batchOnly ? fmt::format(", {} batch-only", batchOnly) : "",
+                     pending ? fmt::format(", {} left for later", pending) : "", bugs, rawFindings,
+                     (root / "index.md").string());
 }
 
 TriageSummary Triage::run(const std::atomic<bool>* stop, const std::function<bool()>& mayStart) {
@@ -518,6 +519,10 @@ TriageSummary Triage::run(const std::atomic<bool>* stop, const std::function<boo
     }
     finished_++;
     if (row.status == "done" || row.status == "duplicate") summary.triaged++;
+    else if (row.status == "batch-only") {
+      summary.triaged++;
+      summary.batchOnly++;
+    }
     else if (row.status == "unreproducible") summary.unreproducible++;
     else summary.failed++;
   }

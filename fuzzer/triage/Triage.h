@@ -26,9 +26,11 @@ namespace tcfuzz {
 /// The work of one `tcfuzz triage` pass.
 struct TriageSummary {
   int triaged = 0, unreproducible = 0, failed = 0, pending = 0;  ///< pending: left when stopped
+  int batchOnly = 0;  ///< triaged as batch-only (their members named, no bug report)
   int bugs = 0, rawFindings = 0;
 
-  /// "triaged N signature(s) (...); M unique bug(s) from K raw finding(s)\nindex: ROOT/index.md\n".
+  /// "triaged N signature(s) (U unreproducible, F failed[, B batch-only][, P left for later]); M unique bug(s) from
+  /// K raw finding(s)\nindex: ROOT/index.md\n". A batch-only signature counts as triaged.
   std::string describe(const std::filesystem::path& root) const;
 };
 

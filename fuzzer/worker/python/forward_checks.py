@@ -44,6 +44,8 @@ level, so it covers the IR's programs and the LLM's Python alike, and sees throu
 Imported by zygote.py (through child.py) before any fork: nothing here runs a torch op at import time.
 """
 
+import hashlib
+
 import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -53,17 +55,27 @@ from reference.repro_shared import PythonState, layout_copies, layout_copy, modu
 FRESH_INPUT_SEED_OFFSET = 1  # call 3 uses make_inputs(seed + this)
 
 
+def _own_generator(seed, t):
+    """A generator for tensor `t`'s draw, seeded by `seed` and `t`'s own dtype, shape and bytes: an input moves
+    the same way whatever inputs come before it (a program alone and as a member of a batch, where its inputs
+    follow the other members')."""
+    digest = hashlib.blake2b(f"{int(seed)}|{t.dtype}|{tuple(t.shape)}|".encode(), digest_size=8)
+    digest.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return torch.Generator().manual_seed(int.from_bytes(digest.digest(), "little") >> 1)
+
+
 def perturbed_inputs(inputs, perturb):
     """`inputs` with each floating tensor element moved by a uniform draw of up to perturb["ulps"] ulps
-    (of its own magnitude), seeded by perturb["seed"]: the ill-conditioning check's eager runs.
-    Zeros, NaN and Inf stay as they are; other tensors and values are unchanged."""
-    generator = torch.Generator().manual_seed(int(perturb["seed"]))
+    (of its own magnitude), seeded by perturb["seed"] and the tensor itself (_own_generator): the
+    ill-conditioning check's eager runs. Zeros, NaN and Inf stay as they are; other tensors and values are
+    unchanged."""
     ulps = float(perturb["ulps"])
 
     def move(t):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0:
             return t
         with torch.no_grad():
+            generator = _own_generator(perturb["seed"], t)
             ulp = torch.nextafter(t.abs(), torch.full_like(t, float("inf"))) - t.abs()
             draw = (torch.rand(t.shape, generator=generator, dtype=torch.float64) * 2 - 1) * ulps
             moved = (t.double() + draw.to(t.device) * ulp.double()).to(t.dtype)
