@@ -34,14 +34,19 @@ os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
 
-def exit_if_orphaned():
-    """Exits at once when tcfuzz is gone (its end of our stdin pipe closed). bubblewrap keeps no
-    parent-death signal for its first ~100 ms (a kill -9 of tcfuzz then leaves the sandbox running),
-    so the zygote checks before and after the long torch import (and OrphanWatch during it) instead of only
-    at its first read."""
+def tcfuzz_gone(timeout_ms=0):
+    """Whether tcfuzz's end of our stdin pipe is closed, waiting up to `timeout_ms` for it. No event is asked
+    for: poll reports a hang-up (and an error) regardless, and a job already written is no wake-up."""
     poller = select.poll()
-    poller.register(0, select.POLLIN | select.POLLHUP)
-    if any(event & select.POLLHUP for _, event in poller.poll(0)):
+    poller.register(0, 0)
+    return any(event & (select.POLLHUP | select.POLLERR) for _, event in poller.poll(timeout_ms))
+
+
+def exit_if_orphaned():
+    """Exits at once when tcfuzz is gone. bubblewrap keeps no parent-death signal for its first ~100 ms (a
+    kill -9 of tcfuzz then leaves the sandbox running), so the zygote checks before and after the long torch
+    import (and OrphanWatch during it) instead of only at its first read."""
+    if tcfuzz_gone():
         os._exit(0)
 
 
@@ -56,10 +61,8 @@ class OrphanWatch:
         self._thread.start()
 
     def _watch(self):
-        poller = select.poll()
-        poller.register(0, 0)  # no event asked for: poll still reports the pipe's hang-up (and errors)
         while not self._stop.is_set():
-            if any(event & (select.POLLHUP | select.POLLERR) for _, event in poller.poll(50)):
+            if tcfuzz_gone(50):
                 os._exit(0)
 
     def stop(self):
