@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -207,6 +208,45 @@ TEST(CostAwareScheduler, EachConfigurationSettlesOnItsOwnCheapestBatchSize) {
   EXPECT_NEAR(shares.at("export/1") + shares.at("export/2") + shares.at("export/4") + shares.at("export/8"), 1, 1e-9);
 }
 
+// Before its own evidence, a batch context draws from its configured prior: by default 8 where batching was measured
+// cheapest (every entry but torch.compile with a backward) and 1 or 2 under compile+backward. The prior fades with the
+// context's own programs only: 2,000 export programs say nothing of what a size costs under a backward, so the
+// context seen first after them still starts from its prior rather than from a uniform draw.
+TEST(CostAwareScheduler, ABatchContextStartsFromItsOwnPriorWhateverOtherContextsDid) {
+  CostAwareScheduler scheduler;
+  for (int i = 0; i < 2000; ++i)
+    scheduler.credit({{{ScheduleDimension::Batch, "export/" + std::to_string(1 << (i % 4))}}}, 1, {1, 1, 0});
+  std::map<std::string, std::map<int, int>> drawn;
+  for (uint64_t i = 0; i < 400; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(29, i);
+    for (const char* context : {"compile+backward", "aoti"}) {
+      ArmPulls pulls;
+      drawn[context][scheduler.sampleBatch(rng, context, pulls)]++;  // nothing credited: each draw sees the prior
+    }
+  }
+  auto& backward = drawn["compile+backward"];
+  EXPECT_GT(backward[1] + backward[2], 280) << backward[1] << " " << backward[2] << " " << backward[4] << " "
+                                            << backward[8];
+  EXPECT_LT(backward[8], 30) << backward[8];  // the floor's share alone: 0.15 / 4 of 400
+  EXPECT_GT(drawn["aoti"][8], 150) << drawn["aoti"][8];  // 0.46 of draws, against 0.25 with no prior
+  std::map<std::string, double> shares = scheduler.shares(ScheduleDimension::Batch, CompileMatrix{}, "cpu");
+  EXPECT_NEAR(shares.at("export/8"), 0.25, 0.1);  // its own evidence (every size alike) has outweighed its prior
+  // A prior's sizes are batch_sizes' own, and a context's prior replaces the shared weights there only.
+  SchedulePolicy fixed;
+  fixed.bandit = false;
+  fixed.batchPriors = {{"export", {{1, 1}}}};
+  CostAwareScheduler off(fixed);
+  std::map<std::string, std::set<int>> sizes;
+  for (uint64_t i = 0; i < 200; ++i) {
+    gen::Rng rng = gen::Rng::forProgram(31, i);
+    ArmPulls pulls;
+    sizes["export"].insert(off.sampleBatch(rng, "export", pulls));
+    sizes["compile"].insert(off.sampleBatch(rng, "compile", pulls));
+  }
+  EXPECT_EQ(sizes["export"], (std::set<int>{1}));
+  EXPECT_EQ(sizes["compile"], (std::set<int>{1, 2, 4, 8}));
+}
+
 // Real yields are heavy-tailed: most programs add nothing, a few add many features or a signature, and fewer as
 // the campaign goes on. Whatever batch size judged them, programs yield alike, so the batch arms are told apart by
 // CPU per program alone: with yields drawn from one such distribution for every size, and a batch's members
@@ -399,6 +439,7 @@ TEST(CostAwareScheduler, PolicyJsonRoundTripAndStrictErrors) {
   p.signatureWeight = 50;
   p.sizes = {{"tiny", 0.25, 1}, {"huge", 3, 0.5}};
   p.batchSizes = {{1, 2}, {3, 1}};
+  p.batchPriors = {{"export", {{3, 1}}}, {"compile+backward", {{1, 1}, {3, 0}}}};
   p.batchMaxNodes = 96;
   SchedulePolicy back = SchedulePolicy::fromJson(p.toJson());
   EXPECT_EQ(back.toJson(), p.toJson());
@@ -428,6 +469,14 @@ TEST(CostAwareScheduler, PolicyJsonRoundTripAndStrictErrors) {
   EXPECT_NE(message(json{{"batch_sizes", {{"17", 1}}}}).find("batch size '17'"), std::string::npos);
   EXPECT_NE(message(json{{"batch_sizes", {{"two", 1}}}}), "no error");
   EXPECT_NE(message(json{{"batch_sizes", {{"2", 0}}}}), "no error");
+  EXPECT_EQ(SchedulePolicy::fromJson(json{{"batch_priors", {{"export", {{"8", 1}}}}}}).batchPriors,
+            (std::map<std::string, std::map<int, double>>{{"export", {{8, 1}}}}));
+  EXPECT_EQ(SchedulePolicy::fromJson(json::object()).batchPriors.at("compile+backward").at(1), 2);
+  std::string notASize = message(json{{"batch_sizes", {{"1", 1}, {"2", 1}}}, {"batch_priors", {{"aoti", {{"8", 1}}}}}});
+  EXPECT_NE(notASize.find("batch_priors.aoti: batch size 8 is not one of batch_sizes'"), std::string::npos) << notASize;
+  EXPECT_NE(message(json{{"batch_priors", {{"aoti", {{"8", 0}}}}}}).find("'batch_priors.aoti' needs a size"),
+            std::string::npos);
+  EXPECT_NE(message(json{{"batch_priors", {{"aoti", 8}}}}), "no error");
   EXPECT_EQ(SchedulePolicy::fromJson(json{{"batch_max_nodes", 40}}).batchMaxNodes, 40);
   EXPECT_EQ(SchedulePolicy::fromJson(json::object()).batchMaxNodes, 256);
   EXPECT_NE(message(json{{"batch_max_nodes", 0}}).find("'batch_max_nodes'"), std::string::npos);

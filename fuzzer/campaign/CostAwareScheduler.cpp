@@ -51,6 +51,24 @@ double numberIn(const json& v, const std::string& key, double lo, double hi) {
   return v.get<double>();
 }
 
+/// {"size": weight} with sizes 1 to 16 and a positive total, for the policy key `key`.
+std::map<int, double> batchWeights(const json& v, const std::string& key) {
+  if (!v.is_object() || v.empty()) bad(fmt::format("'{}' must be a non-empty object {{\"size\": weight}}", key));
+  std::map<int, double> out;
+  double total = 0;
+  for (auto& [size, w] : v.items()) {
+    int k = 0;
+    try {
+      k = std::stoi(size);
+    } catch (const std::exception&) {
+    }
+    if (k < 1 || k > 16 || std::to_string(k) != size) bad(fmt::format("batch size '{}' must be an integer 1 to 16", size));
+    total += out[k] = numberIn(w, key + "." + size, 0, 1e9);
+  }
+  if (total <= 0) bad(fmt::format("'{}' needs a size with a positive weight", key));
+  return out;
+}
+
 ScheduleDimension dimensionNamed(const std::string& name) {
   for (auto d : kDimensions)
     if (name == toString(d)) return d;
@@ -116,10 +134,16 @@ const char* toString(ScheduleDimension d) {
 json SchedulePolicy::toJson() const {
   json s = json::array();
   for (const auto& b : sizes) s.push_back({{"name", b.name}, {"scale", b.scale}, {"weight", b.weight}});
-  json b = json::object();
-  for (const auto& [size, w] : batchSizes) b[std::to_string(size)] = w;
+  auto weights = [](const std::map<int, double>& bySize) {
+    json b = json::object();
+    for (const auto& [size, w] : bySize) b[std::to_string(size)] = w;
+    return b;
+  };
+  json priors = json::object();
+  for (const auto& [context, bySize] : batchPriors) priors[context] = weights(bySize);
   return {{"bandit", bandit},
-          {"batch_sizes", b},
+          {"batch_sizes", weights(batchSizes)},
+          {"batch_priors", priors},
           {"batch_max_nodes", batchMaxNodes},
           {"floor", floorShare},
           {"prior_programs", priorPrograms},
@@ -133,6 +157,7 @@ json SchedulePolicy::toJson() const {
 SchedulePolicy SchedulePolicy::fromJson(const json& doc) {
   if (!doc.is_object()) bad("must be a JSON object");
   SchedulePolicy p;
+  bool priorsGiven = false;
   for (auto& [key, v] : doc.items()) {
     if (key == "bandit") {
       if (!v.is_boolean()) bad("'bandit' must be true or false");
@@ -153,19 +178,12 @@ SchedulePolicy SchedulePolicy::fromJson(const json& doc) {
       p.batchMaxNodes = static_cast<int>(numberIn(v, key, 1, 4096));
       if (p.batchMaxNodes != v.get<double>()) bad("'batch_max_nodes' must be an integer");
     } else if (key == "batch_sizes") {
-      if (!v.is_object() || v.empty()) bad("'batch_sizes' must be a non-empty object {\"size\": weight}");
-      p.batchSizes.clear();
-      double total = 0;
-      for (auto& [size, w] : v.items()) {
-        int k = 0;
-        try {
-          k = std::stoi(size);
-        } catch (const std::exception&) {
-        }
-        if (k < 1 || k > 16 || std::to_string(k) != size) bad(fmt::format("batch size '{}' must be an integer 1 to 16", size));
-        total += p.batchSizes[k] = numberIn(w, "batch_sizes." + size, 0, 1e9);
-      }
-      if (total <= 0) bad("'batch_sizes' needs a size with a positive weight");
+      p.batchSizes = batchWeights(v, key);
+    } else if (key == "batch_priors") {
+      if (!v.is_object()) bad("'batch_priors' must be an object {\"context\": {\"size\": weight}}");
+      p.batchPriors.clear();
+      for (auto& [context, bySize] : v.items()) p.batchPriors[context] = batchWeights(bySize, "batch_priors." + context);
+      priorsGiven = true;
     } else if (key == "sizes") {
       if (!v.is_array() || v.empty()) bad("'sizes' must be a non-empty array of {name, scale, weight}");
       p.sizes.clear();
@@ -188,6 +206,11 @@ SchedulePolicy SchedulePolicy::fromJson(const json& doc) {
       bad(fmt::format("unknown key '{}'", key));
     }
   }
+  if (priorsGiven)
+    for (const auto& [context, bySize] : p.batchPriors)
+      for (const auto& [size, w] : bySize)
+        if (!p.batchSizes.count(size))
+          bad(fmt::format("batch_priors.{}: batch size {} is not one of batch_sizes'", context, size));
   return p;
 }
 
@@ -241,16 +264,21 @@ std::vector<double> CostAwareScheduler::mix(ScheduleDimension d, const std::vect
   size_t n = arms.size();
   if (n <= 1) return std::vector<double>(n, 1.0);
   auto dim = dimensions_.find(d);
-  int64_t credits = dim == dimensions_.end() ? 0 : dim->second.credits;
+  std::vector<ArmStats> evidence(n);
+  int64_t ownPrograms = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (dim != dimensions_.end())
+      if (auto it = dim->second.arms.find(arms[i].name); it != dim->second.arms.end()) evidence[i] = it->second;
+    ownPrograms += evidence[i].pulls;
+  }
+  // A batch context's prior fades with its own programs: another context's say nothing of what a size costs here.
+  int64_t credits = d == ScheduleDimension::Batch ? ownPrograms : dim == dimensions_.end() ? 0 : dim->second.credits;
   double rho = policy_.priorPrograms > 0 ? policy_.priorPrograms / (policy_.priorPrograms + static_cast<double>(credits))
                                          : 0;
   std::vector<double> thompson(n, 0);
   if (rho < 1) {
-    std::vector<ArmStats> evidence(n);
     double pooledYield = 0, pooledCpu = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (dim != dimensions_.end())
-        if (auto it = dim->second.arms.find(arms[i].name); it != dim->second.arms.end()) evidence[i] = it->second;
       pooledYield += evidence[i].recentYield;
       pooledCpu += evidence[i].recentCpu;
     }
@@ -336,6 +364,14 @@ std::string CostAwareScheduler::batchContext(const SampledCompile& compile) {
 
 std::vector<CostAwareScheduler::Arm> CostAwareScheduler::batchArms(const std::string& context) const {
   std::vector<Arm> arms = armsOf(ScheduleDimension::Batch, {}, 0);
+  if (auto own = policy_.batchPriors.find(context); own != policy_.batchPriors.end()) {
+    double total = 0;
+    for (Arm& a : arms) {
+      auto w = own->second.find(std::stoi(a.name));
+      total += a.prior = w == own->second.end() ? 0 : w->second;
+    }
+    for (Arm& a : arms) a.prior = total > 0 ? a.prior / total : 1.0 / static_cast<double>(arms.size());
+  }
   for (Arm& a : arms) a.name = context + "/" + a.name;
   return arms;
 }
