@@ -36,10 +36,11 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
 def tcfuzz_gone(timeout_ms=0):
     """Whether tcfuzz's end of our stdin pipe is closed, waiting up to `timeout_ms` for it. No event is asked
-    for: poll reports a hang-up (and an error) regardless, and a job already written is no wake-up."""
+    for: poll reports a hang-up (and an error) regardless, and a job already written is no wake-up. A stdin that
+    is no open file (POLLNVAL, at once) is gone too: no job can come, and the watch must not spin on it."""
     poller = select.poll()
     poller.register(0, 0)
-    return any(event & (select.POLLHUP | select.POLLERR) for _, event in poller.poll(timeout_ms))
+    return any(event & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, event in poller.poll(timeout_ms))
 
 
 def exit_if_orphaned():
