@@ -608,7 +608,10 @@ TEST(LlmProposer, FewShotFromTheQueueAndGrownProgramsThatReplay) {
   // nodes) from its first entries on, whatever the generator draws.
   fs::path policy = dir.path() / "policy.json";
   std::ofstream(policy) << R"({"generation": {"min_nodes": 4, "max_nodes": 8}})";
-  FixtureCampaign c = runFixtureCampaign(dir.path(), script, {"ops-json"}, 12, 41, {"--policy", policy.string()});
+  // One program per compile: a batch claims its members at once, and a prompt shows the queue only once programs are
+  // judged; in batches the first programs were queued after the last request of the twelve programs' campaign.
+  FixtureCampaign c =
+      runFixtureCampaign(dir.path(), script, {"ops-json"}, 12, 41, {"--policy", policy.string(), "--batch", "1"});
   ASSERT_EQ(c.run.exitCode, 0) << c.run.output;
   int builtIn = 0, fewShot = 0;
   for (const Json& r : c.requests) {
