@@ -147,6 +147,30 @@ TEST(EntryPoints, ATransformOfAnInputAloneGivesTheReferencesNoExtraLossTerm) {
   EXPECT_EQ(states, 3) << "AdamW's step, exp_avg and exp_avg_sq of the one parameter";
 }
 
+// torch.optim computes Adam's bias correction from a float32 tensor while compiling and from a Python float in eager,
+// by design: a compiled step on backend "eager" moves a parameter by another ulp, which is no Dynamo bug. It is judged
+// under the tolerance and fp64 rules, not bit for bit; the same program with
+// only the model compiled still equals eager bit for bit. Found in a campaign as "a Dynamo bug".
+TEST(EntryPoints, ACompiledOptimizerStepIsJudgedAgainstFp64NotBitForBit) {
+  TempDir dir("tcfuzz-train-step");
+  nlohmann::json j = trainingAgrees("tests/programs/linear_tanh_sum.py", "optimizer=adam,steps=3,foreach=true,compiled=step",
+                                    dir.path() / "step");
+  EXPECT_EQ(j.value("reason", "").find("bit for bit"), std::string::npos) << j.value("reason", "");
+  nlohmann::json model = trainingAgrees("tests/programs/linear_tanh_sum.py",
+                                        "optimizer=adam,steps=3,foreach=true,compiled=model", dir.path() / "model");
+  int differ = 0;  // the compiled step's leaves that are not eager's to the bit: each passes the tolerance rules
+  auto differs = [](const nlohmann::json& leaf) {
+    return leaf.contains("max_abs_diff") && leaf["max_abs_diff"].is_number() && leaf["max_abs_diff"].get<double>() > 0;
+  };
+  for (const auto& o : j.value("outputs", nlohmann::json::array())) {
+    differ += differs(o);
+    if (differs(o)) EXPECT_TRUE(o.value("passed", false)) << o.dump();
+  }
+  EXPECT_GT(differ, 0) << "the compiled step's arithmetic differs from eager's: " << j.dump().substr(0, 800);
+  for (const auto& o : model.value("outputs", nlohmann::json::array()))
+    EXPECT_FALSE(differs(o)) << o.dump();  // only the model compiled: eager's values exactly
+}
+
 // Training steps through flex_attention on CPU reach torch's own refusal of its backward: documented, not a finding.
 TEST(EntryPoints, FlexAttentionsMissingCpuBackwardIsUnsupportedDocumentedInTrainingSteps) {
   TempDir dir("tcfuzz-train-flex");
