@@ -25,7 +25,8 @@ def compare_leaf(eager, compiled, fp64, steps=1):
     if eager.dtype != compiled.dtype or eager.shape != compiled.shape:
         return "fail", f"eager {eager.dtype}{list(eager.shape)} vs compiled {compiled.dtype}{list(compiled.shape)}"
     # eager's own kernels: bit for bit, unless a compiled optimizer step computes otherwise (ProgramTester.cpp)
-    compiled_step = CASE["compile"].get("entry") == "train" and CASE["compile"]["training"].get("compiled") != "model"
+    training = CASE["compile"].get("training", {})
+    compiled_step = CASE["compile"].get("entry") == "train" and training.get("compiled") != "model"
     if CASE["compile"].get("backend") == "eager" and not compiled_step:
         nan_e, nan_c = (eager.isnan(), compiled.isnan()) if eager.is_floating_point() else (None, None)
         same = (torch.equal(nan_e, nan_c) and torch.equal(eager[~nan_e], compiled[~nan_c]) if nan_e is not None
