@@ -33,6 +33,7 @@ ReproCase makeCase(const std::string& program, const std::string& backend, const
   ReproCase c;
   c.programPy = readText(sourcePath(program));
   c.compile.backend = backend;
+  c.exactBackend = backend == "eager";  // as the judge decides for a forward program
   c.seed = 3;
   c.verdict = verdict;
   c.plugins = {kPlantedPlugin.string()};
@@ -199,6 +200,7 @@ TEST_F(ShortReproEndToEnd, AliasedInputsStayAliasedInEveryRunSoOnlyACompilerThat
   oracles::RunResult r = run(c, "parted_aliases");
   EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
   c.compile.backend = "eager";  // bit for bit: eager, compiled and the float64 reference all keep the sharing
+  c.exactBackend = true;
   r = run(c, "aliases_eager");
   EXPECT_EQ(r.exitCode.value_or(-1), 0) << describe(r);
 }
@@ -265,6 +267,7 @@ TEST_F(ShortReproEndToEnd, PlantedBugOnlyTheScheduleReachesFailsTheScheduleCheck
   oracles::RunResult r = run(c, "planted_schedule");
   EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
   c.compile.backend = "eager";
+  c.exactBackend = true;
   oracles::RunResult exact = run(c, "planted_schedule_exact");
   EXPECT_EQ(exact.exitCode.value_or(-1), 0) << describe(exact);
 }
@@ -308,6 +311,7 @@ TEST_F(ShortReproEndToEnd, PlantedBugsOnANewSizeAndOffsetFailOnTheLaterCallsInpu
   r = run(c, "wrong_on_new_size_marked");
   EXPECT_TRUE(shortReproReproduces(c, {}, r)) << describe(r);
   c.compile.backend = "eager";  // no bug: the check holds on the new size too
+  c.exactBackend = true;
   oracles::RunResult right = run(c, "wrong_on_new_size_exact");
   EXPECT_EQ(right.exitCode.value_or(-1), 0) << describe(right);
 
@@ -346,6 +350,7 @@ TEST_F(ShortReproEndToEnd, PlantedLostMutationStaleResultAndCopiedViewFailTheirO
     EXPECT_NE(r.stderrTail.find(p.message), std::string::npos) << describe(r);
     EXPECT_LE(lineCount(renderShortRepro(c, "t", oracles::ComparatorOptions{})), 40u);
     c.compile.backend = "eager";  // no bug: every check holds
+    c.exactBackend = true;
     oracles::RunResult exact = run(c, std::string(p.backend) + "_exact");
     EXPECT_EQ(exact.exitCode.value_or(-1), 0) << describe(exact);
   }

@@ -494,6 +494,15 @@ TEST(TriageConversions, ATriagedCaseSurvivesItsTriageRow) {
   EXPECT_EQ(back.trace.dir, "traces/abc/tlparse");
   EXPECT_EQ(toJson(back), j);
   EXPECT_EQ(bugReportOf(back, "/campaign").trace.dir, "/campaign/traces/abc/tlparse");  // resolved for the report
+  EXPECT_FALSE(back.repro.exactBackend);
+
+  // The judge's bit-for-bit decision travels with the case; a record from before it was kept reads the old rule.
+  t.repro.compile.backend = "eager";
+  t.repro.exactBackend = false;  // as the judge decides for a compiled optimizer step
+  EXPECT_FALSE(triagedCaseFromJson(toJson(t)).repro.exactBackend);
+  json old = toJson(t);
+  old["repro"].erase("exact_backend");
+  EXPECT_TRUE(triagedCaseFromJson(old).repro.exactBackend);
 }
 
 }  // namespace tcfuzz

@@ -199,6 +199,7 @@ void recordRepro(CaseInTriage& c, TriageTools& tools) {
   if (c.bestRun.verdict.comparison)
     for (const auto& l : c.bestRun.verdict.comparison->leaves)
       if (!l.passed) repro.divergingLeaves.push_back(static_cast<int>(l.leaf));
+  repro.exactBackend = c.bestRun.runs.exactBackend;
   repro.observed = toJson(c.bestRun);
 }
 

@@ -12,7 +12,8 @@ json toJson(const oracles::ReproCase& r) {
   return {{"program_py", r.programPy}, {"program_ir", r.programIr},   {"nodes", r.nodes},
           {"compile", r.compile.toJson()}, {"backward", r.backward}, {"seed", r.seed},
           {"threads", r.threads},      {"device", r.device},          {"plugins", r.plugins},
-          {"verdict", r.verdict},      {"diverging_leaves", r.divergingLeaves}, {"observed", r.observed}};
+          {"verdict", r.verdict},      {"diverging_leaves", r.divergingLeaves}, {"exact_backend", r.exactBackend},
+          {"observed", r.observed}};
 }
 
 oracles::ReproCase reproFromJson(const json& j) {
@@ -28,6 +29,8 @@ oracles::ReproCase reproFromJson(const json& j) {
   r.plugins = j.value("plugins", std::vector<std::string>{});
   r.verdict = j.value("verdict", "");
   r.divergingLeaves = j.value("diverging_leaves", std::vector<int>{});
+  // A record from before the judge's decision was kept: backend="eager" was then always judged bit for bit.
+  r.exactBackend = j.value("exact_backend", r.compile.backend == "eager");
   r.observed = j.value("observed", json::object());
   return r;
 }

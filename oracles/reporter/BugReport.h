@@ -55,6 +55,8 @@ struct ReproCase {
   std::vector<std::string> plugins;  ///< trusted plugin files (a test's planted backend): inlined into repro.py
   std::string verdict;        ///< the expected verdict: "crash-mismatch", "status-mismatch", "numeric-divergence"
   std::vector<int> divergingLeaves;  ///< numeric: the flattened output leaves that diverged (outputs, then grads)
+  bool exactBackend = false;  ///< the judge held compiled to eager's values bit for bit (oracles::TripleRun);
+                              ///< the repro scripts check what the judge checked, never decide it again
   nlohmann::json observed;    ///< toJson(ProgramTestResult) of the minimized program's test
 };
 

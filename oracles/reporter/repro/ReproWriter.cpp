@@ -190,6 +190,7 @@ nlohmann::json reproCaseData(const ReproCase& repro, const ComparatorOptions& to
           {"threads", repro.threads},
           {"device", repro.device},
           {"diverging_leaves", repro.divergingLeaves},
+          {"exact_backend", repro.exactBackend},
           {"tolerances", tolerances.toleranceTable()}};
 }
 

@@ -23,7 +23,7 @@ std::string renderRepro(const ReproCase& repro, const std::string& title);
 std::string renderRepro(const ReproCase& repro, const std::string& title, const ComparatorOptions& tolerances);
 
 /// The case data repro.py embeds (its CASE): seed, verdict, compile, backward, threads, device,
-/// diverging_leaves, tolerances (dtype name -> allclose tolerance).
+/// diverging_leaves, exact_backend, tolerances (dtype name -> allclose tolerance).
 nlohmann::json reproCaseData(const ReproCase& repro, const ComparatorOptions& tolerances);
 
 /// The verdict a repro.py printed ("" when no verdict line is found in `stdoutText`).

@@ -530,7 +530,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
   }
   if (casts) lines.insert(lines.begin() + 1, "import contextlib");
   if (mutation || later) {
-    addLeafByLeafCheck(lines, tolerances, wrongResultMessage(repro), repro.compile.backend == "eager");
+    addLeafByLeafCheck(lines, tolerances, wrongResultMessage(repro), repro.exactBackend);
   } else if (aliasing) {
     add("eager, compiled = run(), run(compiled=True)");
     add(fmt::format("assert eager == compiled, f\"{}: eager {{eager}}, compiled {{compiled}}\"", kAliasMessage));
@@ -541,7 +541,7 @@ std::string renderShortRepro(const ReproCase& repro, const std::string& title, c
     double tol = table.contains(dtype) ? table[dtype].get<double>() : table["float32"].get<double>();
     if (repro.compile.trains()) tol *= repro.compile.training.steps;  // accumulated over the steps (ComparatorOptions)
     add("eager, compiled, fp64 = run(), run(compiled=True), run(fp64=True)");
-    if (repro.compile.backend == "eager" && dtype.find("float") != std::string::npos)  // the exact rung of the ladder
+    if (repro.exactBackend && dtype.find("float") != std::string::npos)  // the exact rung of the ladder
       add(fmt::format("e, c = eager[{0}], compiled[{0}]\nassert {1}, \"leaf {0}: {2} (backend=eager must be bit for bit)\"",
                       leaf, kBitForBit, kNumericMessage));
     else if (dtype.find("float") != std::string::npos || dtype.find("complex") != std::string::npos)
