@@ -3,6 +3,7 @@
 // and the policy and arm statistics round-trip through JSON.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <regex>
@@ -297,6 +298,41 @@ TEST(CostAwareScheduler, AnArmDrawnWhenEveryProgramWasNewDoesNotKeepThatRate) {
   }
   EXPECT_GT(drawn[8], 2 * drawn[2]) << drawn[1] << " " << drawn[2] << " " << drawn[4] << " " << drawn[8];
   EXPECT_GT(drawn[8], 80);
+}
+
+// A batch still running when --max-time stops the work is abandoned whole. Near the end, a size whose batch
+// would outlast the time left, at what its programs have cost, is not drawn; a size without evidence is judged
+// by the context's other sizes, an unseen context is not held back, and the smallest size is always drawable.
+TEST(CostAwareScheduler, NearTheEndOnlyBatchSizesThatFitTheTimeLeftAreDrawn) {
+  for (bool bandit : {true, false}) {
+    SchedulePolicy policy;
+    policy.bandit = bandit;
+    CostAwareScheduler scheduler(policy);
+    for (int i = 0; i < 8; ++i) scheduler.credit({{{ScheduleDimension::Batch, "compile/8"}}}, 10, {});  // 80 s a batch
+    for (int i = 0; i < 4; ++i) scheduler.credit({{{ScheduleDimension::Batch, "compile/4"}}}, 12, {});  // 48 s
+    std::map<double, std::map<int, int>> drawn;  // seconds left -> size -> draws
+    for (double left : {std::numeric_limits<double>::infinity(), 60.0, 30.0, 5.0})
+      for (uint64_t i = 0; i < 400; ++i) {
+        gen::Rng rng = gen::Rng::forProgram(23, i);
+        ArmPulls pulls;
+        int size = scheduler.sampleBatch(rng, "compile", pulls, left);
+        drawn[left][size]++;
+        EXPECT_EQ(pulls.arms.back().second, "compile/" + std::to_string(size));
+      }
+    std::string mode = bandit ? "bandit" : "fixed";
+    EXPECT_GT(drawn[std::numeric_limits<double>::infinity()][8], 100) << mode;
+    EXPECT_EQ(drawn[60][8], 0) << mode;  // 80 s > 60
+    EXPECT_GT(drawn[60][4], 0) << mode;  // 48 s fits
+    EXPECT_EQ(drawn[30][8] + drawn[30][4], 0) << mode;
+    EXPECT_GT(drawn[30][2], 0) << mode;  // unseen: 2 x the context's 10.67 s per program
+    EXPECT_EQ(drawn[5][1], 400) << mode;  // nothing fits: the smallest
+    for (uint64_t i = 0; i < 50; ++i) {  // a context with no evidence at all draws every size
+      gen::Rng rng = gen::Rng::forProgram(29, i);
+      ArmPulls pulls;
+      drawn[-1][scheduler.sampleBatch(rng, "export", pulls, 1.0)]++;
+    }
+    EXPECT_GT(drawn[-1][8], 0) << mode;
+  }
 }
 
 TEST(CostAwareScheduler, CompileArmsAreNotCreditedWithOpFeatures) {

@@ -213,6 +213,8 @@ class Campaign {
   /// The batch size for the lane's next programs (its arm in `pulls`, of the batch context of `compile`, the
   /// configuration drawn for `first`), 1 when they may not batch: batching off (--batch 1) or training steps.
   int batchSizeFor(const Candidate& first, const SampledCompile& compile, ArmPulls& pulls);
+  /// Seconds until the work stops for --max-time (its reserve before it); infinity when the session is unbounded.
+  double secondsToStop() const;
   /// Prepares `member` to join the batch `first` leads: first's configuration and compile arms, its own program.
   void prepareMember(Candidate& member, const std::filesystem::path& scratch, Trial& trial, const Candidate& first,
                      const Trial& firstTrial) const;

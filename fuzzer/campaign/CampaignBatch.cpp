@@ -33,7 +33,7 @@ int Campaign::batchSizeFor(const Candidate& first, const SampledCompile& compile
   if (pinned.batchSize) return *pinned.batchSize;
   gen::Rng rng = gen::Rng::forProgram(settings_.seed ^ kBatchStream, static_cast<uint64_t>(first.index));
   std::lock_guard lock(mutex_);
-  return scheduler_.sampleBatch(rng, CostAwareScheduler::batchContext(compile), pulls);
+  return scheduler_.sampleBatch(rng, CostAwareScheduler::batchContext(compile), pulls, secondsToStop());
 }
 
 bool Campaign::batchKeepsConstructs(const oracles::CompileConfig& config) {

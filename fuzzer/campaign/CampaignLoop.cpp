@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -25,6 +26,13 @@ double unixSeconds() {
 
 }  // namespace
 
+double Campaign::secondsToStop() const {
+  if (settings_.maxSeconds <= 0) return std::numeric_limits<double>::infinity();
+  // --max-time counts from tcfuzz's start and includes the stop: the work stops a reserve early.
+  double stopAt = settings_.maxSeconds - std::min(settings_.stopReserveSeconds, settings_.maxSeconds / 4);
+  return stopAt - std::chrono::duration<double>(Clock::now() - settings_.startedAt.value_or(began_)).count();
+}
+
 void Campaign::supervise(const std::function<bool()>& running) {
   auto lastStats = Clock::time_point{}, lastPlot = Clock::now(), lastTrim = Clock::time_point{};
   auto plot = [&] {
@@ -32,16 +40,12 @@ void Campaign::supervise(const std::function<bool()>& running) {
     output_.appendPlot({unixSeconds(), s.runSeconds, s.programs, s.programsPerMinute, s.queue, s.features, s.findings,
                         s.uniqueSignatures, s.torchShare});
   };
-  // --max-time counts from tcfuzz's start and includes the stop: the work stops a reserve early.
-  auto origin = settings_.startedAt.value_or(began_);
-  double stopAt = settings_.maxSeconds - std::min(settings_.stopReserveSeconds, settings_.maxSeconds / 4);
   try {
     plot();
     while (running()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       auto now = Clock::now();
-      double elapsed = std::chrono::duration<double>(now - origin).count();
-      if (settings_.maxSeconds > 0 && elapsed >= stopAt && !stopping_) {
+      if (secondsToStop() <= 0 && !stopping_) {
         {
           std::lock_guard lock(mutex_);
           if (!end_) end_ = CampaignEnd::TimeBudget;

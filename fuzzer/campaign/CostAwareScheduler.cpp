@@ -376,13 +376,41 @@ std::vector<CostAwareScheduler::Arm> CostAwareScheduler::batchArms(const std::st
   return arms;
 }
 
-int CostAwareScheduler::sampleBatch(gen::Rng& rng, const std::string& context, ArmPulls& pulls) const {
+double CostAwareScheduler::expectedBatchSeconds(const std::vector<Arm>& arms, const Arm& arm,
+                                                const std::string& context) const {
+  double size = std::stod(arm.name.substr(context.size() + 1));
+  ArmStats own = stats(ScheduleDimension::Batch, arm.name);
+  if (own.pulls > 0) return size * own.cpuSeconds / static_cast<double>(own.pulls);
+  double cpu = 0;
+  int64_t programs = 0;
+  for (const Arm& a : arms) {
+    ArmStats st = stats(ScheduleDimension::Batch, a.name);
+    cpu += st.cpuSeconds;
+    programs += st.pulls;
+  }
+  return programs > 0 ? size * cpu / static_cast<double>(programs) : 0;
+}
+
+int CostAwareScheduler::sampleBatch(gen::Rng& rng, const std::string& context, ArmPulls& pulls,
+                                    double secondsLeft) const {
   std::vector<Arm> arms = batchArms(context);
   std::vector<double> p(arms.size());
   if (policy_.bandit) {
     p = mix(ScheduleDimension::Batch, arms, rng, 1);
   } else {
     for (size_t i = 0; i < arms.size(); ++i) p[i] = arms[i].prior;
+  }
+  if (std::isfinite(secondsLeft)) {
+    auto size = [&](size_t i) { return std::stoi(arms[i].name.substr(context.size() + 1)); };
+    size_t smallest = 0;
+    for (size_t i = 1; i < arms.size(); ++i)
+      if (size(i) < size(smallest)) smallest = i;
+    double kept = 0;
+    for (size_t i = 0; i < arms.size(); ++i) {
+      if (i != smallest && expectedBatchSeconds(arms, arms[i], context) > secondsLeft) p[i] = 0;
+      kept += p[i];
+    }
+    if (kept <= 0) p[smallest] = 1;
   }
   size_t k = rng.weighted(p);
   pulls.arms.emplace_back(ScheduleDimension::Batch, arms[k].name);

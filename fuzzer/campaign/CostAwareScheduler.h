@@ -3,6 +3,7 @@
 // torch CPU-seconds and yields in new features and signatures, and a bandit that turns that record
 // into the shares the next program is drawn from. Off, the fixed shares draw as before.
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -103,7 +104,11 @@ class CostAwareScheduler {
   /// bandit's draw, or the configured weights' with the bandit off. What a batch saves depends on the configuration
   /// (an export batch's members share one trace; under torch.compile with backward each member's graphs compile as
   /// they would alone), so each context's sizes are weighed on that context's evidence only.
-  int sampleBatch(gen::Rng& rng, const std::string& context, ArmPulls& pulls) const;
+  /// `secondsLeft`: the time the campaign has left to judge it. A size is not drawn when its batch would outlast
+  /// that, at what this context's programs have cost at that size (at any size, before that size has evidence),
+  /// since a batch still running at the end is abandoned whole; the smallest size always may be.
+  int sampleBatch(gen::Rng& rng, const std::string& context, ArmPulls& pulls,
+                  double secondsLeft = std::numeric_limits<double>::infinity()) const;
   /// The batch context of a drawn configuration: its entry, with "+backward" when it runs backward.
   static std::string batchContext(const SampledCompile& compile);
   /// Credits every arm of `pulls` with the program's torch CPU-seconds and yieldFor(its dimension); a batch-size
@@ -147,6 +152,9 @@ class CostAwareScheduler {
   std::vector<Arm> armsOf(ScheduleDimension dimension, const CompileShares& configured, int maxTemplates) const;
   /// The batch-size arms of one batch context: "<context>/<k>".
   std::vector<Arm> batchArms(const std::string& context) const;
+  /// What a batch of `arm`'s size (one of `arms`, a batch context's) is expected to cost in CPU-seconds: its size
+  /// times its programs' mean cost so far, else the context's; 0 (nothing known) before the context has any.
+  double expectedBatchSeconds(const std::vector<Arm>& arms, const Arm& arm, const std::string& context) const;
   /// floor/|arms| + (1 - floor) * (rho * prior + (1 - rho) * Thompson winner frequencies over `draws`); rho fades
   /// with the dimension's credited programs, for batch sizes with those of `arms` (one batch context) only.
   std::vector<double> mix(ScheduleDimension dimension, const std::vector<Arm>& arms, gen::Rng& rng, int draws) const;

@@ -40,11 +40,14 @@ inline size_t Rng::weighted(const std::vector<double>& weights) {
   for (double w : weights) total += w;
   if (total <= 0) return static_cast<size_t>(uniform(0, static_cast<int64_t>(weights.size()) - 1));
   double x = real(0, total);
+  size_t lastDrawable = 0;  // rounding can leave x past the end: the last weight that may be drawn takes it
   for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] <= 0) continue;
     if (x < weights[i]) return i;
     x -= weights[i];
+    lastDrawable = i;
   }
-  return weights.size() - 1;
+  return lastDrawable;
 }
 
 }  // namespace tcfuzz::gen
