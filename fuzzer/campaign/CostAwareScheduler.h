@@ -106,7 +106,8 @@ class CostAwareScheduler {
   /// they would alone), so each context's sizes are weighed on that context's evidence only.
   /// `secondsLeft`: the time the campaign has left to judge it. A size is not drawn when its batch would outlast
   /// that, at what this context's programs have cost at that size (at any size, before that size has evidence),
-  /// since a batch still running at the end is abandoned whole; the smallest size always may be.
+  /// since a batch still running at the end is abandoned whole; the smallest size always may be. (So near a stop,
+  /// even a bandit-off campaign's sizes depend on timing.)
   int sampleBatch(gen::Rng& rng, const std::string& context, ArmPulls& pulls,
                   double secondsLeft = std::numeric_limits<double>::infinity()) const;
   /// The batch context of a drawn configuration: its entry, with "+backward" when it runs backward.
