@@ -376,19 +376,27 @@ std::vector<CostAwareScheduler::Arm> CostAwareScheduler::batchArms(const std::st
   return arms;
 }
 
-double CostAwareScheduler::expectedBatchSeconds(const std::vector<Arm>& arms, const Arm& arm,
-                                                const std::string& context) const {
-  double size = std::stod(arm.name.substr(context.size() + 1));
-  ArmStats own = stats(ScheduleDimension::Batch, arm.name);
-  if (own.pulls > 0) return size * own.cpuSeconds / static_cast<double>(own.pulls);
-  double cpu = 0;
-  int64_t programs = 0;
+std::vector<double> CostAwareScheduler::expectedBatchSeconds(const std::vector<Arm>& arms,
+                                                             const std::string& context) const {
+  std::vector<ArmStats> own;
+  ArmStats all;  // the context's programs at every size
   for (const Arm& a : arms) {
-    ArmStats st = stats(ScheduleDimension::Batch, a.name);
-    cpu += st.cpuSeconds;
-    programs += st.pulls;
+    own.push_back(stats(ScheduleDimension::Batch, a.name));
+    all.pulls += own.back().pulls;
+    all.cpuSeconds += own.back().cpuSeconds;
   }
-  return programs > 0 ? size * cpu / static_cast<double>(programs) : 0;
+  std::vector<double> seconds;
+  for (size_t i = 0; i < arms.size(); ++i) {
+    const ArmStats& known = own[i].pulls > 0 ? own[i] : all;
+    seconds.push_back(known.pulls > 0 ? batchSizeOf(arms[i], context) * known.cpuSeconds /
+                                            static_cast<double>(known.pulls)
+                                      : 0);
+  }
+  return seconds;
+}
+
+int CostAwareScheduler::batchSizeOf(const Arm& arm, const std::string& context) {
+  return std::stoi(arm.name.substr(context.size() + 1));
 }
 
 int CostAwareScheduler::sampleBatch(gen::Rng& rng, const std::string& context, ArmPulls& pulls,
@@ -401,20 +409,20 @@ int CostAwareScheduler::sampleBatch(gen::Rng& rng, const std::string& context, A
     for (size_t i = 0; i < arms.size(); ++i) p[i] = arms[i].prior;
   }
   if (std::isfinite(secondsLeft)) {
-    auto size = [&](size_t i) { return std::stoi(arms[i].name.substr(context.size() + 1)); };
     size_t smallest = 0;
     for (size_t i = 1; i < arms.size(); ++i)
-      if (size(i) < size(smallest)) smallest = i;
+      if (batchSizeOf(arms[i], context) < batchSizeOf(arms[smallest], context)) smallest = i;
+    std::vector<double> seconds = expectedBatchSeconds(arms, context);
     double kept = 0;
     for (size_t i = 0; i < arms.size(); ++i) {
-      if (i != smallest && expectedBatchSeconds(arms, arms[i], context) > secondsLeft) p[i] = 0;
+      if (i != smallest && seconds[i] > secondsLeft) p[i] = 0;
       kept += p[i];
     }
     if (kept <= 0) p[smallest] = 1;
   }
   size_t k = rng.weighted(p);
   pulls.arms.emplace_back(ScheduleDimension::Batch, arms[k].name);
-  return std::stoi(arms[k].name.substr(context.size() + 1));
+  return batchSizeOf(arms[k], context);
 }
 
 void CostAwareScheduler::credit(const ArmPulls& pulls, double cpuSeconds, const ProgramYield& programYield) {

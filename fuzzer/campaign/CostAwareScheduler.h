@@ -153,9 +153,11 @@ class CostAwareScheduler {
   std::vector<Arm> armsOf(ScheduleDimension dimension, const CompileShares& configured, int maxTemplates) const;
   /// The batch-size arms of one batch context: "<context>/<k>".
   std::vector<Arm> batchArms(const std::string& context) const;
-  /// What a batch of `arm`'s size (one of `arms`, a batch context's) is expected to cost in CPU-seconds: its size
-  /// times its programs' mean cost so far, else the context's; 0 (nothing known) before the context has any.
-  double expectedBatchSeconds(const std::vector<Arm>& arms, const Arm& arm, const std::string& context) const;
+  /// What a batch of each of `arms`' sizes (a batch context's) is expected to cost in CPU-seconds: its size times
+  /// its programs' mean cost so far, else the context's; 0 (nothing known) before the context has any.
+  std::vector<double> expectedBatchSeconds(const std::vector<Arm>& arms, const std::string& context) const;
+  /// The size k of a batch context's arm "<context>/<k>".
+  static int batchSizeOf(const Arm& arm, const std::string& context);
   /// floor/|arms| + (1 - floor) * (rho * prior + (1 - rho) * Thompson winner frequencies over `draws`); rho fades
   /// with the dimension's credited programs, for batch sizes with those of `arms` (one batch context) only.
   std::vector<double> mix(ScheduleDimension dimension, const std::vector<Arm>& arms, gen::Rng& rng, int draws) const;
